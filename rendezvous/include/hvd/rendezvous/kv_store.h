@@ -1,0 +1,109 @@
+// KvStore: the in-memory key-value store behind the rendezvous server.
+//
+// Keys live in scopes (one per Gloo context family, per generation, ...), so
+// that a whole scope can be dropped at once. Waits block on a condition
+// variable until the awaited keys exist or a deadline passes: there is no
+// polling, and a Set wakes only the waiters that care about its key.
+//
+// Thread-safe: any number of threads may call any method concurrently.
+// Shutdown() wakes every waiter with kAborted and makes later waits fail.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hvd/common/status.h"
+
+namespace hvd::rendezvous {
+
+struct KvLimits {
+  size_t max_key_bytes = 512;
+  size_t max_value_bytes = 16u << 20;
+  // Sum of key and value bytes over all scopes.
+  size_t max_total_bytes = 1u << 30;
+  // Keys one wait may name.
+  size_t max_keys_per_wait = 1u << 16;
+};
+
+struct KvStats {
+  size_t scopes = 0;
+  size_t keys = 0;
+  size_t bytes = 0;
+  size_t waiters = 0;
+};
+
+class KvStore {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Values = std::map<std::string, std::string>;
+
+  explicit KvStore(KvLimits limits = KvLimits());
+  ~KvStore();
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+
+  // Creates or replaces. kResourceExhausted names the limit exceeded.
+  common::Status Set(const std::string& scope, const std::string& key,
+                     std::string value);
+
+  // kNotFound when absent.
+  common::Result<std::string> Get(const std::string& scope,
+                                  const std::string& key) const;
+
+  // kNotFound when absent.
+  common::Status Delete(const std::string& scope, const std::string& key);
+
+  // Removes every key of the scope; returns how many there were.
+  size_t DeleteScope(const std::string& scope);
+
+  // Waits until every key in `keys` exists in `scope`, then returns their
+  // values. kTimeout at `deadline` (naming up to a few missing keys),
+  // kAborted after Shutdown().
+  common::Result<Values> WaitAll(const std::string& scope,
+                                 const std::vector<std::string>& keys,
+                                 Clock::time_point deadline);
+
+  // Waits until at least `count` keys starting with `prefix` exist in
+  // `scope`, then returns all of them. Errors as WaitAll.
+  common::Result<Values> WaitPrefix(const std::string& scope,
+                                    const std::string& prefix, size_t count,
+                                    Clock::time_point deadline);
+
+  void Shutdown();
+
+  KvStats Stats() const;
+  const KvLimits& limits() const { return limits_; }
+
+ private:
+  struct Waiter;
+  struct Scope {
+    std::unordered_map<std::string, std::string> entries;
+    // Waiters per awaited key (WaitAll) and prefix waiters (WaitPrefix).
+    std::unordered_map<std::string, std::vector<Waiter*>> key_waiters;
+    std::vector<Waiter*> prefix_waiters;
+  };
+
+  common::Status CheckKey(const std::string& key) const;
+  // Bookkeeping when a key appears (+1) or disappears (-1); caller holds mu_.
+  void OnPresenceChange(Scope& scope, const std::string& key, int delta);
+  common::Result<Values> Await(std::unique_lock<std::mutex>& lock,
+                               const std::string& scope_name, Waiter& waiter,
+                               Clock::time_point deadline,
+                               const std::string& what);
+  void DropScopeIfIdle(const std::string& name);
+
+  const KvLimits limits_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Scope> scopes_;  // guarded by mu_
+  size_t total_bytes_ = 0;                         // guarded by mu_
+  size_t waiters_ = 0;                             // guarded by mu_
+  bool shutdown_ = false;                          // guarded by mu_
+};
+
+}  // namespace hvd::rendezvous

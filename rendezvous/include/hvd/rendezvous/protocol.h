@@ -1,0 +1,40 @@
+// The rendezvous HTTP protocol, shared by server and client: paths, query
+// parameters, JSON field names and the rules for scope and key names.
+// docs/protocol.md describes the same protocol for readers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace hvd::rendezvous::protocol {
+
+inline constexpr char kKvPath[] = "/v1/kv/";  // + scope [+ "/" + key]
+inline constexpr char kStatusPath[] = "/v1/status";
+
+// Query parameters.
+inline constexpr char kWaitMs[] = "wait_ms";  // long-poll budget
+inline constexpr char kKeys[] = "keys";       // comma-separated key list
+inline constexpr char kPrefix[] = "prefix";   // wait for keys by prefix ...
+inline constexpr char kCount[] = "count";     // ... until this many exist
+
+// Multi-key answer: {"values": {"<key>": "<base64 value>", ...}}.
+inline constexpr char kValues[] = "values";
+
+// Error answer: {"error": "<status code name>", "message": "..."}.
+inline constexpr char kError[] = "error";
+inline constexpr char kMessage[] = "message";
+
+// httplib refuses request lines over 8 KiB; clients split multi-key waits
+// so that each target stays below this.
+inline constexpr size_t kMaxTargetBytes = 7 * 1024;
+
+// Scopes: 1-128 characters of [A-Za-z0-9._-].
+bool IsValidScope(std::string_view scope);
+
+// Keys: 1 or more characters of [A-Za-z0-9._~:/-] (URL-safe, no comma);
+// the length limit is the server's (max_key_bytes).
+bool IsValidKey(std::string_view key);
+
+std::string KvTarget(std::string_view scope, std::string_view key);
+
+}  // namespace hvd::rendezvous::protocol

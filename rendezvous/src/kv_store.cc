@@ -1,0 +1,263 @@
+#include "hvd/rendezvous/kv_store.h"
+
+#include <algorithm>
+
+namespace hvd::rendezvous {
+
+using common::Result;
+using common::Status;
+
+// One blocked WaitAll/WaitPrefix call. `needed` counts what is still missing:
+// awaited keys absent (WaitAll) or keys short of the count (WaitPrefix). Set
+// and Delete adjust it for the waiters their key concerns.
+struct KvStore::Waiter {
+  std::condition_variable cv;
+  int64_t needed = 0;
+  bool by_prefix = false;
+  std::string prefix;
+  std::vector<std::string> keys;
+};
+
+KvStore::KvStore(KvLimits limits) : limits_(limits) {}
+
+KvStore::~KvStore() { Shutdown(); }
+
+Status KvStore::CheckKey(const std::string& key) const {
+  if (key.empty()) return Status::InvalidArgument("empty key");
+  if (key.size() > limits_.max_key_bytes) {
+    return Status::ResourceExhausted("key of " + std::to_string(key.size()) +
+                                     " bytes exceeds the limit max_key_bytes=" +
+                                     std::to_string(limits_.max_key_bytes));
+  }
+  return Status::Ok();
+}
+
+void KvStore::OnPresenceChange(Scope& scope, const std::string& key,
+                               int delta) {
+  auto notify = [delta](Waiter* waiter) {
+    waiter->needed -= delta;
+    if (waiter->needed <= 0) waiter->cv.notify_one();
+  };
+  auto it = scope.key_waiters.find(key);
+  if (it != scope.key_waiters.end()) {
+    for (Waiter* waiter : it->second) notify(waiter);
+  }
+  for (Waiter* waiter : scope.prefix_waiters) {
+    if (key.compare(0, waiter->prefix.size(), waiter->prefix) == 0) {
+      notify(waiter);
+    }
+  }
+}
+
+Status KvStore::Set(const std::string& scope_name, const std::string& key,
+                    std::string value) {
+  Status key_status = CheckKey(key);
+  if (!key_status.ok()) return key_status;
+  if (value.size() > limits_.max_value_bytes) {
+    return Status::ResourceExhausted(
+        "value of " + std::to_string(value.size()) +
+        " bytes exceeds the limit max_value_bytes=" +
+        std::to_string(limits_.max_value_bytes));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Scope& scope = scopes_[scope_name];
+  auto it = scope.entries.find(key);
+  size_t old_bytes =
+      it == scope.entries.end() ? 0 : key.size() + it->second.size();
+  size_t new_total = total_bytes_ - old_bytes + key.size() + value.size();
+  if (new_total > limits_.max_total_bytes) {
+    if (scope.entries.empty()) DropScopeIfIdle(scope_name);
+    return Status::ResourceExhausted(
+        "store is full: setting this value would hold " +
+        std::to_string(new_total) + " bytes, over the limit max_total_bytes=" +
+        std::to_string(limits_.max_total_bytes));
+  }
+  total_bytes_ = new_total;
+  if (it != scope.entries.end()) {
+    it->second = std::move(value);
+  } else {
+    scope.entries.emplace(key, std::move(value));
+    OnPresenceChange(scope, key, +1);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> KvStore::Get(const std::string& scope_name,
+                                 const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto scope = scopes_.find(scope_name);
+  if (scope != scopes_.end()) {
+    auto it = scope->second.entries.find(key);
+    if (it != scope->second.entries.end()) return it->second;
+  }
+  return Status::NotFound("no key '" + key + "' in scope '" + scope_name + "'");
+}
+
+Status KvStore::Delete(const std::string& scope_name, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto scope = scopes_.find(scope_name);
+  if (scope != scopes_.end()) {
+    auto it = scope->second.entries.find(key);
+    if (it != scope->second.entries.end()) {
+      total_bytes_ -= key.size() + it->second.size();
+      scope->second.entries.erase(it);
+      OnPresenceChange(scope->second, key, -1);
+      DropScopeIfIdle(scope_name);
+      return Status::Ok();
+    }
+  }
+  return Status::NotFound("no key '" + key + "' in scope '" + scope_name + "'");
+}
+
+size_t KvStore::DeleteScope(const std::string& scope_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto scope = scopes_.find(scope_name);
+  if (scope == scopes_.end()) return 0;
+  size_t count = scope->second.entries.size();
+  for (auto& [key, value] : scope->second.entries) {
+    total_bytes_ -= key.size() + value.size();
+    OnPresenceChange(scope->second, key, -1);
+  }
+  scope->second.entries.clear();
+  DropScopeIfIdle(scope_name);
+  return count;
+}
+
+void KvStore::DropScopeIfIdle(const std::string& name) {
+  auto it = scopes_.find(name);
+  if (it != scopes_.end() && it->second.entries.empty() &&
+      it->second.key_waiters.empty() && it->second.prefix_waiters.empty()) {
+    scopes_.erase(it);
+  }
+}
+
+Result<KvStore::Values> KvStore::WaitAll(const std::string& scope_name,
+                                         const std::vector<std::string>& keys,
+                                         Clock::time_point deadline) {
+  if (keys.size() > limits_.max_keys_per_wait) {
+    return Status::ResourceExhausted(
+        "a wait for " + std::to_string(keys.size()) +
+        " keys exceeds the limit max_keys_per_wait=" +
+        std::to_string(limits_.max_keys_per_wait));
+  }
+  for (const std::string& key : keys) {
+    Status status = CheckKey(key);
+    if (!status.ok()) return status;
+  }
+  Waiter waiter;
+  waiter.keys = keys;
+  std::unique_lock<std::mutex> lock(mu_);
+  Scope& scope = scopes_[scope_name];
+  for (const std::string& key : keys) {
+    if (scope.entries.count(key) == 0) ++waiter.needed;
+    scope.key_waiters[key].push_back(&waiter);
+  }
+  return Await(lock, scope_name, waiter, deadline,
+               std::to_string(keys.size()) + " keys");
+}
+
+Result<KvStore::Values> KvStore::WaitPrefix(const std::string& scope_name,
+                                            const std::string& prefix,
+                                            size_t count,
+                                            Clock::time_point deadline) {
+  if (count > limits_.max_keys_per_wait) {
+    return Status::ResourceExhausted(
+        "a wait for " + std::to_string(count) +
+        " keys exceeds the limit max_keys_per_wait=" +
+        std::to_string(limits_.max_keys_per_wait));
+  }
+  Waiter waiter;
+  waiter.by_prefix = true;
+  waiter.prefix = prefix;
+  waiter.needed = static_cast<int64_t>(count);
+  std::unique_lock<std::mutex> lock(mu_);
+  Scope& scope = scopes_[scope_name];
+  for (const auto& entry : scope.entries) {
+    if (entry.first.compare(0, prefix.size(), prefix) == 0) --waiter.needed;
+  }
+  scope.prefix_waiters.push_back(&waiter);
+  return Await(lock, scope_name, waiter, deadline,
+               std::to_string(count) + " keys with prefix '" + prefix + "'");
+}
+
+Result<KvStore::Values> KvStore::Await(std::unique_lock<std::mutex>& lock,
+                                       const std::string& scope_name,
+                                       Waiter& waiter,
+                                       Clock::time_point deadline,
+                                       const std::string& what) {
+  ++waiters_;
+  while (!shutdown_ && waiter.needed > 0) {
+    if (waiter.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  --waiters_;
+  // The scope cannot have been erased: DropScopeIfIdle keeps scopes that
+  // have waiters.
+  Scope& scope = scopes_[scope_name];
+  Values values;
+  std::vector<std::string> missing;
+  if (waiter.by_prefix) {
+    auto& list = scope.prefix_waiters;
+    list.erase(std::remove(list.begin(), list.end(), &waiter), list.end());
+    for (const auto& entry : scope.entries) {
+      if (entry.first.compare(0, waiter.prefix.size(), waiter.prefix) == 0) {
+        values.insert(entry);
+      }
+    }
+  } else {
+    for (const std::string& key : waiter.keys) {
+      auto& list = scope.key_waiters[key];
+      list.erase(std::remove(list.begin(), list.end(), &waiter), list.end());
+      if (list.empty()) scope.key_waiters.erase(key);
+      auto it = scope.entries.find(key);
+      if (it != scope.entries.end()) {
+        values.insert(*it);
+      } else if (missing.size() < 5) {
+        missing.push_back(key);
+      }
+    }
+  }
+  bool satisfied = waiter.needed <= 0;
+  DropScopeIfIdle(scope_name);
+  if (shutdown_) {
+    return Status::Aborted("rendezvous store is shutting down");
+  }
+  if (!satisfied) {
+    std::string message =
+        "timed out waiting for " + what + " in scope '" + scope_name + "'";
+    if (waiter.by_prefix) {
+      message += " (" + std::to_string(values.size()) + " present)";
+    } else {
+      message += "; missing:";
+      for (const auto& key : missing) message += " '" + key + "'";
+      if (waiter.needed > static_cast<int64_t>(missing.size())) {
+        message +=
+            " and " + std::to_string(waiter.needed - missing.size()) + " more";
+      }
+    }
+    return Status::Timeout(message);
+  }
+  return values;
+}
+
+void KvStore::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  for (auto& [name, scope] : scopes_) {
+    for (auto& [key, waiters] : scope.key_waiters) {
+      for (Waiter* waiter : waiters) waiter->cv.notify_one();
+    }
+    for (Waiter* waiter : scope.prefix_waiters) waiter->cv.notify_one();
+  }
+}
+
+KvStats KvStore::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  KvStats stats;
+  stats.scopes = scopes_.size();
+  for (const auto& [name, scope] : scopes_) stats.keys += scope.entries.size();
+  stats.bytes = total_bytes_;
+  stats.waiters = waiters_;
+  return stats;
+}
+
+}  // namespace hvd::rendezvous

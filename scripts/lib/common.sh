@@ -1,0 +1,37 @@
+# Shared by the scripts in scripts/: package installation and messages.
+# Source it; do not run it.
+
+hvd_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+hvd_die() {
+  echo "error: $*" >&2
+  exit 1
+}
+
+# hvd_ensure_packages PKG...: installs the Debian packages that are missing,
+# with one 'apt-get update' first. Quiet when nothing is missing.
+hvd_ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || hvd_die "missing packages (${missing[*]}) and no sudo to install them as $(id -un)"
+    sudo="sudo"
+  fi
+  echo "installing Debian packages: ${missing[*]}"
+  local log
+  log="$(mktemp)"
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    rm -f "$log"
+    hvd_die "apt-get could not install: ${missing[*]}"
+  fi
+  rm -f "$log"
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs and builds (scripts/setup.sh), then runs every test. Ends with the
+# test runner's summary line; exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+"$hvd_root/scripts/setup.sh"
+
+# Layering the linker cannot check (docs/design.md, "Components"): the
+# rendezvous server side never includes Gloo.
+if grep -rn "gloo/" "$hvd_root/rendezvous/src/server.cc" \
+     "$hvd_root/rendezvous/src/kv_store.cc" "$hvd_root/rendezvous/src/routes_kv.cc" \
+     "$hvd_root/rendezvous/include/hvd/rendezvous/server.h" \
+     "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
+  hvd_die "the rendezvous server must not depend on Gloo"
+fi
+
+cd "$hvd_root/build"
+ctest --output-on-failure -j"$(nproc)" --timeout 300

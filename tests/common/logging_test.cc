@@ -1,0 +1,47 @@
+#include "hvd/common/logging.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace hvd::common {
+namespace {
+
+TEST(LoggingTest, ParsesHorovodLevelNames) {
+  EXPECT_EQ(*ParseLogLevel("TRACE", "x"), spdlog::level::trace);
+  EXPECT_EQ(*ParseLogLevel("warning", "x"), spdlog::level::warn);
+  EXPECT_EQ(*ParseLogLevel("fatal", "x"), spdlog::level::critical);
+  auto bad = ParseLogLevel("loud", "HVD_LOG_LEVEL");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HVD_LOG_LEVEL='loud'"),
+            std::string::npos);
+}
+
+TEST(LoggingTest, HvdLevelWinsAndBadValuesAreReported) {
+  setenv("HOROVOD_LOG_LEVEL", "error", 1);
+  setenv("HVD_LOG_LEVEL", "debug", 1);
+  ASSERT_TRUE(InitLogging("worker", 3).ok());
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::debug);
+  setenv("HVD_LOG_LEVEL", "chatty", 1);
+  Status status = InitLogging("driver", -1);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::warn);
+  unsetenv("HVD_LOG_LEVEL");
+  EXPECT_TRUE(InitLogging("worker", 0).ok());
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::err);
+  unsetenv("HOROVOD_LOG_LEVEL");
+}
+
+TEST(LoggingTest, EveryLineCarriesRoleAndRank) {
+  ASSERT_TRUE(InitLogging("worker", 3).ok());
+  ::testing::internal::CaptureStderr();
+  spdlog::warn("first");
+  spdlog::error("second");
+  std::string output = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(output.find("[worker 3] [warning] first"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("[worker 3] [error] second"), std::string::npos)
+      << output;
+}
+
+}  // namespace
+}  // namespace hvd::common

@@ -1,0 +1,154 @@
+// Real processes build a Gloo context through HttpStore and allreduce.
+#include "hvd/rendezvous/http_store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gloo/common/error.h>
+#include <thread>
+
+#include "hvd/rendezvous/server.h"
+
+namespace hvd::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kSecret[] = "feedfacefeedface";
+
+// Children of one test; killed and reaped however the test ends.
+class Workers {
+ public:
+  ~Workers() {
+    for (pid_t pid : pids_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  void Spawn(const std::vector<std::string>& args, const std::string& secret) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      setenv("HVD_SECRET_KEY", secret.c_str(), 1);
+      std::vector<char*> argv;
+      for (const auto& arg : args)
+        argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    pids_.push_back(pid);
+  }
+  // Exit codes in spawn order; -1 for a worker still running at the deadline
+  // (then killed) or one that died of a signal.
+  std::vector<int> Wait(std::chrono::seconds limit) {
+    std::vector<int> codes(pids_.size(), -1);
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    size_t done = 0;
+    while (done < pids_.size() && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) {
+        std::this_thread::sleep_for(10ms);  // reaping, not synchronising
+        continue;
+      }
+      for (size_t i = 0; i < pids_.size(); ++i) {
+        if (pids_[i] == pid) {
+          codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+          pids_[i] = -pids_[i];  // reaped
+          ++done;
+        }
+      }
+    }
+    std::vector<pid_t> alive;
+    for (pid_t pid : pids_) {
+      if (pid > 0) alive.push_back(pid);
+    }
+    pids_ = alive;
+    return codes;
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+class HttpStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.secret = kSecret;
+    options.threads = 32;
+    auto server = RendezvousServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  common::HttpClientOptions ClientOptions() {
+    common::HttpClientOptions options;
+    options.host = "127.0.0.1";
+    options.port = server_->port();
+    options.secret = kSecret;
+    return options;
+  }
+  std::unique_ptr<RendezvousServer> server_;
+};
+
+TEST_F(HttpStoreTest, FourProcessesConnectAndAllreduce) {
+  constexpr int kSize = 4;
+  Workers workers;
+  for (int rank = 0; rank < kSize; ++rank) {
+    workers.Spawn({HVD_GLOO_WORKER, std::to_string(server_->port()),
+                   std::to_string(rank), std::to_string(kSize), "g1/"},
+                  kSecret);
+  }
+  std::vector<int> codes = workers.Wait(60s);
+  EXPECT_EQ(codes, std::vector<int>(kSize, 0));
+  // Per rank two PUTs (hostname, address) and two multi-key GETs (rank 0
+  // asks for no hostname): O(N), not O(N^2).
+  EXPECT_EQ(server_->requests_total(), 4u * kSize - 1);
+}
+
+TEST_F(HttpStoreTest, GenerationsWithTheirOwnPrefixDoNotCollide) {
+  // Stale addresses of an older generation under another prefix are ignored.
+  RendezvousClient client(ClientOptions());
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(client.Set("gloo", "g1/" + std::to_string(rank), "stale").ok());
+  }
+  Workers workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    workers.Spawn({HVD_GLOO_WORKER, std::to_string(server_->port()),
+                   std::to_string(rank), "2", "g2/"},
+                  kSecret);
+  }
+  EXPECT_EQ(workers.Wait(60s), std::vector<int>(2, 0));
+}
+
+TEST_F(HttpStoreTest, WrongSecretFailsClearly) {
+  Workers workers;
+  workers.Spawn(
+      {HVD_GLOO_WORKER, std::to_string(server_->port()), "0", "2", "g1/"},
+      "wrong");
+  EXPECT_EQ(workers.Wait(60s), std::vector<int>{3});
+}
+
+TEST_F(HttpStoreTest, MissingPeerIsAnIoExceptionAfterTheTimeout) {
+  HttpStore store(ClientOptions(), "gloo", "g1/", 100ms);
+  store.set("0", {'a'});
+  EXPECT_THROW(store.wait({"1"}), gloo::IoException);
+  EXPECT_EQ(store.last_error().code(), common::Code::kTimeout);
+  store.wait({"0"});
+  EXPECT_EQ(store.get("0"), std::vector<char>{'a'});
+}
+
+TEST_F(HttpStoreTest, UnreachableServerIsAnIoException) {
+  common::HttpClientOptions options = ClientOptions();
+  server_->Stop();
+  options.max_attempts = 2;
+  HttpStore store(options, "gloo", "g1/", 100ms);
+  EXPECT_THROW(store.set("0", {'a'}), gloo::IoException);
+  EXPECT_EQ(store.last_error().code(), common::Code::kTransport);
+}
+
+}  // namespace
+}  // namespace hvd::rendezvous

@@ -1,0 +1,169 @@
+#include "hvd/rendezvous/kv_store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace hvd::rendezvous {
+namespace {
+
+using common::Code;
+using namespace std::chrono_literals;
+
+KvStore::Clock::time_point In(std::chrono::milliseconds ms) {
+  return KvStore::Clock::now() + ms;
+}
+
+// Blocks until the store reports `count` waiters, so a test knows that its
+// waiting thread is parked before it acts.
+void AwaitWaiters(const KvStore& store, size_t count) {
+  auto give_up = KvStore::Clock::now() + 10s;
+  while (store.Stats().waiters != count && KvStore::Clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(store.Stats().waiters, count);
+}
+
+TEST(KvStoreTest, SetGetDeleteInScopes) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("a", "k", "1").ok());
+  ASSERT_TRUE(store.Set("b", "k", "2").ok());
+  EXPECT_EQ(*store.Get("a", "k"), "1");
+  EXPECT_EQ(*store.Get("b", "k"), "2");
+  ASSERT_TRUE(store.Set("a", "k", "one").ok());
+  EXPECT_EQ(*store.Get("a", "k"), "one");
+  EXPECT_TRUE(store.Delete("a", "k").ok());
+  EXPECT_EQ(store.Get("a", "k").status().code(), Code::kNotFound);
+  EXPECT_EQ(store.Delete("a", "k").code(), Code::kNotFound);
+  EXPECT_EQ(*store.Get("b", "k"), "2");
+}
+
+TEST(KvStoreTest, DeleteScopeRemovesOnlyThatScope) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("g1", "x", "1").ok());
+  ASSERT_TRUE(store.Set("g1", "y", "2").ok());
+  ASSERT_TRUE(store.Set("g2", "x", "3").ok());
+  EXPECT_EQ(store.DeleteScope("g1"), 2u);
+  EXPECT_EQ(store.DeleteScope("g1"), 0u);
+  EXPECT_EQ(*store.Get("g2", "x"), "3");
+  KvStats stats = store.Stats();
+  EXPECT_EQ(stats.scopes, 1u);
+  EXPECT_EQ(stats.keys, 1u);
+  EXPECT_EQ(stats.bytes, 2u);
+}
+
+TEST(KvStoreTest, LimitsAreEnforcedAndNamed) {
+  KvLimits limits;
+  limits.max_key_bytes = 4;
+  limits.max_value_bytes = 8;
+  limits.max_total_bytes = 20;
+  KvStore store(limits);
+  auto key = store.Set("s", "toolong", "v");
+  EXPECT_EQ(key.code(), Code::kResourceExhausted);
+  EXPECT_NE(key.message().find("max_key_bytes=4"), std::string::npos);
+  auto value = store.Set("s", "k", "123456789");
+  EXPECT_EQ(value.code(), Code::kResourceExhausted);
+  EXPECT_NE(value.message().find("max_value_bytes=8"), std::string::npos);
+  ASSERT_TRUE(store.Set("s", "k1", "12345678").ok());  // 10 bytes
+  ASSERT_TRUE(store.Set("s", "k2", "12345678").ok());  // 20 bytes
+  auto full = store.Set("s", "k3", "1");
+  EXPECT_EQ(full.code(), Code::kResourceExhausted);
+  EXPECT_NE(full.message().find("max_total_bytes=20"), std::string::npos);
+  // Replacing a value frees its old bytes first.
+  EXPECT_TRUE(store.Set("s", "k2", "1234").ok());
+  EXPECT_TRUE(store.Set("s", "k3", "12").ok());
+}
+
+TEST(KvStoreTest, WaitAllWakesWhenTheLastKeyArrives) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("s", "a", "A").ok());
+  common::Result<KvStore::Values> result = common::Status::Internal("unset");
+  std::thread waiter([&] {
+    result = store.WaitAll("s", {"a", "b", "c"}, In(30s));
+  });
+  AwaitWaiters(store, 1);
+  ASSERT_TRUE(store.Set("s", "b", "B").ok());
+  ASSERT_TRUE(store.Set("other", "c", "wrong scope").ok());
+  ASSERT_TRUE(store.Set("s", "c", "C").ok());
+  waiter.join();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(*result, (KvStore::Values{{"a", "A"}, {"b", "B"}, {"c", "C"}}));
+  EXPECT_EQ(store.Stats().waiters, 0u);
+}
+
+TEST(KvStoreTest, WaitAllTimesOutNamingMissingKeys) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("s", "a", "A").ok());
+  auto result = store.WaitAll("s", {"a", "b"}, In(20ms));
+  ASSERT_EQ(result.status().code(), Code::kTimeout);
+  EXPECT_NE(result.status().message().find("'b'"), std::string::npos);
+  EXPECT_EQ(result.status().message().find("'a'"), std::string::npos);
+}
+
+TEST(KvStoreTest, DeletedKeysNoLongerCount) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("s", "a", "A").ok());
+  common::Result<KvStore::Values> result = common::Status::Internal("unset");
+  std::thread waiter([&] { result = store.WaitAll("s", {"a", "b"}, In(30s)); });
+  AwaitWaiters(store, 1);
+  ASSERT_TRUE(store.Delete("s", "a").ok());
+  ASSERT_TRUE(store.Set("s", "b", "B").ok());
+  // Only b exists now; the wait must still be pending.
+  EXPECT_EQ(store.Stats().waiters, 1u);
+  ASSERT_TRUE(store.Set("s", "a", "A2").ok());
+  waiter.join();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->at("a"), "A2");
+}
+
+TEST(KvStoreTest, WaitPrefixCountsKeys) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("s", "rank/0", "x").ok());
+  ASSERT_TRUE(store.Set("s", "other", "y").ok());
+  common::Result<KvStore::Values> result = common::Status::Internal("unset");
+  std::thread waiter(
+      [&] { result = store.WaitPrefix("s", "rank/", 3, In(30s)); });
+  AwaitWaiters(store, 1);
+  ASSERT_TRUE(store.Set("s", "rank/1", "x").ok());
+  ASSERT_TRUE(store.Set("s", "rank/1", "x again").ok());  // not a new key
+  EXPECT_EQ(store.Stats().waiters, 1u);
+  ASSERT_TRUE(store.Set("s", "rank/2", "x").ok());
+  waiter.join();
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->size(), 3u);
+  EXPECT_EQ(result->count("other"), 0u);
+}
+
+TEST(KvStoreTest, ShutdownAbortsWaitersAndLaterWaits) {
+  KvStore store;
+  common::Result<KvStore::Values> result = common::Status::Internal("unset");
+  std::thread waiter([&] { result = store.WaitAll("s", {"never"}, In(60s)); });
+  AwaitWaiters(store, 1);
+  store.Shutdown();
+  waiter.join();
+  EXPECT_EQ(result.status().code(), Code::kAborted);
+  EXPECT_EQ(store.WaitAll("s", {"x"}, In(60s)).status().code(), Code::kAborted);
+}
+
+TEST(KvStoreTest, ManyWaitersEachWokenByItsOwnKey) {
+  KvStore store;
+  constexpr int kWaiters = 64;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = store.WaitAll("s", {"k" + std::to_string(i)}, In(30s));
+      if (r.ok() && r->begin()->second == std::to_string(i)) ++ok;
+    });
+  }
+  AwaitWaiters(store, kWaiters);
+  for (int i = kWaiters - 1; i >= 0; --i) {
+    ASSERT_TRUE(
+        store.Set("s", "k" + std::to_string(i), std::to_string(i)).ok());
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, kWaiters);
+}
+
+}  // namespace
+}  // namespace hvd::rendezvous
