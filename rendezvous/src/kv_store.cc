@@ -73,6 +73,7 @@ Status KvStore::Set(const std::string& scope_name, const std::string& key,
         std::to_string(limits_.max_total_bytes));
   }
   total_bytes_ = new_total;
+  ++scope.version;
   if (it != scope.entries.end()) {
     it->second = std::move(value);
   } else {
@@ -100,6 +101,7 @@ Status KvStore::Delete(const std::string& scope_name, const std::string& key) {
     auto it = scope->second.entries.find(key);
     if (it != scope->second.entries.end()) {
       total_bytes_ -= key.size() + it->second.size();
+      ++scope->second.version;
       scope->second.entries.erase(it);
       OnPresenceChange(scope->second, key, -1);
       DropScopeIfIdle(scope_name);
@@ -114,6 +116,7 @@ size_t KvStore::DeleteScope(const std::string& scope_name) {
   auto scope = scopes_.find(scope_name);
   if (scope == scopes_.end()) return 0;
   size_t count = scope->second.entries.size();
+  ++scope->second.version;
   for (auto& [key, value] : scope->second.entries) {
     total_bytes_ -= key.size() + value.size();
     OnPresenceChange(scope->second, key, -1);
@@ -125,6 +128,7 @@ size_t KvStore::DeleteScope(const std::string& scope_name) {
 
 void KvStore::DropScopeIfIdle(const std::string& name) {
   auto it = scopes_.find(name);
+  // Scopes with waiters stay: a waiter holds a reference to its scope.
   if (it != scopes_.end() && it->second.entries.empty() &&
       it->second.key_waiters.empty() && it->second.prefix_waiters.empty()) {
     scopes_.erase(it);
@@ -152,20 +156,33 @@ Result<KvStore::Values> KvStore::WaitAll(const std::string& scope_name,
     if (scope.entries.count(key) == 0) ++waiter.needed;
     scope.key_waiters[key].push_back(&waiter);
   }
-  return Await(lock, scope_name, waiter, deadline,
-               std::to_string(keys.size()) + " keys");
+  Status status = Await(lock, scope, waiter, deadline);
+  Values values;
+  for (const std::string& key : keys) {
+    auto it = scope.entries.find(key);
+    if (it != scope.entries.end()) values.insert(*it);
+  }
+  DropScopeIfIdle(scope_name);
+  if (status.code() == common::Code::kTimeout) {
+    return TimeoutError(scope_name, waiter,
+                        std::to_string(keys.size()) + " keys", values.size());
+  }
+  if (!status.ok()) return status;
+  return values;
 }
 
-Result<KvStore::Values> KvStore::WaitPrefix(const std::string& scope_name,
-                                            const std::string& prefix,
-                                            size_t count,
-                                            Clock::time_point deadline) {
+Result<std::shared_ptr<const KvStore::PrefixSnapshot>> KvStore::WaitPrefix(
+    const std::string& scope_name, const std::string& prefix, size_t count,
+    Clock::time_point deadline) {
   if (count > limits_.max_keys_per_wait) {
     return Status::ResourceExhausted(
         "a wait for " + std::to_string(count) +
         " keys exceeds the limit max_keys_per_wait=" +
         std::to_string(limits_.max_keys_per_wait));
   }
+  auto matches = [&prefix](const std::string& key) {
+    return key.compare(0, prefix.size(), prefix) == 0;
+  };
   Waiter waiter;
   waiter.by_prefix = true;
   waiter.prefix = prefix;
@@ -173,70 +190,74 @@ Result<KvStore::Values> KvStore::WaitPrefix(const std::string& scope_name,
   std::unique_lock<std::mutex> lock(mu_);
   Scope& scope = scopes_[scope_name];
   for (const auto& entry : scope.entries) {
-    if (entry.first.compare(0, prefix.size(), prefix) == 0) --waiter.needed;
+    if (matches(entry.first)) --waiter.needed;
   }
   scope.prefix_waiters.push_back(&waiter);
-  return Await(lock, scope_name, waiter, deadline,
-               std::to_string(count) + " keys with prefix '" + prefix + "'");
+  Status status = Await(lock, scope, waiter, deadline);
+  auto& cached = scope.snapshots[prefix];
+  if (!cached.second || cached.first != scope.version) {
+    auto snapshot = std::make_shared<PrefixSnapshot>();
+    for (const auto& entry : scope.entries) {
+      if (matches(entry.first)) snapshot->values.insert(entry);
+    }
+    cached = {scope.version, std::move(snapshot)};
+  }
+  std::shared_ptr<const PrefixSnapshot> result = cached.second;
+  DropScopeIfIdle(scope_name);
+  if (status.code() == common::Code::kTimeout) {
+    return TimeoutError(
+        scope_name, waiter,
+        std::to_string(count) + " keys with prefix '" + prefix + "'",
+        result->values.size());
+  }
+  if (!status.ok()) return status;
+  return result;
 }
 
-Result<KvStore::Values> KvStore::Await(std::unique_lock<std::mutex>& lock,
-                                       const std::string& scope_name,
-                                       Waiter& waiter,
-                                       Clock::time_point deadline,
-                                       const std::string& what) {
+Status KvStore::Await(std::unique_lock<std::mutex>& lock, Scope& scope,
+                      Waiter& waiter, Clock::time_point deadline) {
   ++waiters_;
   while (!shutdown_ && waiter.needed > 0) {
     if (waiter.cv.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }
   --waiters_;
-  // The scope cannot have been erased: DropScopeIfIdle keeps scopes that
-  // have waiters.
-  Scope& scope = scopes_[scope_name];
-  Values values;
-  std::vector<std::string> missing;
   if (waiter.by_prefix) {
     auto& list = scope.prefix_waiters;
     list.erase(std::remove(list.begin(), list.end(), &waiter), list.end());
-    for (const auto& entry : scope.entries) {
-      if (entry.first.compare(0, waiter.prefix.size(), waiter.prefix) == 0) {
-        values.insert(entry);
-      }
-    }
   } else {
     for (const std::string& key : waiter.keys) {
-      auto& list = scope.key_waiters[key];
+      auto it = scope.key_waiters.find(key);
+      if (it == scope.key_waiters.end()) continue;
+      auto& list = it->second;
       list.erase(std::remove(list.begin(), list.end(), &waiter), list.end());
-      if (list.empty()) scope.key_waiters.erase(key);
-      auto it = scope.entries.find(key);
-      if (it != scope.entries.end()) {
-        values.insert(*it);
-      } else if (missing.size() < 5) {
-        missing.push_back(key);
-      }
+      if (list.empty()) scope.key_waiters.erase(it);
     }
   }
-  bool satisfied = waiter.needed <= 0;
-  DropScopeIfIdle(scope_name);
-  if (shutdown_) {
-    return Status::Aborted("rendezvous store is shutting down");
-  }
-  if (!satisfied) {
-    std::string message =
-        "timed out waiting for " + what + " in scope '" + scope_name + "'";
-    if (waiter.by_prefix) {
-      message += " (" + std::to_string(values.size()) + " present)";
-    } else {
-      message += "; missing:";
-      for (const auto& key : missing) message += " '" + key + "'";
-      if (waiter.needed > static_cast<int64_t>(missing.size())) {
-        message +=
-            " and " + std::to_string(waiter.needed - missing.size()) + " more";
+  if (shutdown_) return Status::Aborted("rendezvous store is shutting down");
+  if (waiter.needed > 0) return Status::Timeout("");
+  return Status::Ok();
+}
+
+Status KvStore::TimeoutError(const std::string& scope_name,
+                             const Waiter& waiter, const std::string& what,
+                             size_t present) const {
+  std::string message = "timed out waiting for " + what + " in scope '" +
+                        scope_name + "' (" + std::to_string(present) +
+                        " present)";
+  if (!waiter.by_prefix) {
+    auto scope = scopes_.find(scope_name);
+    size_t named = 0;
+    for (const std::string& key : waiter.keys) {
+      if (scope != scopes_.end() && scope->second.entries.count(key)) continue;
+      if (named++ == 0) message += "; missing:";
+      if (named > 5) {
+        message += " ...";
+        break;
       }
+      message += " '" + key + "'";
     }
-    return Status::Timeout(message);
   }
-  return values;
+  return Status::Timeout(message);
 }
 
 void KvStore::Shutdown() {

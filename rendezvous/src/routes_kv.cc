@@ -67,23 +67,19 @@ Status WaitFailure(const Status& status, std::chrono::milliseconds wait) {
   return status;
 }
 
-void ReplyValues(httplib::Response& res, const KvStore::Values& values) {
+std::string EncodeValues(const KvStore::Values& values) {
   nlohmann::json body;
   nlohmann::json& out = body[protocol::kValues] = nlohmann::json::object();
   for (const auto& [key, value] : values) {
     out[key] = common::Base64Encode(value);
   }
-  res.status = 200;
-  res.set_content(body.dump(), "application/json");
+  return body.dump();
 }
 
 void HandleMultiGet(const httplib::Request& req, httplib::Response& res,
                     KvStore& store, const std::string& scope,
                     std::chrono::milliseconds wait) {
   auto deadline = KvStore::Clock::now() + wait;
-  Result<KvStore::Values> values = Status::InvalidArgument(
-      std::string("a scope GET needs '") + protocol::kKeys + "' or '" +
-      protocol::kPrefix + "' and '" + protocol::kCount + "'");
   if (req.has_param(protocol::kKeys)) {
     std::vector<std::string> keys =
         SplitKeys(req.get_param_value(protocol::kKeys));
@@ -94,9 +90,15 @@ void HandleMultiGet(const httplib::Request& req, httplib::Response& res,
                                          protocol::kKeys + "'"));
       }
     }
-    values = store.WaitAll(scope, keys, deadline);
-  } else if (req.has_param(protocol::kPrefix) &&
-             req.has_param(protocol::kCount)) {
+    auto values = store.WaitAll(scope, keys, deadline);
+    if (!values.ok()) {
+      return ReplyError(res, WaitFailure(values.status(), wait));
+    }
+    res.status = 200;
+    res.set_content(EncodeValues(*values), "application/json");
+    return;
+  }
+  if (req.has_param(protocol::kPrefix) && req.has_param(protocol::kCount)) {
     std::string prefix = req.get_param_value(protocol::kPrefix);
     if (!prefix.empty() && !protocol::IsValidKey(prefix)) {
       return ReplyError(
@@ -106,11 +108,22 @@ void HandleMultiGet(const httplib::Request& req, httplib::Response& res,
         common::ParseInt(req.get_param_value(protocol::kCount),
                          protocol::kCount, 0, store.limits().max_keys_per_wait);
     if (!count.ok()) return ReplyError(res, count.status());
-    values =
+    auto snapshot =
         store.WaitPrefix(scope, prefix, static_cast<size_t>(*count), deadline);
+    if (!snapshot.ok()) {
+      return ReplyError(res, WaitFailure(snapshot.status(), wait));
+    }
+    const KvStore::PrefixSnapshot& values = **snapshot;
+    std::call_once(values.encode_once,
+                   [&values] { values.encoded = EncodeValues(values.values); });
+    res.status = 200;
+    res.set_content(values.encoded, "application/json");
+    return;
   }
-  if (!values.ok()) return ReplyError(res, WaitFailure(values.status(), wait));
-  ReplyValues(res, *values);
+  ReplyError(res, Status::InvalidArgument(std::string("a scope GET needs '") +
+                                          protocol::kKeys + "' or '" +
+                                          protocol::kPrefix + "' and '" +
+                                          protocol::kCount + "'"));
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ TEST(KvStoreTest, WaitPrefixCountsKeys) {
   KvStore store;
   ASSERT_TRUE(store.Set("s", "rank/0", "x").ok());
   ASSERT_TRUE(store.Set("s", "other", "y").ok());
-  common::Result<KvStore::Values> result = common::Status::Internal("unset");
+  common::Result<std::shared_ptr<const KvStore::PrefixSnapshot>> result =
+      common::Status::Internal("unset");
   std::thread waiter(
       [&] { result = store.WaitPrefix("s", "rank/", 3, In(30s)); });
   AwaitWaiters(store, 1);
@@ -130,8 +131,27 @@ TEST(KvStoreTest, WaitPrefixCountsKeys) {
   ASSERT_TRUE(store.Set("s", "rank/2", "x").ok());
   waiter.join();
   ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->size(), 3u);
-  EXPECT_EQ(result->count("other"), 0u);
+  EXPECT_EQ((*result)->values.size(), 3u);
+  EXPECT_EQ((*result)->values.count("other"), 0u);
+  // A second wait on the unchanged scope shares the snapshot; a change
+  // makes a new one.
+  auto again = store.WaitPrefix("s", "rank/", 3, In(1s));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), result->get());
+  ASSERT_TRUE(store.Set("s", "rank/3", "x").ok());
+  auto changed = store.WaitPrefix("s", "rank/", 3, In(1s));
+  ASSERT_TRUE(changed.ok());
+  EXPECT_NE(changed->get(), result->get());
+  EXPECT_EQ((*changed)->values.size(), 4u);
+}
+
+TEST(KvStoreTest, WaitPrefixTimesOutCountingPresentKeys) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("s", "p/1", "x").ok());
+  auto result = store.WaitPrefix("s", "p/", 2, In(20ms));
+  ASSERT_EQ(result.status().code(), Code::kTimeout);
+  EXPECT_NE(result.status().message().find("(1 present)"), std::string::npos)
+      << result.status().message();
 }
 
 TEST(KvStoreTest, ShutdownAbortsWaitersAndLaterWaits) {

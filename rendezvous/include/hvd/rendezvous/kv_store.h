@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -43,6 +44,16 @@ class KvStore {
   using Clock = std::chrono::steady_clock;
   using Values = std::map<std::string, std::string>;
 
+  // What a prefix wait returns: the matching keys at one version of the
+  // scope, immutable, and shared by every waiter that completes on that
+  // version. A barrier of N waiters thus builds one snapshot, not N, and
+  // `encoded` lets the HTTP layer encode it once for all of them.
+  struct PrefixSnapshot {
+    Values values;
+    mutable std::once_flag encode_once;
+    mutable std::string encoded;
+  };
+
   explicit KvStore(KvLimits limits = KvLimits());
   ~KvStore();
   KvStore(const KvStore&) = delete;
@@ -71,9 +82,9 @@ class KvStore {
 
   // Waits until at least `count` keys starting with `prefix` exist in
   // `scope`, then returns all of them. Errors as WaitAll.
-  common::Result<Values> WaitPrefix(const std::string& scope,
-                                    const std::string& prefix, size_t count,
-                                    Clock::time_point deadline);
+  common::Result<std::shared_ptr<const PrefixSnapshot>> WaitPrefix(
+      const std::string& scope, const std::string& prefix, size_t count,
+      Clock::time_point deadline);
 
   void Shutdown();
 
@@ -87,15 +98,23 @@ class KvStore {
     // Waiters per awaited key (WaitAll) and prefix waiters (WaitPrefix).
     std::unordered_map<std::string, std::vector<Waiter*>> key_waiters;
     std::vector<Waiter*> prefix_waiters;
+    // Bumped by every change; snapshots of an older version are stale.
+    uint64_t version = 0;
+    std::unordered_map<
+        std::string, std::pair<uint64_t, std::shared_ptr<const PrefixSnapshot>>>
+        snapshots;
   };
 
   common::Status CheckKey(const std::string& key) const;
   // Bookkeeping when a key appears (+1) or disappears (-1); caller holds mu_.
   void OnPresenceChange(Scope& scope, const std::string& key, int delta);
-  common::Result<Values> Await(std::unique_lock<std::mutex>& lock,
-                               const std::string& scope_name, Waiter& waiter,
-                               Clock::time_point deadline,
-                               const std::string& what);
+  // Blocks until the waiter is satisfied, the deadline passes or the store
+  // shuts down, then unregisters it. Ok when satisfied.
+  common::Status Await(std::unique_lock<std::mutex>& lock, Scope& scope,
+                       Waiter& waiter, Clock::time_point deadline);
+  common::Status TimeoutError(const std::string& scope_name,
+                              const Waiter& waiter, const std::string& what,
+                              size_t present) const;
   void DropScopeIfIdle(const std::string& name);
 
   const KvLimits limits_;

@@ -1,0 +1,249 @@
+// hvd side of the rendezvous benchmark (scripts/bench/rendezvous/run.sh).
+// Starts a RendezvousServer in this process and drives it with real client
+// processes (or, for the rendezvous round, one thread per simulated worker),
+// every request signed. Prints one JSON line per measurement.
+//
+//   hvd_kv_bench get|set <clients> <seconds>
+//   hvd_kv_bench barrier <clients> <rounds>
+//   hvd_kv_bench round <workers>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hvd/common/hmac.h"
+#include "hvd/rendezvous/client.h"
+#include "hvd/rendezvous/server.h"
+
+namespace {
+
+using hvd::rendezvous::RendezvousClient;
+using hvd::rendezvous::RendezvousServer;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "hvd_kv_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(const hvd::common::Status& status, const char* what) {
+  if (!status.ok()) Die(std::string(what) + ": " + status.ToString());
+}
+
+hvd::common::HttpClientOptions ClientOptions(const RendezvousServer& server,
+                                             const std::string& secret) {
+  hvd::common::HttpClientOptions options;
+  options.host = "127.0.0.1";
+  options.port = server.port();
+  options.secret = secret;
+  return options;
+}
+
+// Every client process meets here before and after its timed part.
+void Barrier(RendezvousClient& client, const std::string& name, int me,
+             int count) {
+  Check(client.Set("sync", name + "/" + std::to_string(me), "1"), "barrier");
+  Check(client.WaitPrefix("sync", name + "/", count, 120s).status(), "barrier");
+}
+
+// Client processes are forked before the server starts: forking a process
+// whose server threads may hold OpenSSL or allocator locks can leave the
+// child deadlocked. Each child waits for the server's port on a pipe, then
+// runs body(client, index).
+class ClientProcesses {
+ public:
+  using Body = std::function<void(RendezvousClient&, int)>;
+
+  ClientProcesses(int count, const std::string& secret, Body body) {
+    for (int i = 0; i < count; ++i) {
+      int fds[2];
+      if (pipe(fds) != 0) Die("pipe failed");
+      pid_t pid = fork();
+      if (pid < 0) Die("fork failed");
+      if (pid == 0) {
+        close(fds[1]);
+        int port = 0;
+        if (read(fds[0], &port, sizeof(port)) != sizeof(port)) _exit(1);
+        hvd::common::HttpClientOptions options;
+        options.host = "127.0.0.1";
+        options.port = port;
+        options.secret = secret;
+        RendezvousClient client(options);
+        body(client, i);
+        std::fflush(stdout);
+        _exit(0);
+      }
+      close(fds[0]);
+      port_pipes_.push_back(fds[1]);
+      pids_.push_back(pid);
+    }
+  }
+
+  // Hands every child the port, then waits for all of them.
+  void Run(int port) {
+    for (int fd : port_pipes_) {
+      if (write(fd, &port, sizeof(port)) != sizeof(port)) Die("pipe write");
+      close(fd);
+    }
+    for (pid_t pid : pids_) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        Die("a client process failed");
+      }
+    }
+  }
+
+ private:
+  std::vector<int> port_pipes_;
+  std::vector<pid_t> pids_;
+};
+
+std::unique_ptr<RendezvousServer> StartServer(const std::string& secret,
+                                              int clients) {
+  hvd::rendezvous::ServerOptions options;
+  options.secret = secret;
+  // A thread per connection: the clients, the barrier's waiters, a margin.
+  options.threads = static_cast<size_t>(clients) + 16;
+  auto server = RendezvousServer::Start(options);
+  Check(server.status(), "server");
+  return std::move(*server);
+}
+
+void BenchOps(const std::string& secret, const std::string& op, int clients,
+              double seconds) {
+  ClientProcesses processes(
+      clients, secret, [&](RendezvousClient& client, int me) {
+        std::string key = "k" + std::to_string(me);
+        std::string value(64, 'v');
+        Check(client.Set("bench", key, value), "set");
+        Barrier(client, op + "-start", me, clients);
+        auto end = Clock::now() + std::chrono::duration<double>(seconds);
+        uint64_t ops = 0;
+        while (Clock::now() < end) {
+          if (op == "get") {
+            Check(client.Get("bench", key).status(), "get");
+          } else {
+            Check(client.Set("bench", key, value), "set");
+          }
+          ++ops;
+        }
+        Check(client.Set("ops", std::to_string(me), std::to_string(ops)),
+              "report");
+      });
+  auto server = StartServer(secret, clients);
+  processes.Run(server->port());
+  RendezvousClient reader(ClientOptions(*server, secret));
+  auto counts = reader.WaitPrefix("ops", "", clients, 10s);
+  Check(counts.status(), "collect");
+  uint64_t total = 0;
+  for (const auto& [rank, ops] : *counts) total += std::stoull(ops);
+  std::printf(
+      "{\"system\": \"hvd\", \"bench\": \"%s\", \"clients\": %d, "
+      "\"ops_per_s\": %.0f}\n",
+      op.c_str(), clients, double(total) / seconds);
+}
+
+void BenchBarrier(const std::string& secret, int clients, int rounds) {
+  ClientProcesses processes(
+      clients, secret, [&](RendezvousClient& client, int me) {
+        Barrier(client, "warmup", me, clients);
+        auto start = Clock::now();
+        for (int round = 0; round < rounds; ++round) {
+          Barrier(client, "round" + std::to_string(round), me, clients);
+        }
+        double per_round =
+            std::chrono::duration<double>(Clock::now() - start).count() /
+            rounds;
+        if (me == 0) {
+          std::printf(
+              "{\"system\": \"hvd\", \"bench\": \"barrier\", \"clients\": %d, "
+              "\"seconds\": %.6f}\n",
+              clients, per_round);
+        }
+      });
+  auto server = StartServer(secret, clients);
+  processes.Run(server->port());
+}
+
+// N simulated workers, one thread and one connection each: publish an
+// address, then fetch everyone's with one prefix wait.
+void BenchRound(const std::string& secret, int workers) {
+  auto server_holder = StartServer(secret, workers);
+  RendezvousServer& server = *server_holder;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::thread> threads;
+  std::atomic<int> complete{0};
+  for (int i = 0; i < workers; ++i) {
+    threads.emplace_back([&, i] {
+      RendezvousClient client(ClientOptions(server, secret));
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return go; });
+      }
+      std::string address =
+          "10.0.0." + std::to_string(i % 250) + ":" + std::to_string(20000 + i);
+      Check(client.Set("round", "addr/" + std::to_string(i), address), "put");
+      auto all = client.WaitPrefix("round", "addr/", workers, 60s);
+      Check(all.status(), "fetch");
+      if (static_cast<int>(all->size()) == workers) ++complete;
+    });
+  }
+  uint64_t requests_before = server.requests_total();
+  auto start = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  for (auto& thread : threads) thread.join();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (complete != workers) Die("a worker saw an incomplete address set");
+  std::printf(
+      "{\"system\": \"hvd\", \"bench\": \"round\", \"workers\": %d, "
+      "\"seconds\": %.6f, \"requests\": %llu}\n",
+      workers, seconds,
+      static_cast<unsigned long long>(server.requests_total() -
+                                      requests_before));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    Die("usage: hvd_kv_bench get|set <clients> <seconds> | barrier <clients> "
+        "<rounds> | round <workers>");
+  }
+  const std::string mode = argv[1];
+  const int count = std::atoi(argv[2]);
+  // One socket per simulated worker on each side of the round benchmark.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
+
+  auto secret = hvd::common::NewJobSecret();
+  Check(secret.status(), "secret");
+  if ((mode == "get" || mode == "set") && argc == 4) {
+    BenchOps(*secret, mode, count, std::atof(argv[3]));
+  } else if (mode == "barrier" && argc == 4) {
+    BenchBarrier(*secret, count, std::atoi(argv[3]));
+  } else if (mode == "round" && argc == 3) {
+    BenchRound(*secret, count);
+  } else {
+    Die("unknown mode or wrong arguments: " + mode);
+  }
+  return 0;
+}
