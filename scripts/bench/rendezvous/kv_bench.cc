@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "hvd/common/hmac.h"
+#include "hvd/common/logging.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/server.h"
 
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
     Die("usage: hvd_kv_bench get|set <clients> <seconds> | barrier <clients> "
         "<rounds> | round <workers>");
   }
+  Check(hvd::common::InitLogging("bench", -1), "logging");
   const std::string mode = argv[1];
   const int count = std::atoi(argv[2]);
   // One socket per simulated worker on each side of the round benchmark.

@@ -1,0 +1,53 @@
+"""Summarises scripts/bench/rendezvous/run.sh output (JSON lines) as the
+Markdown tables of docs/benchmarks.md: medians over repeats and the
+hvd / TCPStore ratios."""
+
+import collections
+import json
+import statistics
+import sys
+
+HVD, TCP = "hvd", "torch.TCPStore"
+
+
+def main(path: str) -> None:
+    runs = collections.defaultdict(list)
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            size = row.get("clients", row.get("workers"))
+            runs[(row["bench"], size, row["system"])].append(row)
+
+    def median(bench, size, system, field):
+        rows = runs.get((bench, size, system))
+        return statistics.median(r[field] for r in rows) if rows else None
+
+    print("| operation | clients | hvd ops/s | TCPStore ops/s | hvd / TCPStore |")
+    print("|---|---|---|---|---|")
+    for bench in ("get", "set"):
+        for size in sorted({k[1] for k in runs if k[0] == bench}):
+            h = median(bench, size, HVD, "ops_per_s")
+            t = median(bench, size, TCP, "ops_per_s")
+            print(f"| {bench} | {size} | {h:,.0f} | {t:,.0f} | {h / t:.2f} |")
+    print()
+    print("| barrier | clients | hvd ms | TCPStore ms | TCPStore / hvd |")
+    print("|---|---|---|---|---|")
+    for size in sorted({k[1] for k in runs if k[0] == "barrier"}):
+        h = median("barrier", size, HVD, "seconds") * 1e3
+        t = median("barrier", size, TCP, "seconds") * 1e3
+        print(f"| barrier | {size} | {h:.1f} | {t:.1f} | {t / h:.2f} |")
+    print()
+    print("| rendezvous round | workers | hvd s | hvd requests | "
+          "TCPStore s | TCPStore requests |")
+    print("|---|---|---|---|---|---|")
+    for size in sorted({k[1] for k in runs if k[0] == "round"}):
+        h = median("round", size, HVD, "seconds")
+        hr = median("round", size, HVD, "requests")
+        t = median("round", size, TCP, "seconds")
+        tr = median("round", size, TCP, "requests")
+        tcp = f"{t:.3f} | {tr:,.0f}" if t is not None else "not run | -"
+        print(f"| round | {size} | {h:.3f} | {hr:,.0f} | {tcp} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Rendezvous benchmark: hvd's signed HTTP store against torch.distributed's
+# TCPStore, side by side in one run. Each measurement alternates the two
+# systems and is repeated; report.py prints the medians and ratios as the
+# table in docs/benchmarks.md.
+#
+#   scripts/bench/rendezvous/run.sh [repeats]      (default 3)
+# Environment: HVD_BENCH_SECONDS (per throughput run, default 3).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../lib/common.sh"
+
+"$hvd_root/scripts/setup.sh"
+hvd_ensure_packages python3-torch
+
+repeats="${1:-3}"
+seconds="${HVD_BENCH_SECONDS:-3}"
+hvd="$hvd_root/build/scripts/bench/rendezvous/hvd_kv_bench"
+tcp=(/usr/bin/python3 "$here/tcpstore_bench.py")
+out="$hvd_root/bench-results/rendezvous.jsonl"
+mkdir -p "$(dirname "$out")"
+: >"$out"
+
+both() {  # both ARGS...: one hvd run and one TCPStore run with the same args
+  HVD_LOG_LEVEL=error "$hvd" "$@" >>"$out"
+  "${tcp[@]}" "$@" >>"$out"
+}
+
+for ((r = 0; r < repeats; r++)); do
+  for clients in 1 8 32; do
+    both get "$clients" "$seconds"
+  done
+  for clients in 8 32; do
+    both set "$clients" "$seconds"
+  done
+  both barrier 64 50
+  for workers in 64 256; do
+    both round "$workers"
+  done
+  # TCPStore's round at 1024 workers needs about a million gets; hvd only.
+  HVD_LOG_LEVEL=error "$hvd" round 1024 >>"$out"
+done
+
+/usr/bin/python3 "$here/report.py" "$out"
