@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 hvd_ensure_packages \
   g++ cmake make pkg-config \
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
-  libgtest-dev
+  libcli11-dev libgtest-dev python3 python3-pytest
 
 werror=OFF
 [ -n "${CI:-}" ] && werror=ON

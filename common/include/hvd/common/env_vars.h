@@ -16,4 +16,30 @@ inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
 inline constexpr char kGlooRendezvousAddr[] = "HOROVOD_GLOO_RENDEZVOUS_ADDR";
 inline constexpr char kGlooRendezvousPort[] = "HOROVOD_GLOO_RENDEZVOUS_PORT";
 
+// A worker's place in the job, set by the launcher for each worker.
+inline constexpr char kRank[] = "HOROVOD_RANK";
+inline constexpr char kSize[] = "HOROVOD_SIZE";
+inline constexpr char kLocalRank[] = "HOROVOD_LOCAL_RANK";
+inline constexpr char kLocalSize[] = "HOROVOD_LOCAL_SIZE";
+inline constexpr char kCrossRank[] = "HOROVOD_CROSS_RANK";
+inline constexpr char kCrossSize[] = "HOROVOD_CROSS_SIZE";
+inline constexpr char kHostname[] = "HOROVOD_HOSTNAME";
+// 1 when the job is elastic (hvdrun --min-np/--host-discovery-script).
+inline constexpr char kElastic[] = "HOROVOD_ELASTIC";
+// Which controller and CPU collectives the worker uses; hvd has Gloo only.
+inline constexpr char kController[] = "HOROVOD_CONTROLLER";
+inline constexpr char kCpuOperations[] = "HOROVOD_CPU_OPERATIONS";
+// Network interface Gloo binds to (hvdrun --network-interface).
+inline constexpr char kGlooIface[] = "HOROVOD_GLOO_IFACE";
+// Seconds a Gloo operation may take (hvdrun --gloo-timeout-seconds).
+inline constexpr char kGlooTimeoutSeconds[] = "HOROVOD_GLOO_TIMEOUT_SECONDS";
+// Seconds workers may take to start and meet (hvdrun --start-timeout).
+inline constexpr char kStartTimeout[] = "HOROVOD_START_TIMEOUT";
+// Tuning knobs (hvdrun --fusion-threshold-mb, --cycle-time-ms,
+// --cache-capacity, --timeline-filename). The fusion threshold is in bytes.
+inline constexpr char kFusionThreshold[] = "HOROVOD_FUSION_THRESHOLD";
+inline constexpr char kCycleTime[] = "HOROVOD_CYCLE_TIME";
+inline constexpr char kCacheCapacity[] = "HOROVOD_CACHE_CAPACITY";
+inline constexpr char kTimeline[] = "HOROVOD_TIMELINE";
+
 }  // namespace hvd::common::env_vars

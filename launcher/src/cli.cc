@@ -1,0 +1,199 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "hvd/common/env.h"
+#include "hvd/common/logging.h"
+
+namespace hvd::launcher {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+Result<HostSlots> ParseHostSlots(const std::string& item,
+                                 const std::string& where) {
+  HostSlots host;
+  size_t colon = item.rfind(':');
+  host.host = item.substr(0, colon);
+  if (colon != std::string::npos) {
+    auto slots =
+        common::ParseInt(item.substr(colon + 1),
+                         where + " slots of '" + host.host + "'", 1, 1 << 16);
+    if (!slots.ok()) return slots.status();
+    host.slots = static_cast<int>(*slots);
+  }
+  if (host.host.empty() ||
+      host.host.find_first_of(" \t/\\'\"$;&|") != std::string::npos) {
+    return Status::InvalidArgument(where + ": '" + item +
+                                   "' is not a host name or host:slots");
+  }
+  return host;
+}
+
+}  // namespace
+
+Result<std::vector<HostSlots>> ParseHostList(const std::string& text) {
+  std::vector<HostSlots> hosts;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    auto host = ParseHostSlots(item, "-H/--hosts");
+    if (!host.ok()) return host.status();
+    hosts.push_back(*host);
+  }
+  if (hosts.empty()) {
+    return Status::InvalidArgument("-H/--hosts needs at least one host");
+  }
+  return hosts;
+}
+
+Result<std::vector<HostSlots>> ParseHostfile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return Status::InvalidArgument("--hostfile: cannot read '" + path + "'");
+  }
+  std::vector<HostSlots> hosts;
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::stringstream words(line);
+    std::string name, slots_word, extra;
+    if (!(words >> name)) continue;
+    std::string where = path + ":" + std::to_string(number);
+    if (words >> slots_word) {
+      if (slots_word.rfind("slots=", 0) != 0 || (words >> extra)) {
+        return Status::InvalidArgument(
+            where + ": expected 'host slots=N', got '" + line + "'");
+      }
+      name += ":" + slots_word.substr(6);
+    }
+    auto host = ParseHostSlots(name, where);
+    if (!host.ok()) return host.status();
+    hosts.push_back(*host);
+  }
+  if (hosts.empty()) {
+    return Status::InvalidArgument("--hostfile '" + path + "' lists no hosts");
+  }
+  return hosts;
+}
+
+CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
+  CLI::App app{
+      "hvdrun: start a distributed training job, one worker process per "
+      "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python train.py",
+      "hvdrun"};
+  app.prefix_command();  // everything from the first positional on is the
+                         // command, its own flags included
+  LaunchConfig config;
+  std::string hosts_text, hostfile, log_level;
+  double start_timeout = 30;
+  app.add_option("--num-proc", config.num_proc,
+                 "Number of worker processes (also -np); default: every "
+                 "listed slot")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-H,--hosts", hosts_text,
+                 "Hosts and their slots: host1:2,host2:4 (a host without "
+                 ":N has 1 slot); default localhost:<np>");
+  app.add_option("--hostfile", hostfile,
+                 "File with one 'host slots=N' (or 'host:N') per line")
+      ->excludes("--hosts");
+  app.add_option("--network-interface", config.network_interface,
+                 "Network interface for Gloo's traffic (HOROVOD_GLOO_IFACE)");
+  app.add_option("--output-filename", config.output_dir,
+                 "Also write each rank's output to DIR/rank.<rank>/stdout "
+                 "and stderr");
+  app.add_flag("--verbose", config.verbose, "Log what the launcher does");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warning, error or fatal; passed to "
+                 "workers as HOROVOD_LOG_LEVEL");
+  app.add_option("-p,--ssh-port", config.ssh_port, "ssh port of remote hosts")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("-i,--ssh-identity-file", config.ssh_identity_file,
+                 "ssh identity file for remote hosts")
+      ->check(CLI::ExistingFile);
+  app.add_option("--start-timeout", start_timeout,
+                 "Seconds workers may take to start and meet at the "
+                 "rendezvous (HOROVOD_START_TIMEOUT)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gloo-timeout-seconds", config.gloo_timeout_seconds,
+                 "Timeout of Gloo operations (HOROVOD_GLOO_TIMEOUT_SECONDS)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
+                 "Tensor fusion buffer size in MiB (HOROVOD_FUSION_THRESHOLD)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cycle-time-ms", config.cycle_time_ms,
+                 "Background cycle time in ms (HOROVOD_CYCLE_TIME)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cache-capacity", config.cache_capacity,
+                 "Response cache entries, 0 disables (HOROVOD_CACHE_CAPACITY)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeline-filename", config.timeline_filename,
+                 "Write a Chrome-trace timeline here (HOROVOD_TIMELINE)");
+
+  // horovodrun spells the process count "-np", which CLI11 cannot take as a
+  // short option; rewrite it before the command starts.
+  std::vector<std::string> argv_rest(args.begin() + 1, args.end());
+  for (auto& arg : argv_rest) {
+    if (arg == "-np") {
+      arg = "--num-proc";
+    } else if (!arg.empty() && arg[0] != '-') {
+      break;
+    }
+  }
+  std::vector<std::string> reversed(argv_rest.rbegin(), argv_rest.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+  }
+  auto fail = [](const Status& status) -> CliOutcome {
+    std::cerr << "hvdrun: " << status.message() << "\n"
+              << "Run with --help for more information.\n";
+    return {std::nullopt, 2};
+  };
+  config.command = app.remaining();
+  if (config.command.empty()) {
+    return fail(Status::InvalidArgument(
+        "no command to run; usage: hvdrun [options] COMMAND [ARGS...]"));
+  }
+  if (!log_level.empty()) {
+    auto level = common::ParseLogLevel(log_level, "--log-level");
+    if (!level.ok()) return fail(level.status());
+    config.log_level = log_level;
+  }
+  config.start_timeout =
+      std::chrono::seconds(static_cast<int64_t>(start_timeout + 0.999));
+  if (!hosts_text.empty()) {
+    auto hosts = ParseHostList(hosts_text);
+    if (!hosts.ok()) return fail(hosts.status());
+    config.hosts = *hosts;
+  } else if (!hostfile.empty()) {
+    auto hosts = ParseHostfile(hostfile);
+    if (!hosts.ok()) return fail(hosts.status());
+    config.hosts = *hosts;
+  } else {
+    if (config.num_proc == 0) {
+      return fail(Status::InvalidArgument(
+          "give -np, or hosts with -H/--hosts or --hostfile"));
+    }
+    config.hosts = {{"localhost", config.num_proc}};
+  }
+  int slots = 0;
+  for (const auto& host : config.hosts) slots += host.slots;
+  if (config.num_proc == 0) config.num_proc = slots;
+  if (config.num_proc > slots) {
+    return fail(
+        Status::InvalidArgument("-np " + std::to_string(config.num_proc) +
+                                " needs more slots than the " +
+                                std::to_string(slots) + " the hosts offer"));
+  }
+  return {std::move(config), 0};
+}
+
+}  // namespace hvd::launcher

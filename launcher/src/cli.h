@@ -1,0 +1,28 @@
+// hvdrun's command line (CLI11): horovodrun's flags for static mode.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "launch_config.h"
+
+namespace hvd::launcher {
+
+struct CliOutcome {
+  // Set when the launcher should run; otherwise exit with `exit_code`
+  // (0 after --help, 2 after a usage error, already printed).
+  std::optional<LaunchConfig> config;
+  int exit_code = 0;
+};
+
+// Parses argv (argv[0] is the program). Prints help or the error itself.
+CliOutcome ParseCommandLine(const std::vector<std::string>& args);
+
+// "a:2,b,c:4" -> hosts; a host without ":N" has one slot.
+common::Result<std::vector<HostSlots>> ParseHostList(const std::string& text);
+
+// Lines "host", "host:N" or "host slots=N"; '#' starts a comment.
+common::Result<std::vector<HostSlots>> ParseHostfile(const std::string& path);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,39 @@
+// Every launcher setting, filled once from the command line by cli.cc.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+};
+
+struct LaunchConfig {
+  // Workers to start; 0 means one per listed slot.
+  int num_proc = 0;
+  // From -H/--hosts or --hostfile, in the given order; default
+  // localhost:<num_proc>.
+  std::vector<HostSlots> hosts;
+  std::string network_interface;
+  std::string output_dir;
+  bool verbose = false;
+  std::string log_level;
+  int ssh_port = 0;  // 0: ssh's default
+  std::string ssh_identity_file;
+  std::chrono::seconds start_timeout{30};
+  std::optional<int> gloo_timeout_seconds;
+  std::optional<double> fusion_threshold_mb;
+  std::optional<double> cycle_time_ms;
+  std::optional<int> cache_capacity;
+  std::string timeline_filename;
+  // Grace between SIGTERM and SIGKILL when workers are stopped.
+  std::chrono::milliseconds stop_grace{5000};
+  std::vector<std::string> command;
+};
+
+}  // namespace hvd::launcher

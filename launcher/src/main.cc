@@ -1,0 +1,33 @@
+// hvdrun: parse -> run -> exit code. Also the entry of guard mode.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "driver.h"
+#include "guard.h"
+#include "hvd/common/logging.h"
+
+int main(int argc, char** argv) {
+  using namespace hvd::launcher;
+  if (argc > 1 && std::strcmp(argv[1], kGuardFlag) == 0) {
+    return GuardMain(argc, argv);
+  }
+  BlockDriverSignals();  // before any thread exists
+  CliOutcome cli =
+      ParseCommandLine(std::vector<std::string>(argv, argv + argc));
+  if (!cli.config) return cli.exit_code;
+  LaunchConfig& config = *cli.config;
+  // The driver's own log: --log-level, else info with --verbose, else the
+  // HVD_LOG_LEVEL/HOROVOD_LOG_LEVEL default.
+  hvd::common::Status logging = hvd::common::InitLogging("driver", -1);
+  if (!logging.ok()) {
+    spdlog::warn("{}", logging.message());
+  }
+  if (!config.log_level.empty()) {
+    spdlog::set_level(*hvd::common::ParseLogLevel(config.log_level, ""));
+  } else if (config.verbose) {
+    spdlog::set_level(spdlog::level::info);
+  }
+  return RunJob(config);
+}

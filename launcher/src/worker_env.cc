@@ -1,0 +1,96 @@
+#include "worker_env.h"
+
+#include <cmath>
+
+#include "hvd/common/env_vars.h"
+
+namespace hvd::launcher {
+
+namespace ev = common::env_vars;
+
+EnvList WorkerEnvironment(const SlotAssignment& slot,
+                          const DriverEndpoint& driver,
+                          const LaunchConfig& config) {
+  EnvList env = {
+      {ev::kRank, std::to_string(slot.rank)},
+      {ev::kSize, std::to_string(slot.size)},
+      {ev::kLocalRank, std::to_string(slot.local_rank)},
+      {ev::kLocalSize, std::to_string(slot.local_size)},
+      {ev::kCrossRank, std::to_string(slot.cross_rank)},
+      {ev::kCrossSize, std::to_string(slot.cross_size)},
+      {ev::kHostname, slot.host},
+      {ev::kGlooRendezvousAddr, driver.address},
+      {ev::kGlooRendezvousPort, std::to_string(driver.port)},
+      {ev::kHvdSecretKey, driver.secret},
+      {ev::kController, "gloo"},
+      {ev::kCpuOperations, "gloo"},
+      {ev::kElastic, "0"},
+      {ev::kStartTimeout, std::to_string(config.start_timeout.count())},
+  };
+  if (!config.network_interface.empty()) {
+    env.emplace_back(ev::kGlooIface, config.network_interface);
+  }
+  if (config.gloo_timeout_seconds) {
+    env.emplace_back(ev::kGlooTimeoutSeconds,
+                     std::to_string(*config.gloo_timeout_seconds));
+  }
+  if (config.fusion_threshold_mb) {
+    env.emplace_back(ev::kFusionThreshold,
+                     std::to_string(static_cast<int64_t>(std::llround(
+                         *config.fusion_threshold_mb * 1024 * 1024))));
+  }
+  if (config.cycle_time_ms) {
+    env.emplace_back(ev::kCycleTime, std::to_string(*config.cycle_time_ms));
+  }
+  if (config.cache_capacity) {
+    env.emplace_back(ev::kCacheCapacity,
+                     std::to_string(*config.cache_capacity));
+  }
+  if (!config.timeline_filename.empty()) {
+    env.emplace_back(ev::kTimeline, config.timeline_filename);
+  }
+  if (!config.log_level.empty()) {
+    env.emplace_back(ev::kHorovodLogLevel, config.log_level);
+  }
+  return env;
+}
+
+std::string ShellQuote(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::vector<std::string> SshCommand(const SlotAssignment& slot,
+                                    const EnvList& env,
+                                    const LaunchConfig& config,
+                                    const std::string& working_dir) {
+  std::vector<std::string> ssh = {"ssh", "-o", "BatchMode=yes", "-o",
+                                  "StrictHostKeyChecking=no"};
+  if (config.ssh_port != 0) {
+    ssh.insert(ssh.end(), {"-p", std::to_string(config.ssh_port)});
+  }
+  if (!config.ssh_identity_file.empty()) {
+    ssh.insert(ssh.end(), {"-i", config.ssh_identity_file});
+  }
+  std::string remote = "cd " + ShellQuote(working_dir) + " && IFS= read -r " +
+                       ev::kHvdSecretKey + " && export " + ev::kHvdSecretKey +
+                       " && exec env";
+  for (const auto& [name, value] : env) {
+    if (name == ev::kHvdSecretKey) continue;
+    remote += " " + ShellQuote(name + "=" + value);
+  }
+  for (const std::string& word : config.command)
+    remote += " " + ShellQuote(word);
+  ssh.push_back(slot.host);
+  ssh.push_back(remote);
+  return ssh;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,224 @@
+"""hvdrun in static mode, end to end with real worker processes."""
+
+import base64
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import pytest
+
+ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
+            "local=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE "
+            "cross=$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE "
+            "host=$HOROVOD_HOSTNAME")
+
+
+def lines_of(text, rank, stream="stdout"):
+    prefix = f"[{rank}]<{stream}>:"
+    return [l[len(prefix):] for l in text.splitlines() if l.startswith(prefix)]
+
+
+def test_ranks_and_prefixed_output(hvdrun):
+    result = hvdrun(["-np", "3", "sh", "-c", ENV_LINE + "; echo oops >&2"])
+    assert result.returncode == 0, result.stderr
+    for rank in range(3):
+        assert lines_of(result.stdout, rank) == [
+            f"rank={rank} size=3 local={rank}/3 cross=0/1 host=localhost"]
+        assert lines_of(result.stderr, rank, "stderr") == ["oops"]
+
+
+def test_two_hosts_give_local_and_cross_ranks(hvdrun):
+    result = hvdrun(["-H", "localhost:2,127.0.0.1:2", "sh", "-c", ENV_LINE])
+    assert result.returncode == 0, result.stderr
+    expected = {
+        0: "rank=0 size=4 local=0/2 cross=0/2 host=localhost",
+        1: "rank=1 size=4 local=1/2 cross=0/2 host=localhost",
+        2: "rank=2 size=4 local=0/2 cross=1/2 host=127.0.0.1",
+        3: "rank=3 size=4 local=1/2 cross=1/2 host=127.0.0.1",
+    }
+    for rank, line in expected.items():
+        assert lines_of(result.stdout, rank) == [line]
+
+
+def test_hostfile_and_np_below_slots(hvdrun, tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# two hosts\n127.0.0.1 slots=2\n127.0.0.2 slots=2\n")
+    result = hvdrun(["-np", "3", "--hostfile", str(hostfile), "sh", "-c",
+                     ENV_LINE])
+    assert result.returncode == 0, result.stderr
+    assert lines_of(result.stdout, 2) == [
+        "rank=2 size=3 local=0/1 cross=1/2 host=127.0.0.2"]
+
+
+def test_failed_worker_stops_the_others_and_is_named(hvdrun):
+    script = 'if [ "$HOROVOD_RANK" = 1 ]; then exit 3; fi; exec sleep 60'
+    started = time.monotonic()
+    result = hvdrun(["-np", "3", "sh", "-c", script], timeout=30)
+    assert time.monotonic() - started < 20
+    assert result.returncode == 3
+    assert "rank 1 on host localhost exited with code 3" in result.stderr
+    assert "job failed" in result.stderr
+
+
+def test_killed_worker_is_reported_with_its_signal(hvdrun):
+    script = 'if [ "$HOROVOD_RANK" = 0 ]; then kill -9 $$; fi; exec sleep 60'
+    result = hvdrun(["-np", "2", "sh", "-c", script], timeout=30)
+    assert result.returncode == 128 + signal.SIGKILL
+    assert "rank 0 on host localhost was killed by signal 9" in result.stderr
+
+
+def test_output_files(hvdrun, tmp_path):
+    out = tmp_path / "logs"
+    result = hvdrun(["-np", "2", "--output-filename", str(out), "sh", "-c",
+                     "echo hello $HOROVOD_RANK; echo bad >&2; printf tail"])
+    assert result.returncode == 0, result.stderr
+    for rank in range(2):
+        assert (out / f"rank.{rank}" / "stdout").read_text() == \
+            f"hello {rank}\ntail\n"
+        assert (out / f"rank.{rank}" / "stderr").read_text() == "bad\n"
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def start_sleepers(hvdrun, tmp_path, np=2, extra=""):
+    """Workers that record their pid (and a child's) and then wait."""
+    script = (f"{extra} sleep 120 & echo $! > {tmp_path}/child.$HOROVOD_RANK; "
+              f"echo $$ > {tmp_path}/pid.$HOROVOD_RANK; wait")
+    proc = hvdrun.start(["-np", str(np), "sh", "-c", script])
+    files = [tmp_path / f"{kind}.{r}" for r in range(np)
+             for kind in ("pid", "child")]
+    assert wait_for(lambda: all(f.exists() and f.read_text().strip()
+                                for f in files)), "workers did not start"
+    return proc, [int(f.read_text()) for f in files]
+
+
+def test_sigkill_of_hvdrun_leaves_no_process(hvdrun, tmp_path):
+    proc, pids = start_sleepers(hvdrun, tmp_path)
+    assert all(alive(pid) for pid in pids)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in pids)), \
+        [pid for pid in pids if alive(pid)]
+
+
+def test_sigint_reaches_every_worker(hvdrun, tmp_path):
+    marker = tmp_path / "got"
+    script = (f"trap 'echo $HOROVOD_RANK >> {marker}; exit 0' INT; "
+              f"echo $$ > {tmp_path}/pid.$HOROVOD_RANK; "
+              "while true; do sleep 0.1; done")
+    proc = hvdrun.start(["-np", "2", "sh", "-c", script])
+    assert wait_for(lambda: all((tmp_path / f"pid.{r}").exists()
+                                for r in range(2)))
+    time.sleep(0.2)  # let the shells install their traps
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert sorted(marker.read_text().split()) == ["0", "1"]
+    assert "received Interrupt" in err
+    assert proc.returncode == 128 + signal.SIGINT
+
+
+def signed_request(method, target, body=b""):
+    """A client written from docs/protocol.md, run inside a worker."""
+    addr = os.environ["HOROVOD_GLOO_RENDEZVOUS_ADDR"]
+    port = int(os.environ["HOROVOD_GLOO_RENDEZVOUS_PORT"])
+    secret = os.environ["HVD_SECRET_KEY"].encode()
+    ts = str(int(time.time() * 1000))
+    message = b"\n".join([method.encode(), target.encode(), ts.encode(), body])
+    sig = hmac.new(secret, message, hashlib.sha256).hexdigest()
+    conn = http.client.HTTPConnection(addr, port, timeout=30)
+    conn.request(method, target, body=body,
+                 headers={"X-Hvd-Timestamp": ts, "X-Hvd-Signature": sig})
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def test_workers_meet_through_the_signed_rendezvous(hvdrun, tmp_path):
+    worker = tmp_path / "worker.py"
+    worker.write_text(textwrap.dedent(f"""
+        import os, sys, json, base64
+        sys.path.insert(0, {str(os.path.dirname(__file__))!r})
+        from test_hvdrun import signed_request
+        rank, size = os.environ["HOROVOD_RANK"], int(os.environ["HOROVOD_SIZE"])
+        status, _ = signed_request("PUT", f"/v1/kv/test/addr/{{rank}}",
+                                   f"worker-{{rank}}".encode())
+        assert status == 200, status
+        status, body = signed_request(
+            "GET", f"/v1/kv/test?prefix=addr/&count={{size}}&wait_ms=20000")
+        assert status == 200, (status, body)
+        values = json.loads(body)["values"]
+        print(sorted(base64.b64decode(v).decode() for v in values.values()))
+        # A wrong signature is refused.
+        os.environ["HVD_SECRET_KEY"] = "wrong"
+        print(signed_request("GET", "/v1/status")[0])
+    """))
+    result = hvdrun(["-np", "3", sys.executable, str(worker)])
+    assert result.returncode == 0, result.stderr
+    for rank in range(3):
+        assert lines_of(result.stdout, rank) == [
+            "['worker-0', 'worker-1', 'worker-2']", "401"]
+
+
+def test_secret_is_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
+    proc, pids = start_sleepers(hvdrun, tmp_path)
+    with open(f"/proc/{pids[0]}/environ", "rb") as f:
+        env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
+    secret = env[b"HVD_SECRET_KEY"]
+    assert len(secret) == 64
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                assert secret not in f.read(), f"secret on the command line of {pid}"
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-np", "0", "true"], "--num-proc"),
+    (["-np", "4", "-H", "localhost:2", "true"], "needs more slots"),
+    (["-H", "a:x", "true"], "slots of 'a'"),
+    (["-np", "2"], "no command to run"),
+    (["--log-level", "loud", "-np", "1", "true"], "not a log level"),
+    (["--cycle-time-ms", "-1", "-np", "1", "true"], "--cycle-time-ms"),
+])
+def test_bad_flags_are_clear_errors(hvdrun, args, message):
+    result = hvdrun(args)
+    assert result.returncode == 2
+    assert message in result.stderr, result.stderr
+
+
+def test_help_lists_the_flags(hvdrun):
+    result = hvdrun(["--help"])
+    assert result.returncode == 0
+    for flag in ("--num-proc", "--hosts", "--hostfile", "--network-interface",
+                 "--output-filename", "--ssh-port", "--ssh-identity-file",
+                 "--start-timeout", "--gloo-timeout-seconds",
+                 "--fusion-threshold-mb", "--cycle-time-ms",
+                 "--cache-capacity", "--timeline-filename"):
+        assert flag in result.stdout

@@ -1,0 +1,80 @@
+#include "cli.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace hvd::launcher {
+namespace {
+
+CliOutcome Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "hvdrun");
+  return ParseCommandLine(args);
+}
+
+TEST(CliTest, NpAndCommandWithItsOwnFlags) {
+  CliOutcome out =
+      Parse({"-np", "4", "python", "train.py", "-np", "--lr", "1"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->num_proc, 4);
+  EXPECT_EQ(
+      out.config->command,
+      (std::vector<std::string>{"python", "train.py", "-np", "--lr", "1"}));
+  ASSERT_EQ(out.config->hosts.size(), 1u);
+  EXPECT_EQ(out.config->hosts[0].host, "localhost");
+  EXPECT_EQ(out.config->hosts[0].slots, 4);
+}
+
+TEST(CliTest, HostsDefaultNpToAllSlotsAndKnobsParse) {
+  CliOutcome out = Parse({"-H", "a:2,b,c:3", "--fusion-threshold-mb", "32",
+                          "--cycle-time-ms", "2.5", "--cache-capacity", "0",
+                          "--gloo-timeout-seconds", "9", "-p", "2222", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->num_proc, 6);
+  ASSERT_EQ(out.config->hosts.size(), 3u);
+  EXPECT_EQ(out.config->hosts[1].host, "b");
+  EXPECT_EQ(out.config->hosts[1].slots, 1);
+  EXPECT_EQ(*out.config->fusion_threshold_mb, 32.0);
+  EXPECT_EQ(*out.config->cycle_time_ms, 2.5);
+  EXPECT_EQ(*out.config->cache_capacity, 0);
+  EXPECT_EQ(*out.config->gloo_timeout_seconds, 9);
+  EXPECT_EQ(out.config->ssh_port, 2222);
+}
+
+TEST(CliTest, BadValuesAreUsageErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-np", "x", "cmd"},
+           {"-np", "3", "-H", "a:1", "cmd"},
+           {"-H", "a:0", "cmd"},
+           {"-H", "bad host:1", "cmd"},
+           {"-np", "2"},
+           {"cmd"},
+           {"-np", "1", "--log-level", "noisy", "cmd"},
+           {"-np", "1", "-p", "70000", "cmd"}}) {
+    CliOutcome out = Parse(args);
+    EXPECT_FALSE(out.config) << args[0] << " " << args[1];
+    EXPECT_EQ(out.exit_code, 2);
+  }
+}
+
+TEST(CliTest, HostfileLines) {
+  std::string path = ::testing::TempDir() + "/hosts";
+  std::ofstream(path)
+      << "# comment\n\nnode1 slots=2\nnode2:3  # inline\nnode3\n";
+  auto hosts = ParseHostfile(path);
+  ASSERT_TRUE(hosts.ok()) << hosts.status().ToString();
+  ASSERT_EQ(hosts->size(), 3u);
+  EXPECT_EQ((*hosts)[0].slots, 2);
+  EXPECT_EQ((*hosts)[1].host, "node2");
+  EXPECT_EQ((*hosts)[1].slots, 3);
+  EXPECT_EQ((*hosts)[2].slots, 1);
+  std::ofstream(path) << "node1 cores=2\n";
+  auto bad = ParseHostfile(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":1"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace hvd::launcher
