@@ -1,0 +1,40 @@
+// RuntimeConfig: everything a worker's runtime reads from its environment,
+// read once at hvd.init() by FromEnv(); nothing below it calls getenv.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "hvd/common/status.h"
+
+namespace hvd::runtime {
+
+struct RuntimeConfig {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  // This worker's host as the launcher named it; Gloo listens on its
+  // address unless `gloo_iface` is set.
+  std::string hostname = "localhost";
+  std::string gloo_iface;
+  std::string rendezvous_addr;
+  int rendezvous_port = 0;
+  std::string secret;
+  // Budget for meeting the other workers at the rendezvous.
+  std::chrono::milliseconds start_timeout{30000};
+  // Budget of one Gloo operation.
+  std::chrono::milliseconds gloo_timeout{30000};
+
+  // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
+  // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
+  // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS
+  // and HVD_SECRET_KEY. Without HOROVOD_RANK the worker runs alone (size 1,
+  // no rendezvous), as `python train.py` does under Horovod. Malformed or
+  // inconsistent values are kInvalidArgument naming the variable.
+  static common::Result<RuntimeConfig> FromEnv();
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,74 @@
+#include "hvd/runtime/config.h"
+
+#include "hvd/common/env.h"
+#include "hvd/common/env_vars.h"
+
+namespace hvd::runtime {
+
+namespace ev = common::env_vars;
+using common::Result;
+using common::Status;
+
+Result<RuntimeConfig> RuntimeConfig::FromEnv() {
+  RuntimeConfig config;
+  if (!common::GetEnv(ev::kRank)) return config;
+  struct IntField {
+    const char* name;
+    int* field;
+    int64_t min;
+  };
+  for (const IntField& f :
+       {IntField{ev::kSize, &config.size, 1},
+        IntField{ev::kRank, &config.rank, 0},
+        IntField{ev::kLocalSize, &config.local_size, 1},
+        IntField{ev::kLocalRank, &config.local_rank, 0},
+        IntField{ev::kCrossSize, &config.cross_size, 1},
+        IntField{ev::kCrossRank, &config.cross_rank, 0},
+        IntField{ev::kGlooRendezvousPort, &config.rendezvous_port, 1}}) {
+    auto value = common::GetEnvInt(f.name, -1, f.min, 1 << 30);
+    if (!value.ok()) return value.status();
+    if (*value < 0) {
+      return Status::InvalidArgument(std::string("environment variable ") +
+                                     f.name +
+                                     " is not set (is this worker "
+                                     "started by hvdrun?)");
+    }
+    *f.field = static_cast<int>(*value);
+  }
+  auto check_below = [](int value, int bound, const char* name,
+                        const char* bound_name) -> Status {
+    if (value >= bound) {
+      return Status::InvalidArgument(std::string(name) + "=" +
+                                     std::to_string(value) + " is not below " +
+                                     bound_name + "=" + std::to_string(bound));
+    }
+    return Status::Ok();
+  };
+  for (Status status :
+       {check_below(config.rank, config.size, ev::kRank, ev::kSize),
+        check_below(config.local_rank, config.local_size, ev::kLocalRank,
+                    ev::kLocalSize),
+        check_below(config.cross_rank, config.cross_size, ev::kCrossRank,
+                    ev::kCrossSize)}) {
+    if (!status.ok()) return status;
+  }
+  config.hostname = common::GetEnvString(ev::kHostname, "localhost");
+  config.gloo_iface = common::GetEnvString(ev::kGlooIface, "");
+  config.rendezvous_addr = common::GetEnvString(ev::kGlooRendezvousAddr, "");
+  config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
+  if (config.rendezvous_addr.empty() || config.secret.empty()) {
+    return Status::InvalidArgument(
+        std::string(ev::kGlooRendezvousAddr) + " and " + ev::kHvdSecretKey +
+        " must be set (is this worker started by hvdrun?)");
+  }
+  auto start = common::GetEnvSeconds(ev::kStartTimeout, config.start_timeout);
+  if (!start.ok()) return start.status();
+  config.start_timeout = *start;
+  auto gloo =
+      common::GetEnvSeconds(ev::kGlooTimeoutSeconds, config.gloo_timeout);
+  if (!gloo.ok()) return gloo.status();
+  config.gloo_timeout = *gloo;
+  return config;
+}
+
+}  // namespace hvd::runtime

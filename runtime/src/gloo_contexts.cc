@@ -1,0 +1,110 @@
+#include "gloo_contexts.h"
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <string>
+#include <vector>
+
+#include "hvd/rendezvous/http_store.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+constexpr char kGlooScope[] = "gloo";
+
+Result<std::shared_ptr<gloo::Context>> Connect(
+    const RuntimeConfig& config,
+    std::shared_ptr<gloo::transport::Device>& device, const std::string& prefix,
+    int rank, int size) {
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  context->setTimeout(config.gloo_timeout);
+  if (size == 1) {
+    gloo::rendezvous::HashStore store;
+    context->connectFullMesh(store, device);
+    return std::shared_ptr<gloo::Context>(context);
+  }
+  common::HttpClientOptions options;
+  options.host = config.rendezvous_addr;
+  options.port = config.rendezvous_port;
+  options.secret = config.secret;
+  rendezvous::HttpStore store(options, kGlooScope, prefix,
+                              config.start_timeout);
+  // Gloo swaps host names ("rank_<i>"), then pair addresses ("<i>"): one
+  // request per phase instead of one per peer (see design.md).
+  std::vector<std::string> hostnames, addresses;
+  for (int i = 0; i < size; ++i) {
+    if (i == rank) continue;
+    hostnames.push_back("rank_" + std::to_string(i));
+    addresses.push_back(std::to_string(i));
+  }
+  store.Prefetch(hostnames);
+  store.Prefetch(addresses);
+  try {
+    context->connectFullMesh(store, device);
+  } catch (const gloo::IoException& e) {
+    if (!store.last_error().ok()) {
+      return store.last_error().WithContext("connecting Gloo context " +
+                                            prefix);
+    }
+    return Status::Transport("connecting Gloo context " + prefix + ": " +
+                             e.what());
+  } catch (const gloo::Exception& e) {
+    if (!store.last_error().ok()) {
+      return store.last_error().WithContext("connecting Gloo context " +
+                                            prefix);
+    }
+    return Status::Internal("connecting Gloo context " + prefix + ": " +
+                            e.what());
+  }
+  return std::shared_ptr<gloo::Context>(context);
+}
+
+}  // namespace
+
+Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
+                                         int64_t generation) {
+  gloo::transport::tcp::attr attr;
+  if (!config.gloo_iface.empty()) {
+    attr.iface = config.gloo_iface;
+  } else {
+    attr.hostname = config.hostname;
+  }
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("cannot open Gloo's TCP device on " +
+                                   (config.gloo_iface.empty()
+                                        ? "host " + config.hostname
+                                        : "interface " + config.gloo_iface) +
+                                   ": " + e.what());
+  }
+  const std::string gen = "g" + std::to_string(generation) + "/";
+  GlooContexts contexts;
+  auto global =
+      Connect(config, device, gen + "global/", config.rank, config.size);
+  if (!global.ok()) return global.status();
+  contexts.global = *global;
+  // Ranks on a host are contiguous, so the host's first rank names it.
+  auto local = Connect(
+      config, device,
+      gen + "local/" + std::to_string(config.rank - config.local_rank) + "/",
+      config.local_rank, config.local_size);
+  if (!local.ok()) return local.status();
+  contexts.local = *local;
+  auto cross = Connect(config, device,
+                       gen + "cross/" + std::to_string(config.local_rank) + "/",
+                       config.cross_rank, config.cross_size);
+  if (!cross.ok()) return cross.status();
+  contexts.cross = *cross;
+  return contexts;
+}
+
+}  // namespace hvd::runtime

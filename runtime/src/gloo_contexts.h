@@ -1,0 +1,31 @@
+// The three Gloo contexts of one worker in one generation: global (every
+// rank), local (the ranks on this host) and cross (the ranks with this
+// local rank, one per host), connected through the rendezvous server.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <gloo/context.h>
+
+#include "hvd/common/status.h"
+#include "hvd/runtime/config.h"
+
+namespace hvd::runtime {
+
+struct GlooContexts {
+  std::shared_ptr<gloo::Context> global;
+  std::shared_ptr<gloo::Context> local;
+  std::shared_ptr<gloo::Context> cross;
+};
+
+// Builds the Gloo TCP device on HOROVOD_GLOO_IFACE, else on the address of
+// this worker's host name, and connects the contexts. Keys live in scope
+// "gloo" under "g<generation>/<context>/...", so generations never mix. A
+// worker alone (size 1) connects through an in-process store. A peer that
+// does not arrive within config.start_timeout, or a server that cannot be
+// reached, is kTimeout / kTransport; a refused request keeps its own code.
+common::Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
+                                                 int64_t generation);
+
+}  // namespace hvd::runtime

@@ -1,0 +1,74 @@
+#include "hvd/runtime/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace hvd::runtime {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name :
+         {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
+          "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
+          "HOROVOD_HOSTNAME", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
+          "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
+          "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS"}) {
+      unsetenv(name);
+    }
+  }
+  void SetWorker() {
+    setenv("HOROVOD_RANK", "3", 1);
+    setenv("HOROVOD_SIZE", "4", 1);
+    setenv("HOROVOD_LOCAL_RANK", "1", 1);
+    setenv("HOROVOD_LOCAL_SIZE", "2", 1);
+    setenv("HOROVOD_CROSS_RANK", "1", 1);
+    setenv("HOROVOD_CROSS_SIZE", "2", 1);
+    setenv("HOROVOD_HOSTNAME", "127.0.0.2", 1);
+    setenv("HOROVOD_GLOO_RENDEZVOUS_ADDR", "127.0.0.1", 1);
+    setenv("HOROVOD_GLOO_RENDEZVOUS_PORT", "4000", 1);
+    setenv("HVD_SECRET_KEY", "abc", 1);
+  }
+};
+
+TEST_F(ConfigTest, AloneWithoutLauncher) {
+  auto config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->rank, 0);
+  EXPECT_EQ(config->size, 1);
+}
+
+TEST_F(ConfigTest, ReadsTheLaunchersVariables) {
+  SetWorker();
+  setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "7", 1);
+  auto config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->rank, 3);
+  EXPECT_EQ(config->local_size, 2);
+  EXPECT_EQ(config->cross_rank, 1);
+  EXPECT_EQ(config->hostname, "127.0.0.2");
+  EXPECT_EQ(config->rendezvous_port, 4000);
+  EXPECT_EQ(config->gloo_timeout, std::chrono::seconds(7));
+}
+
+TEST_F(ConfigTest, RejectsInconsistentOrMissingValues) {
+  SetWorker();
+  setenv("HOROVOD_RANK", "4", 1);
+  auto config = RuntimeConfig::FromEnv();
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("HOROVOD_RANK=4"),
+            std::string::npos);
+  SetWorker();
+  unsetenv("HOROVOD_LOCAL_SIZE");
+  config = RuntimeConfig::FromEnv();
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("HOROVOD_LOCAL_SIZE"),
+            std::string::npos);
+  SetWorker();
+  setenv("HOROVOD_START_TIMEOUT", "soon", 1);
+  EXPECT_FALSE(RuntimeConfig::FromEnv().ok());
+}
+
+}  // namespace
+}  // namespace hvd::runtime
