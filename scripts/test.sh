@@ -15,6 +15,9 @@ if grep -rnE "gloo/|hvd/runtime" "$hvd_root/launcher" \
      "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
   hvd_die "the launcher and the rendezvous server must not depend on Gloo or the runtime"
 fi
+if grep -rn "launcher" "$hvd_root/runtime" --include=*.h --include=*.cc; then
+  hvd_die "the runtime must not include launcher code"
+fi
 
 (cd "$hvd_root/build" && ctest --output-on-failure -j"$(nproc)" --timeout 300)
 
