@@ -8,14 +8,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # Layering the linker cannot check (docs/design.md, "Components"): the
 # rendezvous server side and the launcher never include Gloo or the runtime.
-if grep -rnE "gloo/|hvd/runtime" "$hvd_root/launcher" \
+if grep -rnE '#include [<"](gloo/|hvd/runtime)' "$hvd_root/launcher" \
      "$hvd_root/rendezvous/src/server.cc" "$hvd_root/rendezvous/src/kv_store.cc" \
      "$hvd_root/rendezvous/src/routes_kv.cc" \
      "$hvd_root/rendezvous/include/hvd/rendezvous/server.h" \
      "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
   hvd_die "the launcher and the rendezvous server must not depend on Gloo or the runtime"
 fi
-if grep -rn "launcher" "$hvd_root/runtime" --include=*.h --include=*.cc; then
+if grep -rnE '#include .*launcher' "$hvd_root/runtime"; then
   hvd_die "the runtime must not include launcher code"
 fi
 
