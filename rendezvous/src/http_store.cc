@@ -86,4 +86,15 @@ void HttpStore::Prefetch(std::vector<std::string> keys) {
   prefetch_groups_.push_back(std::move(keys));
 }
 
+void HttpStore::PrefetchFullMesh(int rank, int size) {
+  std::vector<std::string> hostnames, addresses;
+  for (int i = 0; i < size; ++i) {
+    if (i == rank) continue;
+    hostnames.push_back("rank_" + std::to_string(i));
+    addresses.push_back(std::to_string(i));
+  }
+  Prefetch(std::move(hostnames));
+  Prefetch(std::move(addresses));
+}
+
 }  // namespace hvd::rendezvous

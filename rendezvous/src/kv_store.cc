@@ -32,6 +32,14 @@ Status KvStore::CheckKey(const std::string& key) const {
   return Status::Ok();
 }
 
+Status KvStore::CheckWaitSize(size_t keys) const {
+  if (keys <= limits_.max_keys_per_wait) return Status::Ok();
+  return Status::ResourceExhausted(
+      "a wait for " + std::to_string(keys) +
+      " keys exceeds the limit max_keys_per_wait=" +
+      std::to_string(limits_.max_keys_per_wait));
+}
+
 void KvStore::OnPresenceChange(Scope& scope, const std::string& key,
                                int delta) {
   auto notify = [delta](Waiter* waiter) {
@@ -138,12 +146,8 @@ void KvStore::DropScopeIfIdle(const std::string& name) {
 Result<KvStore::Values> KvStore::WaitAll(const std::string& scope_name,
                                          const std::vector<std::string>& keys,
                                          Clock::time_point deadline) {
-  if (keys.size() > limits_.max_keys_per_wait) {
-    return Status::ResourceExhausted(
-        "a wait for " + std::to_string(keys.size()) +
-        " keys exceeds the limit max_keys_per_wait=" +
-        std::to_string(limits_.max_keys_per_wait));
-  }
+  Status size_status = CheckWaitSize(keys.size());
+  if (!size_status.ok()) return size_status;
   for (const std::string& key : keys) {
     Status status = CheckKey(key);
     if (!status.ok()) return status;
@@ -174,12 +178,8 @@ Result<KvStore::Values> KvStore::WaitAll(const std::string& scope_name,
 Result<std::shared_ptr<const KvStore::PrefixSnapshot>> KvStore::WaitPrefix(
     const std::string& scope_name, const std::string& prefix, size_t count,
     Clock::time_point deadline) {
-  if (count > limits_.max_keys_per_wait) {
-    return Status::ResourceExhausted(
-        "a wait for " + std::to_string(count) +
-        " keys exceeds the limit max_keys_per_wait=" +
-        std::to_string(limits_.max_keys_per_wait));
-  }
+  Status size_status = CheckWaitSize(count);
+  if (!size_status.ok()) return size_status;
   auto matches = [&prefix](const std::string& key) {
     return key.compare(0, prefix.size(), prefix) == 0;
   };

@@ -6,7 +6,6 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <string>
-#include <vector>
 
 #include "hvd/rendezvous/http_store.h"
 
@@ -36,30 +35,18 @@ Result<std::shared_ptr<gloo::Context>> Connect(
   options.secret = config.secret;
   rendezvous::HttpStore store(options, kGlooScope, prefix,
                               config.start_timeout);
-  // Gloo swaps host names ("rank_<i>"), then pair addresses ("<i>"): one
-  // request per phase instead of one per peer (see design.md).
-  std::vector<std::string> hostnames, addresses;
-  for (int i = 0; i < size; ++i) {
-    if (i == rank) continue;
-    hostnames.push_back("rank_" + std::to_string(i));
-    addresses.push_back(std::to_string(i));
-  }
-  store.Prefetch(hostnames);
-  store.Prefetch(addresses);
+  // One request per phase of the full mesh instead of one per peer.
+  store.PrefetchFullMesh(rank, size);
   try {
     context->connectFullMesh(store, device);
-  } catch (const gloo::IoException& e) {
-    if (!store.last_error().ok()) {
-      return store.last_error().WithContext("connecting Gloo context " +
-                                            prefix);
-    }
-    return Status::Transport("connecting Gloo context " + prefix + ": " +
-                             e.what());
   } catch (const gloo::Exception& e) {
-    if (!store.last_error().ok()) {
-      return store.last_error().WithContext("connecting Gloo context " +
-                                            prefix);
+    Status cause = store.last_error();
+    if (cause.ok()) {
+      bool io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
+      cause = io ? Status::Transport(e.what()) : Status::Internal(e.what());
     }
+    return cause.WithContext("connecting Gloo context " + prefix);
+  } catch (const std::exception& e) {  // GLOO_ENFORCE's EnforceNotMet
     return Status::Internal("connecting Gloo context " + prefix + ": " +
                             e.what());
   }

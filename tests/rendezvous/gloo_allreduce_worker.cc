@@ -35,16 +35,7 @@ int main(int argc, char** argv) {
         hvd::common::GetEnvString(hvd::common::env_vars::kHvdSecretKey, "");
     hvd::rendezvous::HttpStore store(options, "gloo", prefix,
                                      std::chrono::seconds(30));
-    // Gloo's full-mesh connect first swaps hostnames ("rank_<i>"), then
-    // pair addresses ("<i>"): one group each.
-    std::vector<std::string> hostnames, addresses;
-    for (int i = 0; i < size; ++i) {
-      if (i == rank) continue;
-      hostnames.push_back("rank_" + std::to_string(i));
-      addresses.push_back(std::to_string(i));
-    }
-    store.Prefetch(hostnames);
-    store.Prefetch(addresses);
+    store.PrefetchFullMesh(rank, size);
 
     gloo::transport::tcp::attr attr("127.0.0.1");
     auto device = gloo::transport::tcp::CreateDevice(attr);

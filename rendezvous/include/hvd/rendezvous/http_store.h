@@ -55,6 +55,11 @@ class HttpStore : public gloo::rendezvous::Store {
   // until it times out.
   void Prefetch(std::vector<std::string> keys);
 
+  // Prefetch groups for gloo::rendezvous::Context::connectFullMesh as rank
+  // `rank` of `size`: the peers' host-name keys ("rank_<i>"), then their
+  // address keys ("<i>"), the two phases of the Debian Gloo's full mesh.
+  void PrefetchFullMesh(int rank, int size);
+
   const common::Status& last_error() const { return last_error_; }
   uint64_t requests() const { return client_.requests(); }
 

@@ -106,6 +106,7 @@ class KvStore {
   };
 
   common::Status CheckKey(const std::string& key) const;
+  common::Status CheckWaitSize(size_t keys) const;
   // Bookkeeping when a key appears (+1) or disappears (-1); caller holds mu_.
   void OnPresenceChange(Scope& scope, const std::string& key, int delta);
   // Blocks until the waiter is satisfied, the deadline passes or the store
