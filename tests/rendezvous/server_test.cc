@@ -90,6 +90,17 @@ class ServerTest : public ::testing::Test {
     return answer;
   }
 
+  // Returns once a request is parked in a wait (or fails after 10 s), so a
+  // test knows its long-poll is in place before it acts.
+  void AwaitOneWaiter() {
+    auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (server_->store().Stats().waiters == 0 &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(server_->store().Stats().waiters, 1u);
+  }
+
   void ExpectStillServing() {
     RendezvousClient client(ClientOptions());
     ASSERT_TRUE(client.Set("alive", "k", "v").ok());
@@ -215,7 +226,7 @@ TEST_F(ServerTest, LongPollWakesOnSet) {
   RendezvousClient waiter_client(ClientOptions());
   common::Result<std::string> result = common::Status::Internal("unset");
   std::thread waiter([&] { result = waiter_client.Get("s", "late", 30s); });
-  while (server_->store().Stats().waiters == 0) std::this_thread::yield();
+  AwaitOneWaiter();
   RendezvousClient setter(ClientOptions());
   ASSERT_TRUE(setter.Set("s", "late", "here").ok());
   waiter.join();
@@ -305,7 +316,7 @@ TEST_F(ServerTest, StopEndsPendingLongPolls) {
   RendezvousClient client(ClientOptions());
   common::Result<std::string> result = common::Status::Internal("unset");
   std::thread waiter([&] { result = client.Get("s", "never", 60s); });
-  while (server_->store().Stats().waiters == 0) std::this_thread::yield();
+  AwaitOneWaiter();
   server_->Stop();
   waiter.join();
   ASSERT_FALSE(result.ok());
