@@ -132,7 +132,7 @@ def test_sigint_reaches_every_worker(hvdrun, tmp_path):
     proc = hvdrun.start(["-np", "2", "sh", "-c", script])
     assert wait_for(lambda: all((tmp_path / f"pid.{r}").exists()
                                 for r in range(2)))
-    time.sleep(0.2)  # let the shells install their traps
+    # Each shell sets its trap before it writes its pid file.
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert sorted(marker.read_text().split()) == ["0", "1"]
