@@ -195,14 +195,16 @@ Result<std::shared_ptr<const KvStore::PrefixSnapshot>> KvStore::WaitPrefix(
   scope.prefix_waiters.push_back(&waiter);
   Status status = Await(lock, scope, waiter, deadline);
   auto& cached = scope.snapshots[prefix];
-  if (!cached.second || cached.first != scope.version) {
+  std::shared_ptr<const PrefixSnapshot> result;
+  if (cached.first == scope.version) result = cached.second.lock();
+  if (!result) {
     auto snapshot = std::make_shared<PrefixSnapshot>();
     for (const auto& entry : scope.entries) {
       if (matches(entry.first)) snapshot->values.insert(entry);
     }
-    cached = {scope.version, std::move(snapshot)};
+    cached = {scope.version, snapshot};
+    result = std::move(snapshot);
   }
-  std::shared_ptr<const PrefixSnapshot> result = cached.second;
   DropScopeIfIdle(scope_name);
   if (status.code() == common::Code::kTimeout) {
     return TimeoutError(

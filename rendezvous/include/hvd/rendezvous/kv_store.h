@@ -99,9 +99,11 @@ class KvStore {
     std::unordered_map<std::string, std::vector<Waiter*>> key_waiters;
     std::vector<Waiter*> prefix_waiters;
     // Bumped by every change; snapshots of an older version are stale.
+    // Held weakly: a snapshot lives only while a waiter still answers with
+    // it, so stale copies of the values are not kept.
     uint64_t version = 0;
-    std::unordered_map<
-        std::string, std::pair<uint64_t, std::shared_ptr<const PrefixSnapshot>>>
+    std::unordered_map<std::string,
+                       std::pair<uint64_t, std::weak_ptr<const PrefixSnapshot>>>
         snapshots;
   };
 
