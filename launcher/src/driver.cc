@@ -97,6 +97,10 @@ class Workers {
 void BlockDriverSignals() {
   sigset_t set = DriverSignals();
   sigprocmask(SIG_BLOCK, &set, nullptr);
+  // A guard that exits between two control bytes, or a closed stdout, must
+  // be an EPIPE, not the end of hvdrun. Guards restore the default for the
+  // worker.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 int RunJob(const LaunchConfig& config) {

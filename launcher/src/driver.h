@@ -17,6 +17,7 @@
 namespace hvd::launcher {
 
 // The signals the driver handles; block them before any thread starts.
+// Also ignores SIGPIPE in hvdrun (workers get the default back).
 void BlockDriverSignals();
 
 // Returns hvdrun's exit code: 0 when every worker exited 0; otherwise the

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -67,6 +68,7 @@ int GuardMain(int argc, char** argv) {
   }
   if (worker == 0) {
     setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);  // hvdrun ignores it; the worker must not
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (secret_on_stdin) {
       dup2(stdin_pipe[0], STDIN_FILENO);
@@ -89,15 +91,24 @@ int GuardMain(int argc, char** argv) {
     close(stdin_pipe[1]);
   }
 
+  using Clock = std::chrono::steady_clock;
   bool driver_alive = true;
-  int kill_after_ms = -1;  // pending SIGKILL, counted down by poll timeouts
+  bool kill_pending = false;
+  Clock::time_point kill_at;
   while (true) {
     pollfd fds[2] = {{signals, POLLIN, 0},
                      {driver_alive ? kGuardControlFd : -1, POLLIN, 0}};
-    int ready = poll(fds, 2, kill_after_ms);
+    int timeout = -1;
+    if (kill_pending) {
+      timeout = static_cast<int>(std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at -
+                                                                   Clock::now())
+                 .count()));
+    }
+    int ready = poll(fds, 2, timeout);
     if (ready == 0) {  // grace over
       kill(-worker, SIGKILL);
-      kill_after_ms = -1;
+      kill_pending = false;
       continue;
     }
     if (fds[1].revents != 0) {
@@ -109,7 +120,8 @@ int GuardMain(int argc, char** argv) {
         // The driver is gone: stop the worker's whole group.
         driver_alive = false;
         kill(-worker, SIGTERM);
-        kill_after_ms = grace_ms;
+        kill_pending = true;
+        kill_at = Clock::now() + std::chrono::milliseconds(grace_ms);
       }
     }
     if (fds[0].revents != 0) {

@@ -52,19 +52,25 @@ Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
-  int control[2], out[2], err[2];
-  if (pipe2(control, O_CLOEXEC) != 0) {
-    return Status::Internal(std::string("pipe: ") + std::strerror(errno));
-  }
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-    return Status::Internal(std::string("pipe: ") + std::strerror(errno));
+  int control[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {control[0], control[1], out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (pipe2(control, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
+      pipe2(err, O_CLOEXEC) != 0) {
+    Status status =
+        Status::Internal(std::string("pipe: ") + std::strerror(errno));
+    close_all();
+    return status;
   }
   pid_t pid = fork();
   if (pid < 0) {
-    for (int fd : {control[0], control[1], out[0], out[1], err[0], err[1]}) {
-      close(fd);
-    }
-    return Status::Internal(std::string("fork: ") + std::strerror(errno));
+    Status status =
+        Status::Internal(std::string("fork: ") + std::strerror(errno));
+    close_all();
+    return status;
   }
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);

@@ -73,6 +73,18 @@ def test_killed_worker_is_reported_with_its_signal(hvdrun):
     assert "rank 0 on host localhost was killed by signal 9" in result.stderr
 
 
+def test_workers_get_default_sigpipe(hvdrun):
+    # hvdrun ignores SIGPIPE itself; a worker's pipeline must still end when
+    # its reader goes away.
+    result = hvdrun(["-np", "1", "sh", "-c",
+                     "grep SigIgn /proc/self/status; yes | head -n 1"],
+                    timeout=30)
+    assert result.returncode == 0, result.stderr
+    ignored = int(lines_of(result.stdout, 0)[0].split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
+    assert lines_of(result.stdout, 0)[1] == "y"
+
+
 def test_output_files(hvdrun, tmp_path):
     out = tmp_path / "logs"
     result = hvdrun(["-np", "2", "--output-filename", str(out), "sh", "-c",
