@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hvd needs (only the missing ones), then
 # configures and builds into build/. Idempotent; quiet unless something fails.
+# Then puts the hvd Python package on the path of /usr/bin/python3 (or of
+# $HVD_PYTHON, e.g. a venv made with --system-site-packages) with a .pth file
+# naming python/ and build/python/, so `import hvd` works from any directory
+# and always sees the current build.
 # Environment: CI=true turns compiler warnings into errors.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -8,7 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 hvd_ensure_packages \
   g++ cmake make pkg-config \
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
-  libcli11-dev libgtest-dev python3 python3-pytest
+  libcli11-dev libgtest-dev python3 python3-pytest \
+  python3-dev pybind11-dev python3-numpy python3-torch
 
 werror=OFF
 [ -n "${CI:-}" ] && werror=ON
@@ -26,3 +31,18 @@ if ! cmake --build "$build" -j"$(nproc)" >>"$log" 2>&1; then
   hvd_die "build failed (full log: $log)"
 fi
 ln -sf build/compile_commands.json "$hvd_root/compile_commands.json"
+
+python="${HVD_PYTHON:-/usr/bin/python3}"
+site="$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+pth="$site/hvd.pth"
+want="$(printf '%s\n%s\n' "$hvd_root/python" "$build/python")"
+if [ "$(cat "$pth" 2>/dev/null)" != "$want" ]; then
+  sudo=""
+  if ! { mkdir -p "$site" && [ -w "$site" ]; } 2>/dev/null; then
+    command -v sudo >/dev/null || hvd_die "cannot write $pth: run as root, or set HVD_PYTHON to a venv's python"
+    sudo="sudo"
+  fi
+  $sudo mkdir -p "$site"
+  printf '%s\n' "$want" | $sudo tee "$pth" >/dev/null
+fi
+"$python" -c 'import hvd' || hvd_die "$python cannot import hvd after setup ($pth)"

@@ -1,5 +1,8 @@
 #include "hvd/runtime/config.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 
@@ -11,6 +14,18 @@ using common::Status;
 
 Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   RuntimeConfig config;
+  if (auto cycle = common::GetEnv(ev::kCycleTime)) {
+    char* end = nullptr;
+    double ms = std::strtod(cycle->c_str(), &end);
+    if (cycle->empty() || *end != '\0' || !(ms > 0) || ms > 60000) {
+      return Status::InvalidArgument(std::string(ev::kCycleTime) + "='" +
+                                     *cycle +
+                                     "' is not a number of milliseconds in "
+                                     "(0, 60000]");
+    }
+    config.cycle_time = std::chrono::microseconds(
+        std::max<int64_t>(1, static_cast<int64_t>(ms * 1000)));
+  }
   if (!common::GetEnv(ev::kRank)) return config;
   struct IntField {
     const char* name;

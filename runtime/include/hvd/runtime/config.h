@@ -27,13 +27,17 @@ struct RuntimeConfig {
   std::chrono::milliseconds start_timeout{30000};
   // Budget of one Gloo operation.
   std::chrono::milliseconds gloo_timeout{30000};
+  // How long the background thread waits for new work before it negotiates
+  // anyway (HOROVOD_CYCLE_TIME, milliseconds, fractions allowed). New work
+  // wakes it at once, so this bounds idle polling, not latency.
+  std::chrono::microseconds cycle_time{1000};
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
   // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
-  // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS
-  // and HVD_SECRET_KEY. Without HOROVOD_RANK the worker runs alone (size 1,
-  // no rendezvous), as `python train.py` does under Horovod. Malformed or
-  // inconsistent values are kInvalidArgument naming the variable.
+  // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS,
+  // HOROVOD_CYCLE_TIME and HVD_SECRET_KEY. Without HOROVOD_RANK the worker runs
+  // alone (size 1, no rendezvous), as `python train.py` does under Horovod.
+  // Malformed or inconsistent values are kInvalidArgument naming the variable.
   static common::Result<RuntimeConfig> FromEnv();
 };
 

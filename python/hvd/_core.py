@@ -1,0 +1,13 @@
+"""Loads the compiled runtime (_hvd_core) and hands it the exception types."""
+
+try:
+    import _hvd_core as core
+except ImportError as e:  # pragma: no cover - only without a build
+    raise ImportError(
+        "hvd's compiled runtime (_hvd_core) is missing or broken: run "
+        "scripts/setup.sh in the hvd checkout, which builds it and puts it on "
+        f"this Python's path ({e})") from e
+
+from .exceptions import HorovodInternalError, MismatchError
+
+core.set_exception_types(HorovodInternalError, MismatchError)

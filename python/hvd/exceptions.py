@@ -1,0 +1,23 @@
+"""The exceptions hvd raises, by kind of failure (docs/errors.md)."""
+
+
+class HorovodInternalError(RuntimeError):
+    """A collective failed because a peer or the network did: a worker died,
+    a connection broke, an operation timed out, or hvd was shut down while it
+    was pending. An elastic job recovers from it by restoring its last commit
+    and re-initializing."""
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """The set of hosts changed; raised at a commit so that every rank joins
+    the new world at the same step (elastic mode)."""
+
+    def __init__(self, skip_sync=False):
+        super().__init__("hosts updated")
+        self.skip_sync = skip_sync
+
+
+class MismatchError(ValueError):
+    """Ranks disagree on a collective (name, operation, dtype, shape, root or
+    reduce op). A bug in the training script: retrying will not help, so no
+    elastic loop catches it."""

@@ -1,0 +1,24 @@
+// Turns a Status into the Python exception of its kind. The exception
+// classes live in the pure-Python package (hvd/exceptions.py), which hands
+// them over once at import with set_exception_types().
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "hvd/common/status.h"
+
+namespace hvd::python {
+
+void SetExceptionTypes(pybind11::object internal_error,
+                       pybind11::object mismatch_error);
+
+// Raises the exception for a non-ok status (throws error_already_set).
+[[noreturn]] void Raise(const common::Status& status);
+
+template <typename T>
+T ValueOrRaise(common::Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(*result);
+}
+
+}  // namespace hvd::python

@@ -1,0 +1,121 @@
+// _hvd_core: the pybind11 door to the runtime. It holds the process's one
+// Runtime between init() and shutdown(), takes numpy arrays, and releases the
+// GIL whenever it may block (connecting, waiting, shutting down). Arrays are
+// kept alive by the Python side (hvd/ops.py) until their handle is waited on.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+
+#include "arrays.h"
+#include "errors.h"
+#include "hvd/common/logging.h"
+#include "hvd/runtime/runtime.h"
+
+namespace hvd::python {
+namespace {
+
+namespace py = pybind11;
+using common::Status;
+using runtime::Runtime;
+
+// Guarded by the GIL for every access except the blocking calls, which
+// work on their own reference so that a concurrent shutdown() cannot free
+// the runtime under them.
+std::shared_ptr<Runtime> g_runtime;
+
+std::shared_ptr<Runtime> Current() {
+  if (!g_runtime) {
+    Raise(Status::InvalidArgument(
+        "hvd is not initialized; call hvd.init() first"));
+  }
+  return g_runtime;
+}
+
+void Init(int64_t generation) {
+  if (g_runtime) return;
+  auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
+  Status logging = common::InitLogging("worker", config.rank);
+  if (!logging.ok()) Raise(logging);
+  common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    started = Runtime::Start(config, generation);
+  }
+  g_runtime = ValueOrRaise(std::move(started));
+}
+
+void Shutdown() {
+  std::shared_ptr<Runtime> runtime = std::move(g_runtime);
+  g_runtime.reset();
+  if (!runtime) return;
+  py::gil_scoped_release release;
+  runtime->Shutdown();
+}
+
+py::object Wait(runtime::Handle handle) {
+  auto runtime = Current();
+  common::Result<runtime::OpResult> waited = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    waited = runtime->Wait(handle);
+  }
+  runtime::OpResult result = ValueOrRaise(std::move(waited));
+  if (!result.status.ok()) Raise(result.status);
+  if (!result.data) return py::none();
+  return py::make_tuple(BytesArray(std::move(result.data)), result.shape);
+}
+
+PYBIND11_MODULE(_hvd_core, m) {
+  m.doc() = "hvd's runtime; use the hvd package, not this module";
+  m.def("set_exception_types", &SetExceptionTypes);
+  m.def("init", &Init, py::arg("generation") = 0);
+  m.def("shutdown", &Shutdown);
+  m.def("is_initialized", [] { return g_runtime != nullptr; });
+  m.def("rank", [] { return Current()->config().rank; });
+  m.def("size", [] { return Current()->config().size; });
+  m.def("local_rank", [] { return Current()->config().local_rank; });
+  m.def("local_size", [] { return Current()->config().local_size; });
+  m.def("cross_rank", [] { return Current()->config().cross_rank; });
+  m.def("cross_size", [] { return Current()->config().cross_size; });
+
+  // `output` may be `input` (in place); it must have the same shape/dtype.
+  m.def("allreduce_async", [](py::array input, py::array output,
+                              std::string name, int op, double prescale,
+                              double postscale) {
+    auto spec = SpecOf(input, std::move(name), false);
+    auto out = SpecOf(output, spec.name, true);
+    if (out.shape != spec.shape || out.dtype != spec.dtype) {
+      Raise(Status::InvalidArgument("'" + spec.name +
+                                    "': output differs from input in shape "
+                                    "or dtype"));
+    }
+    if (op < 0 || op >= runtime::kReduceOpCount) {
+      Raise(Status::InvalidArgument("unknown reduce op " + std::to_string(op)));
+    }
+    runtime::AllreduceArgs args{static_cast<runtime::ReduceOp>(op), prescale,
+                                postscale};
+    return ValueOrRaise(
+        Current()->Allreduce(spec, input.data(), output.mutable_data(), args));
+  });
+  m.def("allgather_async", [](py::array input, std::string name) {
+    auto spec = SpecOf(input, std::move(name), false);
+    return ValueOrRaise(Current()->Allgather(spec, input.data()));
+  });
+  m.def("broadcast_async", [](py::array buffer, int root, std::string name) {
+    auto spec = SpecOf(buffer, std::move(name), true);
+    return ValueOrRaise(
+        Current()->Broadcast(spec, buffer.mutable_data(), root));
+  });
+  m.def("barrier_async", [] { return ValueOrRaise(Current()->Barrier()); });
+  m.def("poll", [](runtime::Handle handle) {
+    return ValueOrRaise(Current()->Poll(handle));
+  });
+  // None, or for allgather (flat uint8 array, shape).
+  m.def("wait", &Wait);
+}
+
+}  // namespace
+}  // namespace hvd::python

@@ -1,0 +1,37 @@
+// The background thread's cycle: wait briefly for work, negotiate this
+// rank's new requests with rank 0, run what rank 0 says in the order it
+// says, complete the handles. It stops on shutdown (agreed through the
+// negotiation, so every rank stops in the same cycle) or at the first
+// transport error, failing everything pending with that status.
+#pragma once
+
+#include <chrono>
+
+#include "gloo_contexts.h"
+#include "handle_table.h"
+#include "negotiator.h"
+#include "tensor_queue.h"
+
+namespace hvd::runtime {
+
+class BackgroundLoop {
+ public:
+  BackgroundLoop(const GlooContexts& contexts, TensorQueue* queue,
+                 HandleTable* handles, std::chrono::microseconds cycle_time);
+
+  // Runs cycles until shutdown or the first error; returns why it stopped.
+  common::Status Run();
+
+ private:
+  // Runs one response; a non-ok status stops the loop.
+  common::Status Execute(const Response& response);
+
+  const GlooContexts& contexts_;
+  TensorQueue* queue_;
+  HandleTable* handles_;
+  std::chrono::microseconds cycle_time_;
+  Negotiator negotiator_;
+  Handle failed_ = 0;  // the entry whose collective stopped the loop
+};
+
+}  // namespace hvd::runtime

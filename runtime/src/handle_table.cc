@@ -1,0 +1,54 @@
+#include "handle_table.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+Status Unknown(Handle handle) {
+  return Status::InvalidArgument("unknown handle " + std::to_string(handle) +
+                                 " (already synchronized, or from before "
+                                 "the last hvd.init()?)");
+}
+
+}  // namespace
+
+Handle HandleTable::Create() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Handle handle = next_++;
+  results_.emplace(handle, std::nullopt);
+  return handle;
+}
+
+void HandleTable::Complete(Handle handle, OpResult result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = results_.find(handle);
+    if (it == results_.end()) return;
+    it->second = std::move(result);
+  }
+  completed_.notify_all();
+}
+
+Result<bool> HandleTable::Poll(Handle handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = results_.find(handle);
+  if (it == results_.end()) return Unknown(handle);
+  return it->second.has_value();
+}
+
+Result<OpResult> HandleTable::Wait(Handle handle) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = results_.find(handle);
+  if (it == results_.end()) return Unknown(handle);
+  // No deadline here: the background thread completes every handle, with an
+  // error at the latest when a Gloo operation times out or on shutdown.
+  completed_.wait(lock, [&] { return it->second.has_value(); });
+  OpResult result = std::move(*it->second);
+  results_.erase(it);
+  return result;
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,179 @@
+#include "message.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace hvd::runtime {
+
+using common::Status;
+
+namespace {
+
+class Writer {
+ public:
+  template <typename T>
+  void Int(T value) {
+    static_assert(std::is_integral_v<T>);
+    using U = std::make_unsigned_t<T>;
+    U bits = static_cast<U>(value);
+    for (size_t i = 0; i < sizeof(T); ++i) {
+      out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+    }
+  }
+  void Double(double value) {
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    Int(bits);
+  }
+  void String(const std::string& s) {
+    Int(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void Int64s(const std::vector<int64_t>& values) {
+    Int(static_cast<uint32_t>(values.size()));
+    for (int64_t v : values) Int(v);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Reads until the first shortfall, after which every read yields zero and
+// ok() is false; callers check once at the end.
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+
+  template <typename T>
+  T Int() {
+    static_assert(std::is_integral_v<T>);
+    using U = std::make_unsigned_t<T>;
+    if (!Have(sizeof(T))) return 0;
+    U bits = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) {
+      bits |= static_cast<U>(static_cast<uint8_t>(in_[pos_ + i])) << (8 * i);
+    }
+    pos_ += sizeof(T);
+    return static_cast<T>(bits);
+  }
+  double Double() {
+    uint64_t bits = Int<uint64_t>();
+    double value;
+    std::memcpy(&value, &bits, sizeof value);
+    return value;
+  }
+  std::string String() {
+    uint32_t size = Int<uint32_t>();
+    if (!Have(size)) return {};
+    std::string s = in_.substr(pos_, size);
+    pos_ += size;
+    return s;
+  }
+  std::vector<int64_t> Int64s() {
+    uint32_t count = Int<uint32_t>();
+    if (!Have(static_cast<size_t>(count) * 8)) return {};
+    std::vector<int64_t> values(count);
+    for (auto& v : values) v = Int<int64_t>();
+    return values;
+  }
+  // An enum stored as a byte, checked against its number of members.
+  template <typename E>
+  E Enum(int count) {
+    uint8_t value = Int<uint8_t>();
+    if (value >= count) ok_ = false;
+    return static_cast<E>(value);
+  }
+  bool Have(size_t n) {
+    if (ok_ && in_.size() - pos_ >= n) return true;
+    ok_ = false;
+    return false;
+  }
+  Status Finish(const char* what) const {
+    if (ok_ && pos_ == in_.size()) return Status::Ok();
+    return Status::Internal(std::string("malformed ") + what + " (" +
+                            std::to_string(in_.size()) + " bytes)");
+  }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+constexpr int kCodeCount = static_cast<int>(common::Code::kInternal) + 1;
+constexpr int kKindCount = 2;
+
+}  // namespace
+
+std::string Encode(const RequestList& list) {
+  Writer w;
+  w.Int(static_cast<uint8_t>(list.shutdown));
+  w.Int(static_cast<uint32_t>(list.requests.size()));
+  for (const Request& r : list.requests) {
+    w.Int(static_cast<uint8_t>(r.type));
+    w.Int(static_cast<uint8_t>(r.dtype));
+    w.Int(static_cast<uint8_t>(r.op));
+    w.Int(r.root);
+    w.Double(r.prescale);
+    w.Double(r.postscale);
+    w.String(r.name);
+    w.Int64s(r.shape);
+  }
+  return w.Take();
+}
+
+Status Decode(const std::string& bytes, RequestList* list) {
+  Reader r(bytes);
+  list->shutdown = r.Int<uint8_t>() != 0;
+  uint32_t count = r.Int<uint32_t>();
+  list->requests.clear();
+  for (uint32_t i = 0; i < count && r.Have(1); ++i) {
+    Request q;
+    q.type = r.Enum<OpType>(kOpTypeCount);
+    q.dtype = r.Enum<DataType>(kDataTypeCount);
+    q.op = r.Enum<ReduceOp>(kReduceOpCount);
+    q.root = r.Int<int32_t>();
+    q.prescale = r.Double();
+    q.postscale = r.Double();
+    q.name = r.String();
+    q.shape = r.Int64s();
+    list->requests.push_back(std::move(q));
+  }
+  return r.Finish("request list");
+}
+
+std::string Encode(const ResponseList& list) {
+  Writer w;
+  w.Int(static_cast<uint8_t>(list.shutdown));
+  w.Int(static_cast<uint32_t>(list.responses.size()));
+  for (const Response& r : list.responses) {
+    w.Int(static_cast<uint8_t>(r.kind));
+    w.Int(static_cast<uint8_t>(r.type));
+    w.String(r.name);
+    w.Int64s(r.first_dims);
+    w.Int(static_cast<uint8_t>(r.error_code));
+    w.String(r.error_message);
+  }
+  return w.Take();
+}
+
+Status Decode(const std::string& bytes, ResponseList* list) {
+  Reader r(bytes);
+  list->shutdown = r.Int<uint8_t>() != 0;
+  uint32_t count = r.Int<uint32_t>();
+  list->responses.clear();
+  for (uint32_t i = 0; i < count && r.Have(1); ++i) {
+    Response p;
+    p.kind = r.Enum<Response::Kind>(kKindCount);
+    p.type = r.Enum<OpType>(kOpTypeCount);
+    p.name = r.String();
+    p.first_dims = r.Int64s();
+    p.error_code = r.Enum<common::Code>(kCodeCount);
+    p.error_message = r.String();
+    list->responses.push_back(std::move(p));
+  }
+  return r.Finish("response list");
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,56 @@
+// The negotiation messages between workers and the coordinator (rank 0), and
+// their compact binary encoding: little-endian integers, length-prefixed
+// strings, no field names. A Request says "this rank is ready to run this
+// collective"; a Response says "every rank is ready: run it" or "the ranks
+// disagree: fail it".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "hvd/runtime/types.h"
+
+namespace hvd::runtime {
+
+struct Request {
+  OpType type = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+struct RequestList {
+  bool shutdown = false;
+  std::vector<Request> requests;
+};
+
+struct Response {
+  enum class Kind : uint8_t { kRun = 0, kError = 1 };
+  Kind kind = Kind::kRun;
+  OpType type = OpType::kAllreduce;
+  std::string name;
+  // Allgather: dimension 0 of each rank's tensor, by rank.
+  std::vector<int64_t> first_dims;
+  // Error: the code every rank's handle fails with, and why.
+  common::Code error_code = common::Code::kOk;
+  std::string error_message;
+};
+
+struct ResponseList {
+  bool shutdown = false;
+  std::vector<Response> responses;
+};
+
+std::string Encode(const RequestList& list);
+std::string Encode(const ResponseList& list);
+// Malformed bytes are kInternal: only hvd itself writes these messages.
+common::Status Decode(const std::string& bytes, RequestList* list);
+common::Status Decode(const std::string& bytes, ResponseList* list);
+
+}  // namespace hvd::runtime

@@ -1,0 +1,117 @@
+"""hvd's collectives through hvdrun: every op and dtype against numpy,
+mismatches, and a peer that dies."""
+
+import re
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+WORKERS = ROOT / "tests" / "integration" / "workers"
+PYTHON = "/usr/bin/python3"
+
+
+def stdout_of(result, rank):
+    prefix = f"[{rank}]<stdout>:"
+    return [l[len(prefix):] for l in result.stdout.splitlines()
+            if l.startswith(prefix)]
+
+
+@pytest.mark.parametrize("np_", [1, 2, 3, 4])
+def test_every_op_and_dtype_matches_numpy(hvdrun, np_):
+    result = hvdrun(["-np", str(np_), PYTHON,
+                     str(WORKERS / "collectives_worker.py")], timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(np_):
+        lines = stdout_of(result, rank)
+        assert len(lines) == 1 and re.fullmatch(
+            rf"rank {rank}/{np_}: \d+ checks passed", lines[0]), result.stdout
+
+
+def test_collectives_across_two_hosts(hvdrun):
+    result = hvdrun(["-H", "localhost:2,127.0.0.1:2", PYTHON,
+                     str(WORKERS / "collectives_worker.py")], timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_mismatch_fails_on_every_rank(hvdrun, np_):
+    result = hvdrun(["-np", str(np_), PYTHON,
+                     str(WORKERS / "mismatch_worker.py")], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(np_):
+        lines = stdout_of(result, rank)
+        assert len([l for l in lines if l.startswith("mismatch ")]) == 6, lines
+        assert lines[-1] == "still working", lines
+    shape = [l for l in stdout_of(result, 0) if l.startswith("mismatch the shape:")]
+    assert shape == [f"mismatch the shape: allreduce 't.shape': ranks disagree on "
+                     f"the shape: rank 0 has [4]; rank {np_ - 1} has [3]"]
+
+
+def test_killed_worker_makes_the_others_raise(hvdrun):
+    started = time.monotonic()
+    result = hvdrun(["-np", "3", PYTHON,
+                     str(WORKERS / "killed_peer_worker.py")], timeout=120)
+    elapsed = time.monotonic() - started
+    assert result.returncode != 0
+    assert "rank 1 on host localhost was killed by signal 9" in result.stderr, \
+        result.stderr
+    for rank in (0, 2):
+        lines = stdout_of(result, rank)
+        assert any("HorovodInternalError" in l for l in lines), \
+            result.stdout + result.stderr
+        assert f"rank {rank}: later collective failed too" in lines
+    # The survivors exit by themselves well before hvdrun's SIGKILL grace
+    # period would end the job for them.
+    assert elapsed < 30, elapsed
+
+
+def test_hvd_imports_without_torch(tmp_path):
+    import subprocess
+    script = ("import sys; sys.modules['torch'] = None\n"
+              "import hvd, numpy\n"
+              "hvd.init(); print(hvd.size(), hvd.allreduce(numpy.ones(2)))\n")
+    result = subprocess.run([PYTHON, "-c", script], capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [1. 1.]"
+
+
+def test_bad_arguments_are_value_errors(tmp_path):
+    import subprocess
+    script = """
+import numpy as np, hvd
+hvd.init()
+for call in (lambda: hvd.allreduce(np.ones(2, np.complex64)),
+             lambda: hvd.allgather(np.float32(1)),
+             lambda: hvd.broadcast(np.ones(2), 3),
+             lambda: hvd.allreduce(np.ones(2), op=17)):
+    try:
+        call()
+    except ValueError as e:
+        print("ValueError:", e)
+h = hvd.allreduce_async(np.ones(2), name="dup")
+try:
+    hvd.allreduce_async(np.ones(2), name="dup")
+except ValueError as e:
+    print("ValueError:", e)
+hvd.synchronize(h)
+hvd.shutdown()
+try:
+    hvd.rank()
+except ValueError as e:
+    print("ValueError:", e)
+"""
+    result = subprocess.run([PYTHON, "-c", script], capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 6, result.stdout
+    assert "unsupported dtype complex64" in lines[0]
+    assert "at least one dimension" in lines[1]
+    assert "root rank 3 is not in [0, 1)" in lines[2]
+    assert "unknown reduce op 17" in lines[3]
+    assert "'dup' is already in flight" in lines[4]
+    assert "not initialized" in lines[5]

@@ -1,0 +1,132 @@
+#include "coordinator.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+Request Allreduce(const std::string& name, std::vector<int64_t> shape = {4}) {
+  Request r;
+  r.type = OpType::kAllreduce;
+  r.op = ReduceOp::kSum;
+  r.name = name;
+  r.shape = std::move(shape);
+  return r;
+}
+
+RequestList List(std::vector<Request> requests, bool shutdown = false) {
+  RequestList list;
+  list.shutdown = shutdown;
+  list.requests = std::move(requests);
+  return list;
+}
+
+TEST(CoordinatorTest, ReadyOnlyWhenEveryRankAsked) {
+  Coordinator c(3);
+  c.Add(0, List({Allreduce("a"), Allreduce("b")}));
+  c.Add(1, List({Allreduce("b")}));
+  EXPECT_TRUE(c.TakeReady().responses.empty());
+  c.Add(2, List({Allreduce("b")}));
+  c.Add(1, List({Allreduce("a")}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].name, "b");
+  EXPECT_EQ(ready.responses[0].kind, Response::Kind::kRun);
+  c.Add(2, List({Allreduce("a")}));
+  ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].name, "a");
+  EXPECT_TRUE(c.TakeReady().responses.empty()) << "answered once only";
+}
+
+TEST(CoordinatorTest, ReadyInTheOrderTheyCompleted) {
+  Coordinator c(2);
+  c.Add(0, List({Allreduce("x"), Allreduce("y"), Allreduce("z")}));
+  c.Add(1, List({Allreduce("z"), Allreduce("x"), Allreduce("y")}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 3u);
+  EXPECT_EQ(ready.responses[0].name, "z");
+  EXPECT_EQ(ready.responses[1].name, "x");
+  EXPECT_EQ(ready.responses[2].name, "y");
+}
+
+TEST(CoordinatorTest, AnyShutdownIsEveryonesShutdown) {
+  Coordinator c(2);
+  c.Add(0, List({}));
+  c.Add(1, List({}, true));
+  EXPECT_TRUE(c.TakeReady().shutdown);
+}
+
+TEST(CoordinatorTest, TwiceFromOneRankIsAnError) {
+  Coordinator c(2);
+  c.Add(0, List({Allreduce("a")}));
+  c.Add(0, List({Allreduce("a")}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].kind, Response::Kind::kError);
+  EXPECT_EQ(ready.responses[0].error_code, common::Code::kInvalidArgument);
+}
+
+TEST(CheckAgreementTest, NamesTensorRanksAndValues) {
+  std::vector<Request> by_rank = {Allreduce("w", {4, 3}),
+                                  Allreduce("w", {4, 3}),
+                                  Allreduce("w", {4, 2}), Allreduce("w", {3})};
+  Response r = CheckAgreement(by_rank);
+  EXPECT_EQ(r.kind, Response::Kind::kError);
+  EXPECT_EQ(r.error_code, common::Code::kMismatch);
+  EXPECT_EQ(r.error_message,
+            "allreduce 'w': ranks disagree on the shape: rank 0 has [4, 3]; "
+            "rank 2 has [4, 2]; rank 3 has [3]");
+}
+
+TEST(CheckAgreementTest, EachFieldIsChecked) {
+  auto differ = [](auto change) {
+    std::vector<Request> by_rank(2, Allreduce("t"));
+    change(by_rank[1]);
+    return CheckAgreement(by_rank);
+  };
+  EXPECT_NE(differ([](Request& r) { r.dtype = DataType::kInt8; })
+                .error_message.find(
+                    "the data type: rank 0 has float32; rank 1 has int8"),
+            std::string::npos);
+  EXPECT_NE(differ([](Request& r) {
+              r.op = ReduceOp::kMax;
+            }).error_message.find("the reduce operation"),
+            std::string::npos);
+  EXPECT_NE(differ([](Request& r) {
+              r.prescale = 2;
+            }).error_message.find("the prescale factor"),
+            std::string::npos);
+  EXPECT_NE(differ([](Request& r) { r.type = OpType::kBroadcast; })
+                .error_message.find("the operation: rank 0 has allreduce; "
+                                    "rank 1 has broadcast"),
+            std::string::npos);
+}
+
+TEST(CheckAgreementTest, AllgatherAllowsDifferentFirstDimension) {
+  std::vector<Request> by_rank(3, Allreduce("g"));
+  for (size_t i = 0; i < 3; ++i) {
+    by_rank[i].type = OpType::kAllgather;
+    by_rank[i].shape = {static_cast<int64_t>(i), 5};
+  }
+  Response ok = CheckAgreement(by_rank);
+  EXPECT_EQ(ok.kind, Response::Kind::kRun);
+  EXPECT_EQ(ok.first_dims, (std::vector<int64_t>{0, 1, 2}));
+  by_rank[2].shape = {2, 6};
+  Response bad = CheckAgreement(by_rank);
+  EXPECT_EQ(bad.error_message,
+            "allgather 'g': ranks disagree on the shape after dimension 0: "
+            "rank 0 has [*, 5]; rank 2 has [*, 6]");
+}
+
+TEST(CheckAgreementTest, BroadcastRoot) {
+  std::vector<Request> by_rank(2, Allreduce("b"));
+  for (auto& r : by_rank) r.type = OpType::kBroadcast;
+  by_rank[1].root = 1;
+  EXPECT_EQ(CheckAgreement(by_rank).error_message,
+            "broadcast 'b': ranks disagree on the root rank: rank 0 has 0; "
+            "rank 1 has 1");
+}
+
+}  // namespace
+}  // namespace hvd::runtime

@@ -1,0 +1,97 @@
+#include "message.h"
+
+#include <gtest/gtest.h>
+
+namespace hvd::runtime {
+namespace {
+
+Request Sample(const std::string& name) {
+  Request r;
+  r.type = OpType::kBroadcast;
+  r.dtype = DataType::kFloat16;
+  r.op = ReduceOp::kProduct;
+  r.root = 3;
+  r.prescale = 0.25;
+  r.postscale = -2.5;
+  r.name = name;
+  r.shape = {4, 0, 1LL << 40};
+  return r;
+}
+
+TEST(MessageTest, RequestListRoundTrips) {
+  RequestList list;
+  list.shutdown = true;
+  list.requests = {Sample("a"), Sample(std::string("with\0nul", 8))};
+  RequestList back;
+  ASSERT_TRUE(Decode(Encode(list), &back).ok());
+  EXPECT_TRUE(back.shutdown);
+  ASSERT_EQ(back.requests.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const Request& got = back.requests[i];
+    const Request& want = list.requests[i];
+    EXPECT_EQ(got.type, want.type);
+    EXPECT_EQ(got.dtype, want.dtype);
+    EXPECT_EQ(got.op, want.op);
+    EXPECT_EQ(got.root, want.root);
+    EXPECT_EQ(got.prescale, want.prescale);
+    EXPECT_EQ(got.postscale, want.postscale);
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.shape, want.shape);
+  }
+}
+
+TEST(MessageTest, ResponseListRoundTrips) {
+  ResponseList list;
+  Response run;
+  run.type = OpType::kAllgather;
+  run.name = "gather.me";
+  run.first_dims = {0, 5, 2};
+  Response error;
+  error.kind = Response::Kind::kError;
+  error.name = "bad";
+  error.error_code = common::Code::kMismatch;
+  error.error_message = "ranks disagree";
+  list.responses = {run, error};
+  ResponseList back;
+  ASSERT_TRUE(Decode(Encode(list), &back).ok());
+  EXPECT_FALSE(back.shutdown);
+  ASSERT_EQ(back.responses.size(), 2u);
+  EXPECT_EQ(back.responses[0].kind, Response::Kind::kRun);
+  EXPECT_EQ(back.responses[0].type, OpType::kAllgather);
+  EXPECT_EQ(back.responses[0].first_dims, run.first_dims);
+  EXPECT_EQ(back.responses[1].kind, Response::Kind::kError);
+  EXPECT_EQ(back.responses[1].error_code, common::Code::kMismatch);
+  EXPECT_EQ(back.responses[1].error_message, "ranks disagree");
+}
+
+TEST(MessageTest, EveryTruncationIsRefused) {
+  RequestList list;
+  list.requests = {Sample("tensor")};
+  const std::string bytes = Encode(list);
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    RequestList back;
+    common::Status status = Decode(bytes.substr(0, size), &back);
+    EXPECT_EQ(status.code(), common::Code::kInternal) << size;
+  }
+  RequestList back;
+  EXPECT_FALSE(Decode(bytes + "x", &back).ok()) << "trailing bytes";
+}
+
+TEST(MessageTest, OutOfRangeEnumIsRefused) {
+  RequestList list;
+  list.requests = {Sample("t")};
+  std::string bytes = Encode(list);
+  bytes[5] = 99;  // the first request's op type
+  RequestList back;
+  EXPECT_FALSE(Decode(bytes, &back).ok());
+}
+
+TEST(MessageTest, HugeCountDoesNotAllocate) {
+  // A count of 2^32-1 requests with no bytes behind it fails cleanly.
+  std::string bytes = {0, '\xff', '\xff', '\xff', '\xff'};
+  RequestList back;
+  EXPECT_FALSE(Decode(bytes, &back).ok());
+}
+
+}  // namespace
+}  // namespace hvd::runtime
