@@ -25,6 +25,11 @@ using runtime::Runtime;
 // work on their own reference so that a concurrent shutdown() cannot free
 // the runtime under them.
 std::shared_ptr<Runtime> g_runtime;
+// How many runtimes this process has started. Until the launcher hands out
+// generations (elastic mode), it keeps the Gloo keys of a re-init apart from
+// the last one's; every rank of a static job re-inits the same number of
+// times, so they agree on it.
+int64_t g_starts = 0;
 
 std::shared_ptr<Runtime> Current() {
   if (!g_runtime) {
@@ -34,8 +39,9 @@ std::shared_ptr<Runtime> Current() {
   return g_runtime;
 }
 
-void Init(int64_t generation) {
+void Init() {
   if (g_runtime) return;
+  const int64_t generation = g_starts;
   auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
   Status logging = common::InitLogging("worker", config.rank);
   if (!logging.ok()) Raise(logging);
@@ -45,6 +51,7 @@ void Init(int64_t generation) {
     started = Runtime::Start(config, generation);
   }
   g_runtime = ValueOrRaise(std::move(started));
+  ++g_starts;
 }
 
 void Shutdown() {
@@ -71,7 +78,7 @@ py::object Wait(runtime::Handle handle) {
 PYBIND11_MODULE(_hvd_core, m) {
   m.doc() = "hvd's runtime; use the hvd package, not this module";
   m.def("set_exception_types", &SetExceptionTypes);
-  m.def("init", &Init, py::arg("generation") = 0);
+  m.def("init", &Init);
   m.def("shutdown", &Shutdown);
   m.def("is_initialized", [] { return g_runtime != nullptr; });
   m.def("rank", [] { return Current()->config().rank; });

@@ -115,3 +115,12 @@ except ValueError as e:
     assert "unknown reduce op 17" in lines[3]
     assert "'dup' is already in flight" in lines[4]
     assert "not initialized" in lines[5]
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_init_and_shutdown_repeat_without_leaks(hvdrun, np_):
+    result = hvdrun(["-np", str(np_), PYTHON,
+                     str(WORKERS / "reinit_worker.py")], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(np_):
+        assert stdout_of(result, rank)[0].startswith(f"rank {rank}: 12 cycles")
