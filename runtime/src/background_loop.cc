@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <new>
+
 #include "gloo_ops.h"
 
 namespace hvd::runtime {
@@ -19,21 +21,13 @@ BackgroundLoop::BackgroundLoop(const GlooContexts& contexts, TensorQueue* queue,
 
 Status BackgroundLoop::Run() {
   Status stopped;
-  while (stopped.ok()) {
-    queue_->WaitForWork(cycle_time_);
-    auto responses = negotiator_.Exchange(queue_->PopRequests());
-    if (!responses.ok()) {
-      stopped = responses.status();
-      break;
-    }
-    for (const Response& response : responses->responses) {
-      stopped = Execute(response);
-      if (!stopped.ok()) break;
-    }
-    if (stopped.ok() && responses->shutdown) {
-      stopped =
-          Status::Aborted("hvd was shut down (hvd.shutdown() on some rank)");
-    }
+  try {
+    stopped = Cycles();
+  } catch (const std::bad_alloc&) {
+    // An allgather output too big for this host, most likely.
+    stopped = Status::ResourceExhausted("out of memory in a collective");
+  } catch (const std::exception& e) {
+    stopped = Status::Internal(e.what());
   }
   if (stopped.code() != common::Code::kAborted) {
     spdlog::error("background loop stopped: {}", stopped.ToString());
@@ -46,6 +40,21 @@ Status BackgroundLoop::Run() {
     handles_->Complete(entry.handle, OpResult{stopped, nullptr, {}});
   }
   return stopped;
+}
+
+Status BackgroundLoop::Cycles() {
+  while (true) {
+    queue_->WaitForWork(cycle_time_);
+    auto responses = negotiator_.Exchange(queue_->PopRequests());
+    if (!responses.ok()) return responses.status();
+    for (const Response& response : responses->responses) {
+      Status status = Execute(response);
+      if (!status.ok()) return status;
+    }
+    if (responses->shutdown) {
+      return Status::Aborted("hvd was shut down (hvd.shutdown() on some rank)");
+    }
+  }
 }
 
 Status BackgroundLoop::Execute(const Response& response) {

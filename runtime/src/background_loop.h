@@ -23,6 +23,8 @@ class BackgroundLoop {
   common::Status Run();
 
  private:
+  // The cycles until shutdown or the first error.
+  common::Status Cycles();
   // Runs one response; a non-ok status stops the loop.
   common::Status Execute(const Response& response);
 
