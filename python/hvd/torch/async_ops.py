@@ -1,0 +1,184 @@
+"""Asynchronous collectives on torch tensors: enqueue, poll, synchronize.
+
+Each ``*_async`` function checks the tensor, hands the core (``hvd``) a numpy
+array that shares the tensor's memory where possible (see
+``tensor_bridge``), and returns a :class:`Handle`. ``synchronize(handle)``
+waits for the core and returns the result as a torch tensor: the caller's
+own tensor for the in-place ``*_async_`` variants, a new one otherwise.
+
+Calling protocol (as in horovod.torch):
+
+* Every rank must issue the same collectives. Unnamed ones get a name from
+  the core in call order, so they must be issued in the same order
+  everywhere; a named one is matched by name (``allreduce.<name>`` here, as
+  horovod prefixes names with the op) and must be unique among the
+  operations in flight.
+* A handle keeps its tensors alive until it is synchronized. Do not read or
+  write a tensor given to an in-place op before its handle is synchronized.
+* Errors come from the core unchanged: ``hvd.HorovodInternalError`` when a
+  peer or the transport failed (an elastic job recovers from it),
+  ``hvd.MismatchError`` when ranks disagree on a collective (a bug to fix).
+  Argument errors (``TypeError``, ``ValueError``, ``NotImplementedError``
+  for CUDA tensors) are raised at enqueue time.
+
+These functions are not autograd-aware; ``mpi_ops.allreduce`` and friends
+are.
+"""
+
+import warnings
+from typing import Any, Callable, Optional
+
+import torch
+
+import hvd as _hvd
+
+from .compression import Compression, Compressor
+from .tensor_bridge import Gathered, InPlace, OutOfPlace, check_tensor
+
+
+def resolve_op(op: Optional[Any], average: Optional[bool], fn: str) -> Any:
+    """The reduce op from horovod's ``op`` and deprecated ``average`` flag.
+
+    Raises:
+        ValueError: both were given.
+    """
+    if op is not None and average is not None:
+        raise ValueError(f"hvd.torch.{fn}: the op and average arguments are "
+                         "mutually exclusive; pass op only")
+    if average is not None:
+        warnings.warn("the average argument is deprecated; use "
+                      "op=hvd.Average or op=hvd.Sum", DeprecationWarning,
+                      stacklevel=3)
+        return _hvd.Average if average else _hvd.Sum
+    return _hvd.Average if op is None else op
+
+
+def _op_name(kind: str, name: Optional[str]) -> Optional[str]:
+    return None if name is None else f"{kind}.{name}"
+
+
+class Handle:
+    """A collective in flight, returned by the ``*_async`` functions.
+
+    It owns the staged input (and through it the caller's tensor) until
+    :func:`synchronize`; then it is spent.
+    """
+
+    __slots__ = ("_core", "_staged", "_post")
+
+    def __init__(self, core: Any, staged: Any,
+                 post: Optional[Callable[[torch.Tensor],
+                                         torch.Tensor]] = None):
+        self._core = core
+        self._staged = staged
+        self._post = post
+
+    def _wait(self) -> torch.Tensor:
+        if self._staged is None:
+            raise ValueError("this handle was already synchronized")
+        staged, post = self._staged, self._post
+        self._staged = self._post = None  # released even if the op failed
+        result = staged.finish(_hvd.synchronize(self._core))
+        return post(result) if post is not None else result
+
+
+def poll(handle: Any) -> bool:
+    """Whether the operation behind ``handle`` has finished (never blocks).
+
+    Accepts the handles of this module and those of the numpy-level ``hvd``.
+    """
+    return _hvd.poll(handle._core if isinstance(handle, Handle) else handle)
+
+
+def synchronize(handle: Any) -> Any:
+    """Waits for ``handle`` and returns its result (the GIL is released).
+
+    Returns:
+        A torch tensor for a :class:`Handle`: the input tensor for in-place
+        ops, a new tensor otherwise. A numpy-level ``hvd`` handle gives its
+        numpy array.
+
+    Raises:
+        hvd.HorovodInternalError, hvd.MismatchError: the collective failed.
+        ValueError: the handle was already synchronized.
+    """
+    if isinstance(handle, Handle):
+        return handle._wait()
+    return _hvd.synchronize(handle)
+
+
+def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None,
+                    name: Optional[str] = None, op: Optional[Any] = None,
+                    prescale_factor: float = 1.0,
+                    postscale_factor: float = 1.0, *,
+                    compression: Compressor = Compression.none) -> Handle:
+    """Starts a reduction of ``tensor`` over all ranks into a new tensor.
+
+    ``op`` is one of ``hvd.Sum, Average, Min, Max, Product`` (default
+    Average); the input is multiplied by ``prescale_factor`` before the
+    reduction and the result by ``postscale_factor`` after it. The caller's
+    tensor is left unchanged.
+    """
+    op = resolve_op(op, average, "allreduce_async")
+    check_tensor(tensor, "allreduce_async", reduction=True)
+    compressed, ctx = compression.compress(tensor)
+    staged = OutOfPlace(compressed, "allreduce_async", reduction=True)
+    core = _hvd.allreduce_async_(staged.array,
+                                 name=_op_name("allreduce", name), op=op,
+                                 prescale_factor=prescale_factor,
+                                 postscale_factor=postscale_factor)
+    return Handle(core, staged, lambda out: compression.decompress(out, ctx))
+
+
+def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None,
+                     name: Optional[str] = None, op: Optional[Any] = None,
+                     prescale_factor: float = 1.0,
+                     postscale_factor: float = 1.0, *,
+                     compression: Compressor = Compression.none) -> Handle:
+    """Like :func:`allreduce_async`, but writes the result into ``tensor``."""
+    op = resolve_op(op, average, "allreduce_async_")
+    check_tensor(tensor, "allreduce_async_", reduction=True)
+    compressed, ctx = compression.compress(tensor)
+    staged = InPlace(compressed, "allreduce_async_", reduction=True)
+    core = _hvd.allreduce_async_(staged.array,
+                                 name=_op_name("allreduce", name), op=op,
+                                 prescale_factor=prescale_factor,
+                                 postscale_factor=postscale_factor)
+
+    def post(out: torch.Tensor) -> torch.Tensor:
+        result = compression.decompress(out, ctx)
+        if result is not tensor:
+            tensor.detach().copy_(result)
+        return tensor
+
+    return Handle(core, staged, post)
+
+
+def allgather_async(tensor: torch.Tensor,
+                    name: Optional[str] = None) -> Handle:
+    """Starts concatenating every rank's ``tensor`` along dimension 0.
+
+    The first dimension may differ between ranks; the others must agree.
+    """
+    staged = Gathered(tensor, "allgather_async")
+    core = _hvd.allgather_async(staged.array,
+                                name=_op_name("allgather", name))
+    return Handle(core, staged)
+
+
+def broadcast_async(tensor: torch.Tensor, root_rank: int,
+                    name: Optional[str] = None) -> Handle:
+    """Starts sending ``root_rank``'s tensor to every rank, as a new tensor."""
+    staged = OutOfPlace(tensor, "broadcast_async", reduction=False)
+    core = _hvd.broadcast_async_(staged.array, root_rank,
+                                 name=_op_name("broadcast", name))
+    return Handle(core, staged)
+
+
+def broadcast_async_(tensor: torch.Tensor, root_rank: int,
+                     name: Optional[str] = None) -> Handle:
+    """Like :func:`broadcast_async`, but writes the result into ``tensor``."""
+    staged = InPlace(tensor, "broadcast_async_", reduction=False)
+    core = _hvd.broadcast_async_(staged.array, root_rank,
+                                 name=_op_name("broadcast", name))
+    return Handle(core, staged)

@@ -1,0 +1,155 @@
+"""Model and optimizer state made equal on every rank, and Python objects.
+
+``broadcast_parameters`` overwrites a model's tensors in place with the
+root's. ``broadcast_optimizer_state`` makes every rank's optimizer state,
+including scalar state (``step``) and the param-group options (``lr``,
+``momentum``, ``betas``, ...), equal to the root's. ``broadcast_object`` and
+``allgather_object`` move picklable objects (they delegate to ``hvd``).
+
+All of these are collective: every rank calls them, in the same order.
+"""
+
+from typing import Any, Iterable, List, Optional, Tuple, Union
+
+import torch
+
+import hvd as _hvd
+
+from .async_ops import broadcast_async_, synchronize
+
+
+def broadcast_object(obj: Any, root_rank: int = 0,
+                     name: Optional[str] = None) -> Any:
+    """Returns ``root_rank``'s ``obj`` (pickled) on every rank."""
+    return _hvd.broadcast_object(obj, root_rank=root_rank, name=name)
+
+
+def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
+    """Returns the list of every rank's ``obj``, in rank order."""
+    return _hvd.allgather_object(obj, name=name)
+
+
+ParamsArg = Union[dict, Iterable[Union[torch.Tensor,
+                                       Tuple[str, torch.Tensor]]]]
+
+
+def broadcast_parameters(params: ParamsArg, root_rank: int) -> None:
+    """Overwrites ``params`` in place with ``root_rank``'s values.
+
+    Args:
+        params: ``model.state_dict()`` (or any dict of name to tensor), or
+            ``model.named_parameters()`` / ``model.parameters()`` (or a list
+            of tensors or (name, tensor) pairs).
+        root_rank: the rank whose values every rank gets.
+
+    Raises:
+        ValueError: ``params`` is not one of the above.
+        TypeError: a value is not a tensor.
+    """
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    elif isinstance(params, Iterable) and not isinstance(params, (str, bytes)):
+        items = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise ValueError(f"invalid params of type {type(params).__name__}: "
+                         "pass a state_dict or a list of (named) parameters")
+    for name, tensor in items:
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"broadcast_parameters: {name!r} is a "
+                            f"{type(tensor).__name__}, not a tensor")
+    handles = [broadcast_async_(tensor, root_rank, name=name)
+               for name, tensor in items]
+    for handle in handles:
+        synchronize(handle)
+
+
+class _TensorSpec:
+    """Stands in for a tensor in a pickled optimizer state skeleton."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, tensor: torch.Tensor):
+        self.shape = tuple(tensor.shape)
+        self.dtype = tensor.dtype
+
+    def __getstate__(self):
+        return self.shape, self.dtype
+
+    def __setstate__(self, state):
+        self.shape, self.dtype = state
+
+
+def _split(value: Any, path: str, tensors: List[Tuple[str, torch.Tensor]]):
+    """``value`` with every tensor replaced by a spec; tensors collected."""
+    if isinstance(value, torch.Tensor):
+        tensors.append((path, value))
+        return _TensorSpec(value)
+    if isinstance(value, dict):
+        return {k: _split(v, f"{path}.{k}", tensors) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_split(v, f"{path}.{i}", tensors)
+                           for i, v in enumerate(value))
+    return value
+
+
+def _join(skeleton: Any, tensors: List[torch.Tensor]) -> Any:
+    """Inverse of ``_split``: specs replaced by ``tensors`` in order."""
+    it = iter(tensors)
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, _TensorSpec):
+            return next(it)
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if type(value) in (list, tuple):
+            return type(value)(fill(v) for v in value)
+        return value
+
+    return fill(skeleton)
+
+
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
+                              root_rank: int) -> None:
+    """Makes every rank's optimizer state equal to ``root_rank``'s.
+
+    Covers the per-parameter state (tensors such as momentum buffers and
+    scalars such as ``step``) and the options of every param group
+    (``lr``, ``momentum``, ``betas``, ...). The root's ``state_dict()`` is
+    split into its tensors, broadcast in place, and a picklable skeleton of
+    everything else, broadcast as one object; the other ranks load the
+    result with ``load_state_dict``. An optimizer that has not stepped yet
+    stays without state (the root's), unlike horovod, which runs a step
+    with zero gradients first.
+
+    Raises:
+        ValueError: the optimizers have a different number of param groups
+            or parameters (from ``load_state_dict``).
+    """
+    is_root = _hvd.rank() == root_rank
+    tensors: List[Tuple[str, torch.Tensor]] = []
+    skeleton = _split(optimizer.state_dict(), "", tensors)
+    received = broadcast_object(skeleton if is_root else None, root_rank,
+                                name="optimizer_state.skeleton")
+    if not is_root:
+        skeleton = received
+        tensors = []
+        _collect_specs(skeleton, "", tensors)
+    handles = [broadcast_async_(t, root_rank, name=f"optimizer_state{path}")
+               for path, t in tensors]
+    for handle in handles:
+        synchronize(handle)
+    if not is_root:
+        optimizer.load_state_dict(_join(skeleton, [t for _, t in tensors]))
+
+
+def _collect_specs(value: Any, path: str,
+                   out: List[Tuple[str, torch.Tensor]]) -> None:
+    """Fresh tensors for the specs in ``value``, in ``_split``'s order."""
+    if isinstance(value, _TensorSpec):
+        out.append((path, torch.empty(value.shape, dtype=value.dtype)))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _collect_specs(v, f"{path}.{k}", out)
+    elif type(value) in (list, tuple):
+        for i, v in enumerate(value):
+            _collect_specs(v, f"{path}.{i}", out)

@@ -1,0 +1,272 @@
+"""DistributedOptimizer: a torch optimizer that averages gradients over ranks.
+
+As in horovod.torch, ``DistributedOptimizer(opt, ...)`` returns an instance
+of a class made on the fly that derives from both :class:`_DistributedMixin`
+and ``type(opt)``, built on ``opt``'s param groups (and state). A hook on
+each parameter's gradient accumulator starts an asynchronous in-place
+allreduce of ``p.grad`` as soon as the gradient has been accumulated
+``backward_passes_per_step`` times, so communication overlaps the rest of
+the backward pass; ``step()`` first waits for all of them
+(``synchronize()``) and then runs the wrapped optimizer's step.
+
+Calling protocol, per rank:
+
+    loss.backward()            # repeated backward_passes_per_step times
+    optimizer.step()           # or: optimizer.synchronize(); clip grads;
+                               #     with optimizer.skip_synchronize():
+                               #         optimizer.step()
+    optimizer.zero_grad()      # refused while allreduces are pending
+
+Every rank must compute gradients for the same parameters. Gradients of
+several backward passes are summed locally (scale the loss accordingly),
+then averaged over ranks. With a single rank (outside an elastic job) no
+hooks are installed and nothing is communicated: the results are those of
+the wrapped optimizer.
+"""
+
+import os
+import warnings
+from contextlib import contextmanager
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+
+import torch
+
+import hvd as _hvd
+
+from .async_ops import Handle, allreduce_async_, synchronize
+from .compression import Compression, Compressor
+
+
+class _DistributedMixin(torch.optim.Optimizer):
+    """The behaviour added to the wrapped optimizer's class (see module doc).
+
+    Not instantiated directly: :func:`DistributedOptimizer` derives a class
+    from this mixin and the wrapped optimizer's class.
+    """
+
+    def __init__(self, params: Any,
+                 named_parameters: Optional[Iterable[Tuple[str, Any]]],
+                 compression: Compressor, backward_passes_per_step: int,
+                 op: Any, gradient_predivide_factor: float):
+        super().__init__(params)
+        self._compression = compression
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self.backward_passes_per_step = backward_passes_per_step
+
+        all_params = [p for group in self.param_groups
+                      for p in group["params"]]
+        if named_parameters is None:
+            named = [(f"noname.{i}", p) for i, p in enumerate(all_params)]
+        else:
+            named = list(named_parameters)
+        if any(not isinstance(item, tuple) or len(item) != 2
+               for item in named):
+            raise ValueError("named_parameters should be a sequence of "
+                             "(name, parameter) tuples, usually produced by "
+                             "model.named_parameters()")
+        dups = _duplicates(name for name, _ in named)
+        if dups:
+            raise ValueError("parameter names in named_parameters must be "
+                             f"unique; found duplicates: {', '.join(dups)}")
+        named_ids = {id(p) for _, p in named}
+        unnamed = [p for p in all_params if id(p) not in named_ids]
+        if unnamed:
+            raise ValueError(
+                "named_parameters was given, but it does not name "
+                f"{len(unnamed)} of the optimizer's parameters (shapes: "
+                f"{', '.join(str(tuple(p.shape)) for p in unnamed)})")
+
+        self._parameter_names: Dict[torch.Tensor, str] = {
+            p: name for name, p in named}
+        self._allreduce_delay: Dict[torch.Tensor, int] = {
+            p: backward_passes_per_step for p in all_params}
+        self._handles: Dict[torch.Tensor, Tuple[Optional[Handle], Any]] = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        if _hvd.size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+            self._register_hooks()
+
+    # -- hooks ---------------------------------------------------------------
+
+    def _register_hooks(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if not p.requires_grad:
+                    continue
+                self._requires_update.add(p)
+                # The AccumulateGrad node of p: its hook runs once p.grad
+                # holds this backward pass's gradient.
+                grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                grad_acc.register_hook(self._make_hook(p))
+                self._grad_accs.append(grad_acc)
+
+    def _make_hook(self, p: torch.Tensor):
+        def hook(*_unused):
+            if p in self._handles and self._handles[p][0] is not None:
+                raise AssertionError(
+                    "gradients were computed more than "
+                    "backward_passes_per_step times before step(); increase "
+                    "backward_passes_per_step to accumulate gradients "
+                    "locally")
+            assert not p.grad.requires_grad
+            self._allreduce_delay[p] -= 1
+            handle, ctx = None, None
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[Handle, Any]:
+        if p.grad is None:
+            # Unused on this rank: contribute zeros so the others' allreduce
+            # of the same name completes.
+            p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            raise TypeError(
+                f"parameter {self._parameter_names[p]!r} has a sparse "
+                "gradient; DistributedOptimizer supports dense gradients "
+                "only")
+        if self.op == _hvd.Average:
+            # The core divides by size() after the postscale factor.
+            prescale = 1.0 / self.gradient_predivide_factor
+            postscale = self.gradient_predivide_factor
+        else:
+            prescale = postscale = 1.0
+        compressed, ctx = self._compression.compress(p.grad)
+        handle = allreduce_async_(compressed, name=self._parameter_names[p],
+                                  op=self.op, prescale_factor=prescale,
+                                  postscale_factor=postscale)
+        return handle, ctx
+
+    # -- public API ----------------------------------------------------------
+
+    def synchronize(self) -> None:
+        """Waits for every gradient's allreduce and writes the results.
+
+        Starts the allreduce of any gradient whose hook has not fired yet
+        (fewer backward passes than expected, or unused parameters).
+        """
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        try:
+            for p, (handle, ctx) in self._handles.items():
+                result = self._compression.decompress(synchronize(handle),
+                                                      ctx)
+                if result is not p.grad:
+                    p.grad.copy_(result)
+        finally:
+            # Also after a failure (an elastic reset follows): nothing stays
+            # pending and the next backward pass starts counting afresh.
+            self._handles.clear()
+            for q in self._allreduce_delay:
+                self._allreduce_delay[q] = self.backward_passes_per_step
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self) -> Iterator[None]:
+        """Makes step() skip synchronize(), after an explicit synchronize()."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure: Optional[Any] = None) -> Any:
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without "
+                              "optimizer.skip_synchronize() after "
+                              "optimizer.synchronize(); the gradients are "
+                              "allreduced twice")
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, *args: Any, **kwargs: Any) -> None:
+        if self._handles:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but "
+                "before optimizer.step() or optimizer.synchronize(); this is "
+                "refused because the pending allreduces write into the "
+                "gradients")
+        return super().zero_grad(*args, **kwargs)
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        self._reset_pending()
+        super().load_state_dict(state_dict)
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        """Changes how many backward passes are accumulated per step."""
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _reset_pending(self) -> None:
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+
+
+def _duplicates(names: Iterable[str]) -> list:
+    seen, dups = set(), []
+    for name in names:
+        if name in seen and name not in dups:
+            dups.append(name)
+        seen.add(name)
+    return dups
+
+
+def DistributedOptimizer(optimizer: torch.optim.Optimizer,
+                         named_parameters: Optional[
+                             Iterable[Tuple[str, Any]]] = None,
+                         compression: Compressor = Compression.none,
+                         backward_passes_per_step: int = 1,
+                         op: Any = None,
+                         gradient_predivide_factor: float = 1.0
+                         ) -> torch.optim.Optimizer:
+    """Wraps ``optimizer`` so that gradients are allreduced before each step.
+
+    Args:
+        optimizer: the torch optimizer to wrap; its param groups and state
+            are taken over (keep using the returned object).
+        named_parameters: ``model.named_parameters()``; names the allreduce
+            of each gradient ``allreduce.<name>``. Without it, parameters
+            are named by position.
+        compression: ``Compression.none`` or ``Compression.fp16``.
+        backward_passes_per_step: backward passes whose gradients are
+            summed locally before they are allreduced.
+        op: ``hvd.Average`` (default) or ``hvd.Sum`` (or Min/Max/Product).
+        gradient_predivide_factor: with Average, gradients are multiplied by
+            ``1 / f`` before the sum and by ``f / size()`` after it.
+
+    Returns:
+        An instance of a subclass of ``type(optimizer)``.
+
+    Raises:
+        ValueError: bad named_parameters, a non-positive
+            backward_passes_per_step, or a predivide factor with op other
+            than Average.
+    """
+    if op is None:
+        op = _hvd.Average
+    if gradient_predivide_factor != 1.0 and op != _hvd.Average:
+        raise ValueError("gradient_predivide_factor is supported with "
+                         "op=hvd.Average only")
+    if backward_passes_per_step < 1:
+        raise ValueError("backward_passes_per_step must be at least 1, got "
+                         f"{backward_passes_per_step}")
+    base = type(optimizer)
+    cls = type(base.__name__, (_DistributedMixin, base),
+               {"__module__": _DistributedMixin.__module__})
+    wrapped = cls(optimizer.param_groups, named_parameters, compression,
+                  backward_passes_per_step, op, gradient_predivide_factor)
+    wrapped.state.update(optimizer.state)
+    return wrapped

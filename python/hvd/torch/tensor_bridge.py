@@ -1,0 +1,173 @@
+"""Torch tensors as the numpy arrays the core's collectives work on.
+
+The core (``hvd``) accepts C-contiguous numpy arrays of seven dtypes. This
+module checks a tensor, picks the dtype it travels in ("wire dtype") and
+builds the array, sharing the tensor's memory whenever that is possible:
+``Tensor.numpy()`` of a contiguous CPU tensor is a view, and the array keeps
+the tensor alive through its ``base``.
+
+Dtypes without a numpy counterpart the core takes:
+
+* ``bfloat16`` travels as ``float32`` and ``int16`` as ``int32`` (both
+  conversions are exact; a reduction is computed in the wider type and
+  rounded back once).
+* ``bool`` travels as ``uint8`` for broadcast and allgather only; a sum of
+  booleans has no meaning, so reductions refuse it.
+
+Everything here is called on the caller's thread; nothing is shared.
+"""
+
+from typing import Optional, Tuple
+
+import numpy as np
+import torch
+
+_NATIVE = frozenset({torch.uint8, torch.int8, torch.int32, torch.int64,
+                     torch.float16, torch.float32, torch.float64})
+_WIDENED = {torch.bfloat16: torch.float32, torch.int16: torch.int32}
+_REINTERPRETED = {torch.bool: torch.uint8}
+
+CUDA_MESSAGE = (
+    "CUDA tensors are not supported yet: GPU collectives come with the NCCL "
+    "backend, which is not built. Move the tensor to the CPU (tensor.cpu()) "
+    "for now.")
+
+
+def check_tensor(tensor: torch.Tensor, op: str,
+                 reduction: Optional[bool] = None) -> None:
+    """Rejects what the core cannot take, before anything is enqueued.
+
+    With ``reduction`` given, the dtype is checked too (see ``wire_dtype``).
+
+    Raises:
+        NotImplementedError: a CUDA tensor (NCCL is not built yet).
+        TypeError: not a tensor, another device, a sparse tensor, or an
+            unsupported dtype.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"hvd.torch.{op} expects a torch.Tensor, "
+                        f"got {type(tensor).__name__}")
+    device = tensor.device
+    if device.type == "cuda":
+        raise NotImplementedError(f"hvd.torch.{op}: {CUDA_MESSAGE}")
+    if device.type != "cpu":
+        raise TypeError(f"hvd.torch.{op}: tensors on device '{device}' are "
+                        "not supported; only CPU tensors are")
+    if tensor.layout != torch.strided:
+        raise TypeError(f"hvd.torch.{op}: {tensor.layout} tensors are not "
+                        "supported; pass a dense tensor (tensor.to_dense())")
+    if reduction is not None:
+        wire_dtype(tensor.dtype, op, reduction)
+
+
+def wire_dtype(dtype: torch.dtype, op: str, reduction: bool) -> torch.dtype:
+    """The dtype a tensor of ``dtype`` travels in.
+
+    Raises:
+        TypeError: no supported way to move this dtype for this op.
+    """
+    if dtype in _NATIVE:
+        return dtype
+    if dtype in _WIDENED:
+        return _WIDENED[dtype]
+    if dtype in _REINTERPRETED and not reduction:
+        return _REINTERPRETED[dtype]
+    supported = sorted(str(d).replace("torch.", "")
+                       for d in (*_NATIVE, *_WIDENED,
+                                 *(() if reduction else _REINTERPRETED)))
+    raise TypeError(f"hvd.torch.{op}: dtype {dtype} is not supported; "
+                    f"supported: {', '.join(supported)}")
+
+
+def _to_wire(tensor: torch.Tensor,
+             wire: torch.dtype) -> Tuple[torch.Tensor, bool]:
+    """A contiguous detached tensor of ``wire`` dtype and whether it is a copy.
+
+    It is a view of ``tensor`` (no copy) when the tensor is contiguous and of
+    the wire dtype or reinterpretable as it. A 0-dim tensor travels as a
+    1-element vector, so allgather has a dimension 0 to concatenate.
+    """
+    t = tensor.detach()
+    if t.dim() == 0:
+        t = t.reshape(1)
+    if t.is_contiguous():
+        if t.dtype == wire:
+            return t, False
+        if t.dtype in _REINTERPRETED:
+            return t.view(wire), False  # same element size
+    return torch.empty(t.shape, dtype=wire).copy_(t), True
+
+
+def _from_wire(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``t`` (wire dtype) in ``like``'s dtype and shape."""
+    if like.dtype in _REINTERPRETED:
+        t = t.view(like.dtype)
+    elif t.dtype != like.dtype:
+        t = t.to(like.dtype)
+    return t.view(like.shape) if like.dim() == 0 else t
+
+
+class InPlace:
+    """The array an in-place op writes into, and how it reaches the tensor.
+
+    When the tensor is contiguous and of a wire dtype, the array is the
+    tensor's own memory and ``finish`` has nothing to copy. Otherwise the op
+    runs on a contiguous copy that ``finish`` writes back into the tensor
+    (converting the dtype back if it was widened).
+    """
+
+    def __init__(self, tensor: torch.Tensor, op: str, reduction: bool):
+        check_tensor(tensor, op)
+        self.tensor = tensor
+        self.buffer, self._copied = _to_wire(
+            tensor, wire_dtype(tensor.dtype, op, reduction))
+        self.array: np.ndarray = self.buffer.numpy()
+
+    def finish(self, _result: np.ndarray) -> torch.Tensor:
+        """Makes the result visible in the user's tensor and returns it."""
+        if self._copied:
+            # detach(): the write bypasses autograd, like any in-place
+            # collective, and is allowed on a leaf that requires grad.
+            self.tensor.detach().copy_(self.buffer.view(self.tensor.shape))
+        return self.tensor
+
+
+class OutOfPlace:
+    """A fresh contiguous copy of the tensor for an op that returns a result.
+
+    The op runs in place on the copy; ``finish`` hands the copy back in the
+    input's shape and dtype, so the caller's tensor is never modified.
+    """
+
+    def __init__(self, tensor: torch.Tensor, op: str, reduction: bool):
+        check_tensor(tensor, op)
+        self.tensor = tensor
+        self.buffer, copied = _to_wire(
+            tensor, wire_dtype(tensor.dtype, op, reduction))
+        if not copied:
+            self.buffer = self.buffer.clone()
+        self.array: np.ndarray = self.buffer.numpy()
+
+    def finish(self, _result: np.ndarray) -> torch.Tensor:
+        return _from_wire(self.buffer, self.tensor)
+
+
+class Gathered:
+    """Input of an allgather (read-only, shared when possible) and its result.
+
+    A 0-dim tensor is gathered as a 1-element vector, so the result has
+    shape ``(size,)``.
+    """
+
+    def __init__(self, tensor: torch.Tensor, op: str):
+        check_tensor(tensor, op)
+        self.tensor = tensor
+        self.buffer, _ = _to_wire(
+            tensor, wire_dtype(tensor.dtype, op, reduction=False))
+        self.array: np.ndarray = self.buffer.numpy()
+
+    def finish(self, result: np.ndarray) -> torch.Tensor:
+        out = torch.from_numpy(result)
+        if self.tensor.dtype in _REINTERPRETED:
+            return out.view(self.tensor.dtype)
+        return out.to(self.tensor.dtype)

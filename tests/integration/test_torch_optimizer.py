@@ -1,0 +1,209 @@
+"""hvd.torch.DistributedOptimizer on two workers equals one process.
+
+Each worker trains on its half of every global batch; the final parameters
+must equal those of plain single-process training on the whole global
+batch, computed here in the test process from the same code.
+"""
+
+import json
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+# Model, data and loss, shared by the workers and the reference.
+COMMON = r'''
+import torch
+
+STEPS, GLOBAL_BATCH, FEATURES = 6, 8, 5
+LR, MOMENTUM = 0.1, 0.9
+
+
+def make_model():
+    torch.manual_seed(7)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 6), torch.nn.Tanh(),
+                               torch.nn.Linear(6, 1)).double()
+
+
+def batches():
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(STEPS, GLOBAL_BATCH, FEATURES, generator=g,
+                    dtype=torch.float64)
+    y = x.sum(dim=2, keepdim=True).sin()
+    return x, y
+
+
+def loss_fn(model, x, y):
+    return torch.nn.functional.mse_loss(model(x), y)
+'''
+
+WORKER = COMMON + r'''
+import json
+import sys
+
+import hvd.torch as hvd
+
+passes = int(sys.argv[1])
+compression = getattr(hvd.Compression, sys.argv[2])
+predivide = float(sys.argv[3])
+out_dir = sys.argv[4]
+
+hvd.init()
+assert hvd.size() == 2, hvd.size()
+model = make_model()
+if hvd.rank() == 1:  # start from different weights: broadcast must fix it
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
+                               compression=compression,
+                               backward_passes_per_step=passes,
+                               gradient_predivide_factor=predivide)
+x, y = batches()
+half = GLOBAL_BATCH // 2
+for step in range(STEPS):
+    xs = x[step, hvd.rank() * half:(hvd.rank() + 1) * half]
+    ys = y[step, hvd.rank() * half:(hvd.rank() + 1) * half]
+    opt.zero_grad()
+    # Gradients of the micro-batches are summed before the allreduce.
+    for xm, ym in zip(xs.chunk(passes), ys.chunk(passes)):
+        (loss_fn(model, xm, ym) / passes).backward()
+    opt.step()
+state = {k: v.tolist() for k, v in model.state_dict().items()}
+with open(f"{out_dir}/rank{hvd.rank()}.json", "w") as f:
+    json.dump(state, f)
+print("done", flush=True)
+'''
+
+
+def reference_state():
+    """Plain SGD on the whole global batch in this process."""
+    ns = {}
+    exec(COMMON, ns)
+    model = ns["make_model"]()
+    opt = torch.optim.SGD(model.parameters(), lr=ns["LR"],
+                          momentum=ns["MOMENTUM"])
+    x, y = ns["batches"]()
+    for step in range(ns["STEPS"]):
+        opt.zero_grad()
+        ns["loss_fn"](model, x[step], y[step]).backward()
+        opt.step()
+    initial = ns["make_model"]().state_dict()
+    return model.state_dict(), initial
+
+
+def run_workers(hvdrun, tmp_path, passes, compression, predivide):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    result = hvdrun(["-np", "2", sys.executable, str(script), str(passes),
+                     compression, str(predivide), str(tmp_path)],
+                    timeout=120)
+    assert result.returncode == 0, (
+        f"hvdrun exited {result.returncode}\n--- stdout\n{result.stdout}"
+        f"\n--- stderr\n{result.stderr}")
+    for rank in (0, 1):
+        assert f"[{rank}]<stdout>:done" in result.stdout.splitlines(), (
+            result.stdout, result.stderr)
+    return [{k: torch.tensor(v, dtype=torch.float64) for k, v in
+             json.loads((tmp_path / f"rank{r}.json").read_text()).items()}
+            for r in (0, 1)]
+
+
+@pytest.mark.parametrize("passes,compression,predivide,atol", [
+    (1, "none", 1.0, 1e-10),
+    (2, "none", 1.0, 1e-10),
+    (1, "none", 2.0, 1e-10),
+    (1, "fp16", 1.0, 5e-3),
+    (2, "fp16", 1.0, 5e-3),
+], ids=["plain", "backward_passes_2", "predivide_2", "fp16",
+        "fp16_backward_passes_2"])
+def test_two_workers_equal_single_process(hvdrun, tmp_path, passes,
+                                          compression, predivide, atol):
+    expected, initial = reference_state()
+    states = run_workers(hvdrun, tmp_path, passes, compression, predivide)
+    worst = 0.0
+    for key, want in expected.items():
+        # The ranks agree exactly: they applied the same averaged gradients.
+        assert torch.equal(states[0][key], states[1][key]), key
+        got = states[0][key]
+        diff = (got - want).abs().max().item()
+        assert diff <= atol, f"{key}: max |diff| {diff:.3g} > {atol}"
+        worst = max(worst, diff)
+        # Training moved every tensor well beyond the tolerance (each moves
+        # by more than 0.1), so the comparison is not vacuous.
+        assert (want - initial[key]).abs().max() > 0.1, key
+    if compression == "fp16":
+        # The gradients really travelled as float16: not the exact result.
+        assert worst > 1e-9, worst
+
+
+SINGLE = COMMON + r'''
+import json
+import sys
+
+import hvd.torch as hvd
+
+hvd.init()
+assert hvd.size() == 1
+model = make_model()
+opt = hvd.DistributedOptimizer(
+    torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM),
+    named_parameters=model.named_parameters())
+x, y = batches()
+for step in range(STEPS):
+    opt.zero_grad()
+    loss_fn(model, x[step], y[step]).backward()
+    opt.step()
+print(json.dumps({k: v.tolist() for k, v in model.state_dict().items()}))
+'''
+
+
+def test_single_worker_equals_plain_optimizer(hvdrun, tmp_path):
+    script = tmp_path / "single.py"
+    script.write_text(SINGLE)
+    result = hvdrun(["-np", "1", sys.executable, str(script)], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = [l for l in result.stdout.splitlines()
+            if l.startswith("[0]<stdout>:{")]
+    assert len(line) == 1, result.stdout
+    got = json.loads(line[0][len("[0]<stdout>:"):])
+    expected, _ = reference_state()
+    for key, want in expected.items():
+        assert torch.equal(torch.tensor(got[key], dtype=torch.float64),
+                           want), key
+
+
+DUPLICATES = r'''
+import torch
+import hvd.torch as hvd
+
+hvd.init()
+model = torch.nn.Linear(2, 1)
+try:
+    hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        named_parameters=[("w", model.weight), ("w", model.bias)])
+except ValueError as e:
+    print("ValueError:", e)
+try:
+    hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                             named_parameters=[("w", model.weight)])
+except ValueError as e:
+    print("ValueError:", e)
+'''
+
+
+def test_named_parameters_checked(hvdrun, tmp_path):
+    script = tmp_path / "dups.py"
+    script.write_text(DUPLICATES)
+    result = hvdrun(["-np", "2", sys.executable, str(script)], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in (0, 1):
+        lines = [l for l in result.stdout.splitlines()
+                 if l.startswith(f"[{rank}]<stdout>:ValueError:")]
+        assert len(lines) == 2, result.stdout
+        assert "found duplicates: w" in lines[0]
+        assert "does not name 1 of the optimizer's parameters" in lines[1]
