@@ -6,6 +6,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <vector>
 
 #include "gloo_contexts.h"
 #include "handle_table.h"
@@ -17,7 +19,8 @@ namespace hvd::runtime {
 class BackgroundLoop {
  public:
   BackgroundLoop(const GlooContexts& contexts, TensorQueue* queue,
-                 HandleTable* handles, std::chrono::microseconds cycle_time);
+                 HandleTable* handles, std::chrono::microseconds cycle_time,
+                 int64_t fusion_threshold);
 
   // Runs cycles until shutdown or the first error; returns why it stopped.
   common::Status Run();
@@ -25,15 +28,20 @@ class BackgroundLoop {
  private:
   // The cycles until shutdown or the first error.
   common::Status Cycles();
-  // Runs one response; a non-ok status stops the loop.
-  common::Status Execute(const Response& response);
+  // Runs one cycle's responses; a non-ok status stops the loop.
+  common::Status ExecuteAll(const std::vector<Response>& responses);
+  common::Status Execute(const Response& response, const TensorEntry& entry);
 
   const GlooContexts& contexts_;
   TensorQueue* queue_;
   HandleTable* handles_;
   std::chrono::microseconds cycle_time_;
+  size_t fusion_threshold_;
+  std::vector<uint8_t> fusion_buffer_;
   Negotiator negotiator_;
-  Handle failed_ = 0;  // the entry whose collective stopped the loop
+  // Taken entries the loop's final status fails: the one whose collective
+  // stopped the loop and those of its cycle that had not run yet.
+  std::vector<Handle> failed_;
 };
 
 }  // namespace hvd::runtime

@@ -26,6 +26,13 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     config.cycle_time = std::chrono::microseconds(
         std::max<int64_t>(1, static_cast<int64_t>(ms * 1000)));
   }
+  auto fusion = common::GetEnvInt(ev::kFusionThreshold, config.fusion_threshold,
+                                  0, int64_t(1) << 40);
+  if (!fusion.ok()) return fusion.status();
+  config.fusion_threshold = *fusion;
+  for (const char* name : {ev::kTimeline, ev::kCacheCapacity}) {
+    if (common::GetEnv(name)) config.unimplemented.push_back(name);
+  }
   if (!common::GetEnv(ev::kRank)) return config;
   struct IntField {
     const char* name;

@@ -78,6 +78,33 @@ void ScaleBuffer(DataType dtype, void* data, size_t count, double factor,
   });
 }
 
+namespace {
+
+// Prescale, reduce across ranks, postscale (and average) `count` elements
+// of `data` in place.
+Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
+                     const Request& r, void* data, size_t count,
+                     const std::string& what) {
+  ScaleBuffer(r.dtype, data, count, r.prescale);
+  if (context->size > 1 && count > 0) {
+    Status status = GlooCall(what, [&] {
+      WithCppType(r.dtype, [&](auto type) {
+        using T = decltype(type);
+        gloo::AllreduceOptions opts(context);
+        opts.setOutput(static_cast<T*>(data), count);
+        opts.setReduceFunction(ReduceFunction<T>(r.op));
+        gloo::allreduce(opts);
+      });
+    });
+    if (!status.ok()) return status;
+  }
+  const int divisor = r.op == ReduceOp::kAverage ? context->size : 1;
+  ScaleBuffer(r.dtype, data, count, r.postscale, divisor);
+  return Status::Ok();
+}
+
+}  // namespace
+
 OpResult RunAllreduce(const std::shared_ptr<gloo::Context>& context,
                       const TensorEntry& entry) {
   const Request& r = entry.request;
@@ -86,23 +113,43 @@ OpResult RunAllreduce(const std::shared_ptr<gloo::Context>& context,
   if (entry.output != entry.input && bytes > 0) {
     std::memcpy(entry.output, entry.input, bytes);
   }
-  ScaleBuffer(r.dtype, entry.output, count, r.prescale);
   OpResult result;
-  if (context->size > 1 && count > 0) {
-    result.status = GlooCall(What(entry), [&] {
-      WithCppType(r.dtype, [&](auto type) {
-        using T = decltype(type);
-        gloo::AllreduceOptions opts(context);
-        opts.setOutput(static_cast<T*>(entry.output), count);
-        opts.setReduceFunction(ReduceFunction<T>(r.op));
-        gloo::allreduce(opts);
-      });
-    });
-    if (!result.status.ok()) return result;
-  }
-  const int divisor = r.op == ReduceOp::kAverage ? context->size : 1;
-  ScaleBuffer(r.dtype, entry.output, count, r.postscale, divisor);
+  result.status = ReduceInPlace(context, r, entry.output, count, What(entry));
   return result;
+}
+
+bool CanFuse(const Request& a, const Request& b) {
+  return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
+         a.dtype == b.dtype && a.op == b.op && a.prescale == b.prescale &&
+         a.postscale == b.postscale;
+}
+
+Status RunFusedAllreduce(const std::shared_ptr<gloo::Context>& context,
+                         const std::vector<TensorEntry>& entries,
+                         std::vector<uint8_t>* buffer) {
+  const Request& first = entries.front().request;
+  const size_t element = DataTypeSize(first.dtype);
+  size_t total = 0;
+  for (const TensorEntry& e : entries) total += ElementCount(e.request.shape);
+  if (buffer->size() < total * element) buffer->resize(total * element);
+  uint8_t* at = buffer->data();
+  for (const TensorEntry& e : entries) {
+    const size_t bytes = ElementCount(e.request.shape) * element;
+    if (bytes > 0) std::memcpy(at, e.input, bytes);
+    at += bytes;
+  }
+  Status status =
+      ReduceInPlace(context, first, buffer->data(), total,
+                    "fused allreduce of " + std::to_string(entries.size()) +
+                        " tensors from '" + first.name + "'");
+  if (!status.ok()) return status;
+  at = buffer->data();
+  for (const TensorEntry& e : entries) {
+    const size_t bytes = ElementCount(e.request.shape) * element;
+    if (bytes > 0) std::memcpy(e.output, at, bytes);
+    at += bytes;
+  }
+  return Status::Ok();
 }
 
 OpResult RunAllgather(const std::shared_ptr<gloo::Context>& context,

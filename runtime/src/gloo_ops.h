@@ -16,6 +16,13 @@ namespace hvd::runtime {
 
 OpResult RunAllreduce(const std::shared_ptr<gloo::Context>& context,
                       const TensorEntry& entry);
+// Tensor fusion: allreduces that agree on everything but their shape are
+// copied into `buffer` (grown as needed, reused across cycles), reduced with
+// one Gloo call and copied out. Returns the one status of them all.
+bool CanFuse(const Request& a, const Request& b);
+common::Status RunFusedAllreduce(const std::shared_ptr<gloo::Context>& context,
+                                 const std::vector<TensorEntry>& entries,
+                                 std::vector<uint8_t>* buffer);
 // `first_dims`: dimension 0 of every rank's tensor, from the negotiation.
 OpResult RunAllgather(const std::shared_ptr<gloo::Context>& context,
                       const TensorEntry& entry,

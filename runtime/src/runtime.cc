@@ -20,7 +20,8 @@ class Runtime::Impl {
   Impl(RuntimeConfig config, GlooContexts contexts)
       : config_(std::move(config)),
         contexts_(std::move(contexts)),
-        loop_(contexts_, &queue_, &handles_, config_.cycle_time) {
+        loop_(contexts_, &queue_, &handles_, config_.cycle_time,
+              config_.fusion_threshold) {
     thread_ = std::thread([this] { loop_.Run(); });
   }
 
@@ -104,6 +105,9 @@ class Runtime::Impl {
 
 Result<std::unique_ptr<Runtime>> Runtime::Start(const RuntimeConfig& config,
                                                 int64_t generation) {
+  for (const std::string& name : config.unimplemented) {
+    spdlog::warn("{} is set but hvd does not implement it yet; ignored", name);
+  }
   auto contexts = ConnectGlooContexts(config, generation);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected Gloo contexts (size {}, local {}, cross {})",

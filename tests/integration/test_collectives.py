@@ -30,6 +30,17 @@ def test_every_op_and_dtype_matches_numpy(hvdrun, np_):
             rf"rank {rank}/{np_}: \d+ checks passed", lines[0]), result.stdout
 
 
+@pytest.mark.parametrize("threshold", ["0", "100", "4096"])
+def test_fusion_thresholds(hvdrun, threshold):
+    """Off, smaller than most tensors, and a few tensors per buffer."""
+    import os
+    env = dict(os.environ, HOROVOD_FUSION_THRESHOLD=threshold)
+    result = hvdrun(["-np", "3", PYTHON,
+                     str(WORKERS / "collectives_worker.py")], timeout=180,
+                    env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_collectives_across_two_hosts(hvdrun):
     result = hvdrun(["-H", "localhost:2,127.0.0.1:2", PYTHON,
                      str(WORKERS / "collectives_worker.py")], timeout=180)

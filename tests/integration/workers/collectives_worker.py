@@ -103,6 +103,24 @@ def main():
     for i, handle in reversed(list(enumerate(handles))):
         want = np.full(5, sum(r + i for r in range(size)), np.float64)
         check(f"async allreduce {i}", hvd.synchronize(handle), want)
+    # Many allreduces in flight at once, mixed so that fusion must split
+    # them by dtype, op and scale, and by the threshold.
+    specs = [(DTYPES[i % len(DTYPES)], list(OPS)[i % len(OPS)], (i % 7) + 1)
+             for i in range(40)]
+    handles = [hvd.allreduce_async(input_of(rank, dtype, (rows, 4)), op=op,
+                                   name=f"mixed.{i}")
+               for i, (dtype, op, rows) in enumerate(specs)]
+    for i, ((dtype, op, rows), handle) in enumerate(zip(specs, handles)):
+        got = hvd.synchronize(handle)
+        stacked = np.stack([input_of(r, dtype, (rows, 4)).astype(np.float64)
+                            for r in range(size)])
+        want = {hvd.Sum: stacked.sum(0), hvd.Min: stacked.min(0),
+                hvd.Max: stacked.max(0), hvd.Product: stacked.prod(0),
+                hvd.Average: stacked.sum(0) / size}[op]
+        if np.issubdtype(dtype, np.integer):
+            want = np.trunc(want)
+        check(f"mixed async allreduce {i}", got, want.astype(dtype))
+        checked += 1
     # Non-contiguous in-place input is written back.
     matrix = np.arange(12, dtype=np.float32).reshape(3, 4) * (rank + 1)
     column = matrix[:, 1]

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "hvd/common/status.h"
 
@@ -31,13 +32,21 @@ struct RuntimeConfig {
   // anyway (HOROVOD_CYCLE_TIME, milliseconds, fractions allowed). New work
   // wakes it at once, so this bounds idle polling, not latency.
   std::chrono::microseconds cycle_time{1000};
+  // Allreduces ready in the same cycle with the same dtype, op and scale
+  // factors are packed into one buffer of up to this many bytes and reduced
+  // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
+  int64_t fusion_threshold = 64 << 20;
+  // Horovod settings this runtime accepts but does not implement yet
+  // (HOROVOD_TIMELINE, HOROVOD_CACHE_CAPACITY), when set; Start() warns.
+  std::vector<std::string> unimplemented;
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
   // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
   // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS,
-  // HOROVOD_CYCLE_TIME and HVD_SECRET_KEY. Without HOROVOD_RANK the worker runs
-  // alone (size 1, no rendezvous), as `python train.py` does under Horovod.
-  // Malformed or inconsistent values are kInvalidArgument naming the variable.
+  // HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD and HVD_SECRET_KEY. Without
+  // HOROVOD_RANK the worker runs alone (size 1, no rendezvous), as `python
+  // train.py` does under Horovod. Malformed or inconsistent values are
+  // kInvalidArgument naming the variable.
   static common::Result<RuntimeConfig> FromEnv();
 };
 
