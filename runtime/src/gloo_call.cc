@@ -13,9 +13,15 @@ Status GlooFailure(const std::string& what, const std::exception& e) {
     // text says so; the kind matters to users reading the error.
     if (message.find("Timed out") != std::string::npos ||
         message.find("timed out") != std::string::npos) {
-      return Status::Timeout(message);
+      return Status::Timeout(
+          message +
+          " (a peer did not take part within the Gloo timeout, "
+          "--gloo-timeout-seconds / HOROVOD_GLOO_TIMEOUT_SECONDS: it may be "
+          "hung, stopped or overloaded)");
     }
-    return Status::Transport(message);
+    return Status::Transport(
+        message + " (a peer's connection broke: it most likely exited; "
+                  "hvdrun's output names it)");
   }
   // GLOO_ENFORCE failures inside a collective are mostly broken pairs too
   // (a peer closed mid-operation); an elastic reset is the right answer.

@@ -135,3 +135,64 @@ def test_init_and_shutdown_repeat_without_leaks(hvdrun, np_):
     assert result.returncode == 0, result.stdout + result.stderr
     for rank in range(np_):
         assert stdout_of(result, rank)[0].startswith(f"rank {rank}: 12 cycles")
+
+
+def test_hung_peer_times_out_into_internal_error(hvdrun, tmp_path):
+    import os
+    env = dict(os.environ, HOROVOD_GLOO_TIMEOUT_SECONDS="2")
+    result = hvdrun(["-np", "2", PYTHON, str(WORKERS / "hung_peer_worker.py"),
+                     str(tmp_path / "pid")], timeout=60, env=env)
+    lines = stdout_of(result, 0)
+    assert len(lines) == 1, result.stdout + result.stderr
+    match = re.match(r"rank 0 step 3: HorovodInternalError after ([0-9.]+) s: "
+                     r".*Timed out.*--gloo-timeout-seconds", lines[0])
+    assert match, lines[0]
+    assert 1.5 <= float(match.group(1)) < 10, lines[0]
+    assert "rank 1 on host localhost was killed by signal 9" in result.stderr
+
+
+def test_gil_is_released_while_waiting(hvdrun, tmp_path):
+    """A Python thread keeps running while the main thread waits on a
+    collective that rank 1 joins a second late."""
+    script = tmp_path / "gil.py"
+    script.write_text("""
+import threading, time
+import numpy as np
+import hvd
+hvd.init()
+ticks = 0
+stop = False
+def count():
+    global ticks
+    while not stop:
+        ticks += 1
+        time.sleep(0.001)
+threading.Thread(target=count, daemon=True).start()
+if hvd.rank() == 1:
+    time.sleep(1.0)
+before = ticks
+hvd.allreduce(np.ones(4), name="late")
+stop = True
+print(f"ticks {ticks - before}", flush=True)
+""")
+    result = hvdrun(["-np", "2", PYTHON, str(script)], timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ticks = int(stdout_of(result, 0)[0].split()[1])
+    # About 1000 if the GIL is free during the wait, at most a few if not.
+    assert ticks > 100, ticks
+
+
+def test_ranks_seen_from_python_on_two_hosts(hvdrun, tmp_path):
+    script = tmp_path / "ranks.py"
+    script.write_text("""
+import hvd.torch as hvd
+hvd.init()
+print(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(),
+      hvd.cross_rank(), hvd.cross_size(), flush=True)
+""")
+    result = hvdrun(["-H", "localhost:2,127.0.0.1:1", PYTHON, str(script)],
+                    timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert stdout_of(result, 0) == ["0 3 0 2 0 2"]
+    assert stdout_of(result, 1) == ["1 3 1 2 0 1"]
+    assert stdout_of(result, 2) == ["2 3 0 1 1 2"]
