@@ -35,7 +35,7 @@ struct RuntimeConfig {
   // Allreduces ready in the same cycle with the same dtype, op and scale
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
-  int64_t fusion_threshold = 64 << 20;
+  int64_t fusion_threshold = 128 << 20;
   // Horovod settings this runtime accepts but does not implement yet
   // (HOROVOD_TIMELINE, HOROVOD_CACHE_CAPACITY), when set; Start() warns.
   std::vector<std::string> unimplemented;
