@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Allreduce benchmark: raw Gloo, torch.distributed (backend gloo) and hvd,
+# float32 sum from 4 KiB to 256 MiB at 2 and 4 ranks on this machine. The
+# three run interleaved (gloo, torch, hvd, gloo, ...) so that they see the
+# same machine state; report.py prints the median busbw per size and the
+# ratios to raw Gloo, the table in docs/benchmarks.md.
+#
+#   scripts/bench/allreduce/run.sh [repeats]      (default 3)
+# Environment: HVD_BENCH_NP (default "2 4"), HVD_BENCH_SIZES (bytes, comma
+# separated), HVD_BENCH_MIN_SECONDS (timed seconds per size, default 0.5).
+# Results: bench-results/allreduce/<timestamp>/{results.jsonl,report.md,...}
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../lib/common.sh"
+
+# Other jobs on the machine move these numbers more than anything measured;
+# read before our own build adds to it.
+load="$(cut -d' ' -f1 /proc/loadavg)"
+"$hvd_root/scripts/setup.sh"
+hvd_ensure_packages python3-torch python3-numpy
+
+repeats="${1:-3}"
+nps="${HVD_BENCH_NP:-2 4}"
+flags=(--min-seconds "${HVD_BENCH_MIN_SECONDS:-0.5}")
+[ -n "${HVD_BENCH_SIZES:-}" ] && flags+=(--sizes "$HVD_BENCH_SIZES")
+
+hvdrun="$hvd_root/build/launcher/hvdrun"
+gloo_bench="$hvd_root/build/scripts/bench/allreduce/hvd_gloo_allreduce_bench"
+dir="$hvd_root/bench-results/allreduce/$(date +%Y%m%d-%H%M%S)"
+results="$dir/results.jsonl"
+log="$dir/workers.log"
+mkdir -p "$dir"
+: >"$results"
+
+impls=(gloo torch)
+if /usr/bin/python3 -c 'import hvd' 2>/dev/null; then
+  impls+=(hvd)
+else
+  echo "note: 'import hvd' fails in /usr/bin/python3; hvd is skipped"
+fi
+
+{
+  echo "date: $(date -Is)"
+  echo "commit: $(git -C "$hvd_root" rev-parse --short HEAD || echo unknown)"
+  echo "cores: $(nproc)"
+  echo "kernel: $(uname -r)"
+  echo "torch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
+  echo "load average before the build: $load"
+  echo "repeats: $repeats; np: $nps; flags: ${flags[*]}"
+} >"$dir/machine.txt"
+if awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
+  echo "note: load average is $load on $(nproc) cores;" \
+    "other work will skew the results"
+fi
+
+free_port() {
+  /usr/bin/python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+failed=0
+# run_one IMPL NP: one hvdrun job; rank 0's JSON lines go to results.jsonl.
+run_one() {
+  local impl="$1" np="$2" cmd
+  case "$impl" in
+    gloo) cmd=("$gloo_bench") ;;
+    # Gloo's default device in torch binds the address the machine's name
+    # resolves to; lo puts it on loopback, where hvd and raw Gloo are.
+    torch) cmd=(env GLOO_SOCKET_IFNAME=lo /usr/bin/python3
+                "$here/torch_allreduce_bench.py"
+                --init-method "tcp://127.0.0.1:$(free_port)") ;;
+    hvd) cmd=(/usr/bin/python3 "$here/hvd_allreduce_bench.py") ;;
+  esac
+  echo "== $impl np=$np" >>"$log"
+  if ! "$hvdrun" -np "$np" "${cmd[@]}" "${flags[@]}" 2>>"$log" |
+      sed -n 's/^\[0\]<stdout>:\({.*\)$/\1/p' >>"$results"; then
+    echo "warning: $impl at np=$np failed; see $log" >&2
+    failed=1
+  fi
+}
+
+for np in $nps; do
+  if [ "$np" -gt "$(nproc)" ]; then
+    echo "note: np=$np runs $np ranks on $(nproc) cores: oversubscribed," \
+      "expect noisy numbers (compare columns, not runs)"
+  fi
+  for ((r = 1; r <= repeats; r++)); do
+    for impl in "${impls[@]}"; do
+      echo "np=$np repeat $r/$repeats: $impl"
+      run_one "$impl" "$np"
+    done
+  done
+done
+
+/usr/bin/python3 "$here/report.py" "$results" | tee "$dir/report.md"
+echo "results: $dir"
+exit "$failed"
