@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hvd/common/env.h"
+#include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
 
 namespace hvd::launcher {
@@ -136,6 +137,50 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   app.add_option("--timeline-filename", config.timeline_filename,
                  "Write a Chrome-trace timeline here (HOROVOD_TIMELINE)");
 
+  auto* elastic = "Elastic mode (on with --host-discovery-script or --min-np)";
+  app.add_option("--min-np", config.min_np,
+                 "Fewest workers the job runs with; below it the job waits "
+                 "up to --elastic-timeout, then fails (default: -np)")
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+  app.add_option("--max-np", config.max_np,
+                 "Most workers the job runs with (default: every slot)")
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+  app.add_option("--slots-per-host", config.slots_per_host,
+                 "Slots of a discovered host listed without ':N' (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+  app.add_option("--host-discovery-script", config.discovery_script,
+                 "Executable printing the available hosts, one 'host' or "
+                 "'host:slots' per line; run every --discovery-interval")
+      ->check(CLI::ExistingFile)
+      ->group(elastic);
+  double elastic_timeout = 600, discovery_interval = -1;
+  app.add_option("--elastic-timeout", elastic_timeout,
+                 "Seconds to wait for enough slots (at the start, after a "
+                 "failure) and for every slot to check in (default 600)")
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+  app.add_option("--reset-limit", config.reset_limit,
+                 "Most resets (generations after the first) before the job "
+                 "fails (default: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(elastic);
+  std::vector<int> cooldown;
+  app.add_option("--blacklist-cooldown-range", cooldown,
+                 "MIN MAX seconds: a host blacklisted for the n-th time is "
+                 "usable again after min(MAX, MIN * 2^(n-1)) s if discovery "
+                 "still lists it (default: blacklisted for good)")
+      ->expected(2)
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+  app.add_option("--discovery-interval", discovery_interval,
+                 "Seconds between discovery runs (default 1, or "
+                 "HVD_DISCOVERY_INTERVAL)")
+      ->check(CLI::PositiveNumber)
+      ->group(elastic);
+
   // horovodrun spells the process count "-np", which CLI11 cannot take as a
   // short option; rewrite it before the command starts.
   std::vector<std::string> argv_rest(args.begin() + 1, args.end());
@@ -158,6 +203,25 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     return {std::nullopt, 2};
   };
   config.command = app.remaining();
+  config.elastic = !config.discovery_script.empty() || config.min_np > 0;
+  config.elastic_timeout =
+      std::chrono::seconds(static_cast<int64_t>(elastic_timeout + 0.999));
+  if (!cooldown.empty()) {
+    if (cooldown[0] > cooldown[1]) {
+      return fail(Status::InvalidArgument(
+          "--blacklist-cooldown-range MIN MAX needs MIN <= MAX"));
+    }
+    config.cooldown_range = std::make_pair(cooldown[0], cooldown[1]);
+  }
+  if (discovery_interval < 0) {
+    auto from_env = common::GetEnvSeconds(
+        common::env_vars::kHvdDiscoveryInterval, config.discovery_interval);
+    if (!from_env.ok()) return fail(from_env.status());
+    config.discovery_interval = *from_env;
+  } else {
+    config.discovery_interval = std::chrono::milliseconds(
+        static_cast<int64_t>(discovery_interval * 1000));
+  }
   if (config.command.empty()) {
     return fail(Status::InvalidArgument(
         "no command to run; usage: hvdrun [options] COMMAND [ARGS...]"));
@@ -177,12 +241,34 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     auto hosts = ParseHostfile(hostfile);
     if (!hosts.ok()) return fail(hosts.status());
     config.hosts = *hosts;
-  } else {
+  } else if (config.discovery_script.empty()) {
     if (config.num_proc == 0) {
       return fail(Status::InvalidArgument(
           "give -np, or hosts with -H/--hosts or --hostfile"));
     }
     config.hosts = {{"localhost", config.num_proc}};
+  }
+  if (config.elastic) {
+    if (!config.discovery_script.empty() && !config.hosts.empty()) {
+      return fail(Status::InvalidArgument(
+          "--host-discovery-script and -H/--hostfile exclude each other"));
+    }
+    if (config.num_proc == 0) {
+      if (config.min_np == 0) {
+        return fail(Status::InvalidArgument(
+            "elastic mode needs -np (or --min-np): the slots to wait for "
+            "before the start"));
+      }
+      config.num_proc = config.min_np;
+    }
+    if (config.min_np == 0) config.min_np = config.num_proc;
+    if (config.min_np > config.num_proc) {
+      return fail(Status::InvalidArgument("--min-np must not exceed -np"));
+    }
+    if (config.max_np != 0 && config.max_np < config.num_proc) {
+      return fail(Status::InvalidArgument("--max-np must be at least -np"));
+    }
+    return {std::move(config), 0};
   }
   int slots = 0;
   for (const auto& host : config.hosts) slots += host.slots;

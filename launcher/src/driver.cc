@@ -14,14 +14,13 @@
 #include <optional>
 
 #include "assignment.h"
-#include "guard.h"
 #include "host_address.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/hmac.h"
 #include "hvd/rendezvous/server.h"
 #include "output_relay.h"
 #include "spawner.h"
-#include "worker_env.h"
+#include "worker_launch.h"
 
 namespace hvd::launcher {
 
@@ -114,13 +113,6 @@ int RunJob(const LaunchConfig& config) {
   if (!address.ok()) return Fail("hvdrun: " + address.status().message());
   auto ranks = AssignRanks(config.hosts, config.num_proc);
   if (!ranks.ok()) return Fail("hvdrun: " + ranks.status().message());
-  auto self = SelfExecutable();
-  if (!self.ok()) return Fail("hvdrun: " + self.status().message());
-  char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof(cwd)) == nullptr) {
-    return Fail("hvdrun: cannot read the working directory");
-  }
-
   rendezvous::ServerOptions server_options;
   server_options.bind_host = *address;
   server_options.secret = *secret;
@@ -129,7 +121,10 @@ int RunJob(const LaunchConfig& config) {
       std::max<size_t>(128, 2 * static_cast<size_t>(config.num_proc) + 16);
   auto server = rendezvous::RendezvousServer::Start(server_options);
   if (!server.ok()) return Fail("hvdrun: " + server.status().message());
-  DriverEndpoint endpoint{*address, (*server)->port(), *secret};
+  auto launch =
+      MakeLaunchContext(DriverEndpoint{*address, (*server)->port(), *secret});
+  if (!launch.ok()) return Fail("hvdrun: " + launch.status().message());
+  const DriverEndpoint& endpoint = launch->endpoint;
   spdlog::info("hvdrun: rendezvous server on {}:{}; starting {} workers",
                endpoint.address, endpoint.port, config.num_proc);
 
@@ -138,19 +133,9 @@ int RunJob(const LaunchConfig& config) {
   std::string failure;
   int exit_code = 0;
   for (const SlotAssignment& slot : *ranks) {
-    EnvList env = WorkerEnvironment(slot, endpoint, config);
-    std::vector<std::string> argv;
-    if (IsLocalHost(slot.host)) {
-      argv = GuardCommand(*self, config.stop_grace, false, config.command);
-    } else {
-      argv = GuardCommand(*self, config.stop_grace, true,
-                          SshCommand(slot, env, config, cwd));
-      env = {{common::env_vars::kHvdSecretKey, endpoint.secret}};
-    }
-    auto worker = SpawnGuard(slot, argv, env);
+    auto worker = LaunchWorker(slot, *launch, config);
     if (!worker.ok()) {
-      failure = "hvdrun: cannot start rank " + std::to_string(slot.rank) +
-                " on " + slot.host + ": " + worker.status().message();
+      failure = "hvdrun: " + worker.status().message();
       exit_code = 1;
       break;
     }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvd::launcher {
@@ -34,6 +35,17 @@ struct LaunchConfig {
   // Grace between SIGTERM and SIGKILL when workers are stopped.
   std::chrono::milliseconds stop_grace{5000};
   std::vector<std::string> command;
+
+  // Elastic mode (on with a discovery script or --min-np).
+  bool elastic = false;
+  int min_np = 0;          // default: num_proc
+  int max_np = 0;          // 0: no bound
+  int slots_per_host = 1;  // for discovery lines without ":N"
+  std::string discovery_script;
+  std::chrono::seconds elastic_timeout{600};
+  std::optional<int> reset_limit;
+  std::optional<std::pair<int, int>> cooldown_range;  // seconds
+  std::chrono::milliseconds discovery_interval{1000};
 };
 
 }  // namespace hvd::launcher

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "elastic_driver.h"
 #include "guard.h"
 #include "hvd/common/logging.h"
 
@@ -29,5 +30,5 @@ int main(int argc, char** argv) {
   } else if (config.verbose) {
     spdlog::set_level(spdlog::level::info);
   }
-  return RunJob(config);
+  return config.elastic ? RunElasticJob(config) : RunJob(config);
 }

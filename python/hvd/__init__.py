@@ -6,8 +6,9 @@
 
 from .basics import (cross_rank, cross_size, init, is_initialized,
                      local_rank, local_size, rank, shutdown, size)
+from . import elastic
 from .exceptions import (HorovodInternalError, HostsUpdatedInterrupt,
-                         MismatchError)
+                         MismatchError, RemovedFromJobError)
 from .objects import allgather_object, broadcast_object
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
                   allreduce, allreduce_, allreduce_async, allreduce_async_,

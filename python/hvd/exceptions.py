@@ -21,3 +21,9 @@ class MismatchError(ValueError):
     """Ranks disagree on a collective (name, operation, dtype, shape, root or
     reduce op). A bug in the training script: retrying will not help, so no
     elastic loop catches it."""
+
+
+class RemovedFromJobError(RuntimeError):
+    """This worker's slot is not part of the job's new generation (its host
+    was removed or the job shrank). hvd.elastic.run exits with code 0 on it;
+    the driver counts that exit as neither success nor failure."""

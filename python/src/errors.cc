@@ -11,6 +11,7 @@ namespace {
 // no destructor runs after the interpreter is gone.
 PyObject* g_internal_error = nullptr;
 PyObject* g_mismatch_error = nullptr;
+PyObject* g_removed_error = nullptr;
 
 PyObject* ExceptionFor(Code code) {
   switch (code) {
@@ -34,9 +35,17 @@ PyObject* ExceptionFor(Code code) {
 
 }  // namespace
 
-void SetExceptionTypes(py::object internal_error, py::object mismatch_error) {
+void SetExceptionTypes(py::object internal_error, py::object mismatch_error,
+                       py::object removed_error) {
   g_internal_error = internal_error.release().ptr();
   g_mismatch_error = mismatch_error.release().ptr();
+  g_removed_error = removed_error.release().ptr();
+}
+
+void RaiseRemoved(const common::Status& status) {
+  PyErr_SetString(g_removed_error ? g_removed_error : PyExc_RuntimeError,
+                  status.message().c_str());
+  throw py::error_already_set();
 }
 
 void Raise(const common::Status& status) {

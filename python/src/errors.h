@@ -10,10 +10,13 @@
 namespace hvd::python {
 
 void SetExceptionTypes(pybind11::object internal_error,
-                       pybind11::object mismatch_error);
+                       pybind11::object mismatch_error,
+                       pybind11::object removed_error);
 
 // Raises the exception for a non-ok status (throws error_already_set).
 [[noreturn]] void Raise(const common::Status& status);
+// Raises RemovedFromJobError: this worker's slot left the job.
+[[noreturn]] void RaiseRemoved(const common::Status& status);
 
 template <typename T>
 T ValueOrRaise(common::Result<T> result) {

@@ -12,6 +12,8 @@
 #include "arrays.h"
 #include "errors.h"
 #include "hvd/common/logging.h"
+#include "hvd/notify/server.h"
+#include "hvd/runtime/elastic.h"
 #include "hvd/runtime/runtime.h"
 
 namespace hvd::python {
@@ -30,6 +32,12 @@ std::shared_ptr<Runtime> g_runtime;
 // the last one's; every rank of a static job re-inits the same number of
 // times, so they agree on it.
 int64_t g_starts = 0;
+// Elastic mode: the generation this process last joined, whether it asked
+// every rank to sync, and the notification server, which lives as long as
+// the process so that no update is missed between two generations.
+int64_t g_generation = 0;
+bool g_sync = true;
+std::unique_ptr<notify::NotificationServer> g_notify;
 
 std::shared_ptr<Runtime> Current() {
   if (!g_runtime) {
@@ -41,16 +49,40 @@ std::shared_ptr<Runtime> Current() {
 
 void Init() {
   if (g_runtime) return;
-  const int64_t generation = g_starts;
   auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
   Status logging = common::InitLogging("worker", config.rank);
   if (!logging.ok()) Raise(logging);
+  int64_t generation = g_starts;
+  if (config.elastic) {
+    if (!g_notify) {
+      g_notify = ValueOrRaise(
+          notify::NotificationServer::Start(config.hostname, config.secret));
+    }
+    common::Result<runtime::JoinedGeneration> joined =
+        Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      joined = runtime::JoinNextGeneration(config, g_generation,
+                                           g_notify->address());
+    }
+    if (!joined.ok()) {
+      if (joined.status().code() == common::Code::kNotFound) {
+        RaiseRemoved(joined.status());
+      }
+      Raise(joined.status());
+    }
+    config = joined->config;
+    generation = joined->generation;
+    g_sync = joined->sync;
+    (void)common::InitLogging("worker", config.rank);
+  }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
     started = Runtime::Start(config, generation);
   }
   g_runtime = ValueOrRaise(std::move(started));
+  if (config.elastic) g_generation = generation;
   ++g_starts;
 }
 
@@ -81,6 +113,15 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("init", &Init);
   m.def("shutdown", &Shutdown);
   m.def("is_initialized", [] { return g_runtime != nullptr; });
+  // The generation a HostsUpdated announced that this worker has not joined
+  // yet, or 0.
+  m.def("pending_hosts_update", [] {
+    int64_t announced = g_notify ? g_notify->latest_generation() : 0;
+    return announced > g_generation ? announced : int64_t{0};
+  });
+  // Whether the current generation starts with a sync from rank 0: always
+  // outside elastic mode; there, when the driver says some slot is new.
+  m.def("generation_needs_sync", [] { return g_sync; });
   m.def("rank", [] { return Current()->config().rank; });
   m.def("size", [] { return Current()->config().size; });
   m.def("local_rank", [] { return Current()->config().local_rank; });

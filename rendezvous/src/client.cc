@@ -1,5 +1,6 @@
 #include "hvd/rendezvous/client.h"
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "hvd/common/base64.h"
@@ -94,6 +95,20 @@ Result<std::string> RendezvousClient::Get(const std::string& scope,
       "GET", WithWait(protocol::KvTarget(scope, key), wait, '?'), "", wait);
   if (!response.ok()) return response.status();
   return std::move(response->body);
+}
+
+Result<WorkerAssignment> RendezvousClient::CheckIn(
+    const std::string& slot, int64_t after, const std::string& notify_address,
+    Millis wait) {
+  httplib::Params params{{protocol::kSlot, slot},
+                         {protocol::kAfter, std::to_string(after)},
+                         {protocol::kNotify, notify_address},
+                         {protocol::kWaitMs, std::to_string(wait.count())}};
+  std::string target =
+      httplib::append_query_params(protocol::kCheckInPath, params);
+  auto response = Call("GET", target, "", wait);
+  if (!response.ok()) return response.status();
+  return DecodeAssignment(response->body);
 }
 
 Result<RendezvousClient::Values> RendezvousClient::DecodeValues(

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "hvd/common/status.h"
+#include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
 
 namespace hvd::rendezvous::internal {
@@ -20,6 +21,10 @@ void ReplyError(httplib::Response& res, const common::Status& status);
 
 // Wraps a handler so that it runs only for correctly signed requests.
 using Guard = std::function<httplib::Server::Handler(httplib::Server::Handler)>;
+
+// Registers the /v1/elastic/... routes.
+void AddElasticRoutes(httplib::Server& http, ElasticBoard& board,
+                      std::chrono::milliseconds max_wait, const Guard& guard);
 
 // Registers the /v1/kv/... routes.
 void AddKvRoutes(httplib::Server& http, KvStore& store,

@@ -93,6 +93,7 @@ Status RendezvousServer::Listen() {
     };
   };
   internal::AddKvRoutes(http, store_, options_.max_wait, guard);
+  internal::AddElasticRoutes(http, board_, options_.max_wait, guard);
   http.Get(protocol::kStatusPath,
            guard([this](const httplib::Request&, httplib::Response& res) {
              res.status = 200;
@@ -203,6 +204,7 @@ void RendezvousServer::Stop() {
   // Wake long-polls first: httplib's stop joins its threads, and a thread
   // parked in a wait would hold that join for the wait's whole budget.
   store_.Shutdown();
+  board_.Close();
   http_->stop();
   if (serving_thread_.joinable()) serving_thread_.join();
 }

@@ -90,6 +90,13 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
       common::GetEnvSeconds(ev::kGlooTimeoutSeconds, config.gloo_timeout);
   if (!gloo.ok()) return gloo.status();
   config.gloo_timeout = *gloo;
+  auto elastic = common::GetEnvBool(ev::kElastic, false);
+  if (!elastic.ok()) return elastic.status();
+  config.elastic = *elastic;
+  auto elastic_timeout =
+      common::GetEnvSeconds(ev::kHvdElasticTimeout, config.elastic_timeout);
+  if (!elastic_timeout.ok()) return elastic_timeout.status();
+  config.elastic_timeout = *elastic_timeout;
   return config;
 }
 

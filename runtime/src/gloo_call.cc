@@ -20,8 +20,9 @@ Status GlooFailure(const std::string& what, const std::exception& e) {
           "hung, stopped or overloaded)");
     }
     return Status::Transport(
-        message + " (a peer's connection broke: it most likely exited; "
-                  "hvdrun's output names it)");
+        message +
+        " (a peer's connection broke: it most likely exited; "
+        "hvdrun's output names it)");
   }
   // GLOO_ENFORCE failures inside a collective are mostly broken pairs too
   // (a peer closed mid-operation); an elastic reset is the right answer.

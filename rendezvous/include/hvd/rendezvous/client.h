@@ -15,6 +15,7 @@
 
 #include "hvd/common/http_client.h"
 #include "hvd/common/status.h"
+#include "hvd/rendezvous/worker_assignment.h"
 
 namespace hvd::rendezvous {
 
@@ -48,6 +49,13 @@ class RendezvousClient {
   common::Status Delete(const std::string& scope, const std::string& key);
   // Returns how many keys the scope held.
   common::Result<size_t> DeleteScope(const std::string& scope);
+
+  // Checks `slot` in for the first generation after `after` and waits up to
+  // `wait` for the rest of it (see ElasticBoard::CheckIn).
+  common::Result<WorkerAssignment> CheckIn(const std::string& slot,
+                                           int64_t after,
+                                           const std::string& notify_address,
+                                           Millis wait);
 
   // GET /v1/status, as JSON text.
   common::Result<std::string> ServerStatus();

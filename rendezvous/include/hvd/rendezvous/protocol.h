@@ -10,12 +10,17 @@ namespace hvd::rendezvous::protocol {
 
 inline constexpr char kKvPath[] = "/v1/kv/";  // + scope [+ "/" + key]
 inline constexpr char kStatusPath[] = "/v1/status";
+// GET: check a slot in for the next generation (elastic mode).
+inline constexpr char kCheckInPath[] = "/v1/elastic/checkin";
 
 // Query parameters.
 inline constexpr char kWaitMs[] = "wait_ms";  // long-poll budget
 inline constexpr char kKeys[] = "keys";       // comma-separated key list
 inline constexpr char kPrefix[] = "prefix";   // wait for keys by prefix ...
 inline constexpr char kCount[] = "count";     // ... until this many exist
+inline constexpr char kSlot[] = "slot";       // check-in: "<host>:<local rank>"
+inline constexpr char kAfter[] = "after";     // check-in: last generation seen
+inline constexpr char kNotify[] = "notify";   // check-in: "<addr>:<port>"
 
 // Multi-key answer: {"values": {"<key>": "<base64 value>", ...}}.
 inline constexpr char kValues[] = "values";

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "hvd/common/status.h"
+#include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
 
 namespace httplib {
@@ -57,6 +58,7 @@ class RendezvousServer {
   int port() const { return port_; }
   const std::string& host() const { return options_.bind_host; }
   KvStore& store() { return store_; }
+  ElasticBoard& board() { return board_; }
 
   // The generation shown by /v1/status; the driver sets it.
   void set_generation(int64_t generation) { generation_ = generation; }
@@ -73,6 +75,7 @@ class RendezvousServer {
 
   const ServerOptions options_;
   KvStore store_;
+  ElasticBoard board_;
   std::unique_ptr<httplib::Server> http_;
   std::thread serving_thread_;
   int port_ = 0;

@@ -32,6 +32,11 @@ struct RuntimeConfig {
   // anyway (HOROVOD_CYCLE_TIME, milliseconds, fractions allowed). New work
   // wakes it at once, so this bounds idle polling, not latency.
   std::chrono::microseconds cycle_time{1000};
+  // Elastic mode (HOROVOD_ELASTIC=1): rank and size come from checking in
+  // with the driver at every init; `hostname` and `local_rank` name the
+  // slot. The check-in may wait this long (HVD_ELASTIC_TIMEOUT, seconds).
+  bool elastic = false;
+  std::chrono::milliseconds elastic_timeout{600000};
   // Allreduces ready in the same cycle with the same dtype, op and scale
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).

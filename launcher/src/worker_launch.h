@@ -1,0 +1,28 @@
+// Starts one worker for a slot: its environment, locally or over ssh,
+// always under a guard. Shared by the static and the elastic driver.
+#pragma once
+
+#include <string>
+
+#include "hvd/common/status.h"
+#include "launch_config.h"
+#include "spawner.h"
+#include "worker_env.h"
+
+namespace hvd::launcher {
+
+struct LaunchContext {
+  std::string hvdrun_path;  // re-executed as the guard
+  std::string working_dir;  // remote workers cd here
+  DriverEndpoint endpoint;
+};
+
+// Prepares what every launch needs; fails without hvdrun's own path or a
+// readable working directory.
+common::Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint);
+
+common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
+                                           const LaunchContext& context,
+                                           const LaunchConfig& config);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,20 @@
+// The driver's side: pushes a signed HostsUpdated to one worker.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "hvd/common/status.h"
+#include "hvd/notify/messages.h"
+
+namespace hvd::notify {
+
+// `address` is what the worker registered ("<host>:<port>"). One attempt
+// per transport error retry budget of `timeout`; a worker that is gone is a
+// kTransport status, which the driver logs and moves past.
+common::Status SendHostsUpdated(const std::string& address,
+                                const std::string& secret,
+                                const HostsUpdated& message,
+                                std::chrono::milliseconds timeout);
+
+}  // namespace hvd::notify

@@ -1,0 +1,26 @@
+// The driver's messages to workers (elastic mode) and their JSON form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+
+namespace hvd::notify {
+
+inline constexpr char kHostsUpdatedPath[] = "/v1/notify/hosts_updated";
+
+// Discovery changed the would-be assignment. `sequence` grows with every
+// update of the job; workers compare sequences, never clocks.
+struct HostsUpdated {
+  int64_t generation = 0;  // the generation the update leads to
+  int64_t sequence = 0;
+  std::vector<std::string> added;    // hosts
+  std::vector<std::string> removed;  // hosts
+};
+
+std::string Encode(const HostsUpdated& message);
+common::Result<HostsUpdated> DecodeHostsUpdated(const std::string& json);
+
+}  // namespace hvd::notify

@@ -1,0 +1,51 @@
+// NotificationServer: the small HTTP server every elastic worker runs so
+// the driver can push HostsUpdated to it. Requests are signed with the job
+// secret like the rendezvous server's; a malformed one gets 400 and the
+// server keeps serving. It outlives the worker's runtime resets: its address
+// is registered with the driver at every check-in.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "hvd/common/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace hvd::notify {
+
+class NotificationServer {
+ public:
+  // Listens on `bind_host` (the worker's own address), ephemeral port.
+  static common::Result<std::unique_ptr<NotificationServer>> Start(
+      const std::string& bind_host, const std::string& secret);
+  ~NotificationServer();
+  NotificationServer(const NotificationServer&) = delete;
+  NotificationServer& operator=(const NotificationServer&) = delete;
+
+  // "<host>:<port>" for the driver.
+  std::string address() const;
+  // The highest HostsUpdated sequence received; 0 before the first.
+  int64_t latest_sequence() const { return latest_sequence_; }
+  // The newest generation a HostsUpdated announced; 0 before the first. A
+  // worker already in that generation (or a later one) has nothing to do.
+  int64_t latest_generation() const { return latest_generation_; }
+
+ private:
+  NotificationServer(std::string host, std::string secret);
+
+  const std::string host_;
+  const std::string secret_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int64_t> latest_sequence_{0};
+  std::atomic<int64_t> latest_generation_{0};
+};
+
+}  // namespace hvd::notify

@@ -1,0 +1,44 @@
+#include "hvd/notify/client.h"
+
+#include "hvd/common/env.h"
+#include "hvd/common/http_client.h"
+
+namespace hvd::notify {
+
+using common::Status;
+
+Status SendHostsUpdated(const std::string& address, const std::string& secret,
+                        const HostsUpdated& message,
+                        std::chrono::milliseconds timeout) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("notification address '" + address +
+                                   "' is not <host>:<port>");
+  }
+  common::HttpClientOptions options;
+  options.host = address.substr(0, colon);
+  auto port = common::ParseInt(address.substr(colon + 1),
+                               "notification port", 1, 65535);
+  if (!port.ok()) return port.status();
+  options.port = static_cast<int>(*port);
+  options.secret = secret;
+  options.connect_timeout = timeout;
+  options.read_timeout = timeout;
+  options.max_attempts = 2;
+  common::HttpClient client(options);
+  auto response = client.Send("POST", kHostsUpdatedPath, Encode(message),
+                              std::chrono::milliseconds(0));
+  if (!response.ok()) return response.status();
+  if (response->status != 200) {
+    common::Code code = response->status == 401 ? common::Code::kUnauthenticated
+                        : response->status == 400
+                            ? common::Code::kInvalidArgument
+                            : common::Code::kInternal;
+    return Status(code, "POST " + client.Url(kHostsUpdatedPath) + ": " +
+                            common::HttpStatusText(response->status) + ": " +
+                            response->body);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::notify

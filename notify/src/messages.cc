@@ -1,0 +1,36 @@
+#include "hvd/notify/messages.h"
+
+#include <nlohmann/json.hpp>
+
+namespace hvd::notify {
+
+using common::Result;
+using common::Status;
+
+std::string Encode(const HostsUpdated& m) {
+  return nlohmann::json{{"generation", m.generation},
+                        {"sequence", m.sequence},
+                        {"added", m.added},
+                        {"removed", m.removed}}
+      .dump();
+}
+
+Result<HostsUpdated> DecodeHostsUpdated(const std::string& text) {
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  HostsUpdated m;
+  try {
+    m.generation = json.at("generation").get<int64_t>();
+    m.sequence = json.at("sequence").get<int64_t>();
+    m.added = json.at("added").get<std::vector<std::string>>();
+    m.removed = json.at("removed").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(
+        std::string("malformed HostsUpdated message: ") + e.what());
+  }
+  if (m.sequence <= 0) {
+    return Status::InvalidArgument("HostsUpdated sequence must be positive");
+  }
+  return m;
+}
+
+}  // namespace hvd::notify

@@ -1,0 +1,71 @@
+// ElasticBoard: the driver's record of generations and who has checked in.
+//
+// The driver publishes each generation (its number and every slot's
+// assignment); a worker checks its slot in for the newest generation after
+// the one it last belonged to and is answered once every slot of that
+// generation has checked in: a barrier with a timeout. A worker whose slot
+// is not in the newest generation learns that it was removed. Workers hand
+// over their notification address when they check in.
+//
+// Thread-safe; waits are bounded by the caller's budget and end early with
+// kAborted when the board closes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "hvd/rendezvous/worker_assignment.h"
+
+namespace hvd::rendezvous {
+
+struct GenerationPlan {
+  int64_t generation = 0;
+  std::map<std::string, WorkerAssignment> slots;  // by SlotName
+};
+
+class ElasticBoard {
+ public:
+  // Makes `plan` the newest generation; numbers start at 1 and must grow. Waiters of
+  // older generations move on to it.
+  common::Status Publish(GenerationPlan plan);
+
+  // Checks `slot` in for the newest generation after `after` and waits up
+  // to `wait` until every slot of it has checked in. kNotFound: the slot is
+  // not in the newest generation (removed from the job); kTimeout: the
+  // barrier did not complete in time (checking in again continues it).
+  common::Result<WorkerAssignment> CheckIn(const std::string& slot,
+                                           int64_t after,
+                                           const std::string& notify_address,
+                                           std::chrono::milliseconds wait);
+
+  // The newest generation (0 before the first) and the slots of it that
+  // have not checked in yet.
+  int64_t generation() const;
+  std::vector<std::string> Missing() const;
+
+  // Notification addresses registered at check-in by slots that are part of
+  // the newest generation (kept from earlier generations for slots that
+  // stay).
+  std::map<std::string, std::string> NotifyAddresses() const;
+
+  // Ends every wait with kAborted, now and later.
+  void Close();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::optional<GenerationPlan> newest_;
+  std::set<std::string> checked_in_;
+  std::map<std::string, std::string> notify_;
+  bool closed_ = false;
+};
+
+}  // namespace hvd::rendezvous

@@ -1,0 +1,27 @@
+// The worker's side of the elastic protocol: before every init, a worker
+// checks its slot in with the driver for the next generation and learns its
+// place in it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hvd/common/status.h"
+#include "hvd/runtime/config.h"
+
+namespace hvd::runtime {
+
+struct JoinedGeneration {
+  RuntimeConfig config;  // with this generation's ranks and sizes
+  int64_t generation = 0;
+  bool sync = true;  // every rank syncs state from rank 0 first
+};
+
+// Checks slot (config.hostname, config.local_rank) in for the first
+// generation after `after`, waiting up to config.elastic_timeout for every
+// slot of it. kNotFound: the slot is not part of the job any more.
+common::Result<JoinedGeneration> JoinNextGeneration(
+    const RuntimeConfig& config, int64_t after,
+    const std::string& notify_address);
+
+}  // namespace hvd::runtime

@@ -1,0 +1,66 @@
+#include "hvd/runtime/elastic.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "hvd/rendezvous/client.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+using Clock = std::chrono::steady_clock;
+
+Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
+                                            int64_t after,
+                                            const std::string& notify_address) {
+  common::HttpClientOptions options;
+  options.host = config.rendezvous_addr;
+  options.port = config.rendezvous_port;
+  options.secret = config.secret;
+  rendezvous::RendezvousClient client(options);
+  const std::string slot =
+      rendezvous::SlotName(config.hostname, config.local_rank);
+  const auto deadline = Clock::now() + config.elastic_timeout;
+  // Long-polls in pieces: each piece stays well inside HTTP timeouts, and
+  // checking in again continues the same barrier.
+  constexpr std::chrono::milliseconds kPiece{20000};
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - Clock::now());
+    if (left.count() <= 0) {
+      return Status::Timeout(
+          "slot " + slot + " waited " +
+          std::to_string(config.elastic_timeout.count() / 1000) +
+          " s (HVD_ELASTIC_TIMEOUT) for the job's next generation");
+    }
+    auto assignment =
+        client.CheckIn(slot, after, notify_address, std::min(left, kPiece));
+    if (assignment.ok()) {
+      JoinedGeneration joined;
+      joined.generation = assignment->generation;
+      joined.sync = assignment->sync;
+      joined.config = config;
+      joined.config.rank = assignment->rank;
+      joined.config.size = assignment->size;
+      joined.config.local_rank = assignment->local_rank;
+      joined.config.local_size = assignment->local_size;
+      joined.config.cross_rank = assignment->cross_rank;
+      joined.config.cross_size = assignment->cross_size;
+      spdlog::info("slot {} joined generation {} as rank {} of {}", slot,
+                   joined.generation, assignment->rank, assignment->size);
+      return joined;
+    }
+    if (assignment.status().code() == common::Code::kNotFound) {
+      return Status::NotFound("slot " + slot +
+                              " is not part of the job's next generation: "
+                              "removed from the job");
+    }
+    if (assignment.status().code() != common::Code::kTimeout) {
+      return assignment.status();
+    }
+  }
+}
+
+}  // namespace hvd::runtime

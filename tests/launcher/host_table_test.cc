@@ -1,0 +1,190 @@
+// HostTable: first-seen order, slot updates, listing, blacklisting with and
+// without a cooldown. Time is passed in: no test sleeps.
+#include "host_table.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = HostTable::Clock;
+
+// A fixed origin far from the clock's epoch; all times are offsets from it.
+const Clock::time_point kT0 = Clock::time_point(1000h);
+
+std::vector<std::string> Names(const std::vector<HostSlots>& hosts) {
+  std::vector<std::string> names;
+  for (const auto& h : hosts) names.push_back(h.host);
+  return names;
+}
+
+std::vector<int> Slots(const std::vector<HostSlots>& hosts) {
+  std::vector<int> slots;
+  for (const auto& h : hosts) slots.push_back(h.slots);
+  return slots;
+}
+
+TEST(HostTableTest, EmptyTableHasNothing) {
+  HostTable table(std::nullopt);
+  EXPECT_TRUE(table.Usable(kT0).empty());
+  EXPECT_TRUE(table.Blacklisted(kT0).empty());
+  EXPECT_FALSE(table.IsBlacklisted("a", kT0));
+  EXPECT_FALSE(table.NextCooldownEnd(kT0).has_value());
+}
+
+TEST(HostTableTest, UsableKeepsListedOrderAndSlots) {
+  HostTable table(std::nullopt);
+  table.Update({{"c", 2}, {"a", 1}, {"b", 4}});
+  auto usable = table.Usable(kT0);
+  EXPECT_EQ(Names(usable), (std::vector<std::string>{"c", "a", "b"}));
+  EXPECT_EQ(Slots(usable), (std::vector<int>{2, 1, 4}));
+}
+
+TEST(HostTableTest, FirstSeenOrderSurvivesHostsLeavingAndComingBack) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 1}, {"b", 1}, {"c", 1}});
+  // a disappears; discovery now lists d first.
+  table.Update({{"d", 1}, {"c", 1}, {"b", 1}});
+  EXPECT_EQ(Names(table.Usable(kT0)),
+            (std::vector<std::string>{"b", "c", "d"}));
+  // a comes back, listed last: it keeps its first-seen place at the front.
+  table.Update({{"d", 1}, {"c", 1}, {"b", 1}, {"a", 1}});
+  EXPECT_EQ(Names(table.Usable(kT0)),
+            (std::vector<std::string>{"a", "b", "c", "d"}));
+  // Everything gone, then e and a.
+  table.Update({});
+  EXPECT_TRUE(table.Usable(kT0).empty());
+  table.Update({{"e", 1}, {"a", 1}});
+  EXPECT_EQ(Names(table.Usable(kT0)), (std::vector<std::string>{"a", "e"}));
+}
+
+TEST(HostTableTest, SlotCountsFollowTheLatestListing) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 2}, {"b", 2}});
+  table.Update({{"a", 8}, {"b", 1}});
+  EXPECT_EQ(Slots(table.Usable(kT0)), (std::vector<int>{8, 1}));
+  // A host that left and returns with a new count takes the new count.
+  table.Update({{"b", 1}});
+  table.Update({{"a", 3}, {"b", 1}});
+  EXPECT_EQ(Names(table.Usable(kT0)), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Slots(table.Usable(kT0)), (std::vector<int>{3, 1}));
+}
+
+TEST(HostTableTest, PermanentBlacklistWithoutCooldown) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 1}, {"b", 2}, {"c", 1}});
+  table.Blacklist("b", kT0);
+  EXPECT_TRUE(table.IsBlacklisted("b", kT0));
+  EXPECT_FALSE(table.IsBlacklisted("a", kT0));
+  EXPECT_EQ(Names(table.Usable(kT0)), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(table.Blacklisted(kT0), std::vector<std::string>{"b"});
+  // Forever: no cooldown end, still out a year later, and re-listing by
+  // discovery does not bring it back.
+  EXPECT_FALSE(table.NextCooldownEnd(kT0).has_value());
+  const auto later = kT0 + 24h * 365;
+  EXPECT_TRUE(table.IsBlacklisted("b", later));
+  table.Update({{"b", 2}, {"a", 1}, {"c", 1}});
+  EXPECT_EQ(Names(table.Usable(later)), (std::vector<std::string>{"a", "c"}));
+}
+
+TEST(HostTableTest, UnlistedHostsAreNeitherUsableNorReportedBlacklisted) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 1}, {"b", 1}});
+  table.Blacklist("b", kT0);
+  table.Update({{"a", 1}});
+  EXPECT_EQ(Names(table.Usable(kT0)), std::vector<std::string>{"a"});
+  // b is still blacklisted, but Blacklisted() lists only listed hosts.
+  EXPECT_TRUE(table.IsBlacklisted("b", kT0));
+  EXPECT_TRUE(table.Blacklisted(kT0).empty());
+  table.Update({{"a", 1}, {"b", 1}});
+  EXPECT_EQ(table.Blacklisted(kT0), std::vector<std::string>{"b"});
+  EXPECT_EQ(Names(table.Usable(kT0)), std::vector<std::string>{"a"});
+}
+
+TEST(HostTableTest, CooldownDoublesPerBlacklistingUpToTheMax) {
+  HostTable table(CooldownRange{1s, 4s});
+  table.Update({{"a", 1}, {"b", 1}});
+  // n-th blacklisting lasts min(4, 1 * 2^(n-1)) s: 1, 2, 4, 4, 4.
+  const std::vector<std::chrono::seconds> expected = {1s, 2s, 4s, 4s, 4s};
+  auto now = kT0;
+  for (size_t n = 0; n < expected.size(); ++n) {
+    table.Blacklist("a", now);
+    const auto end = now + expected[n];
+    SCOPED_TRACE("blacklisting " + std::to_string(n + 1));
+    EXPECT_TRUE(table.IsBlacklisted("a", now));
+    EXPECT_TRUE(table.IsBlacklisted("a", end - 1ms));
+    EXPECT_FALSE(table.IsBlacklisted("a", end));
+    ASSERT_TRUE(table.NextCooldownEnd(now).has_value());
+    EXPECT_EQ(*table.NextCooldownEnd(now), end);
+    EXPECT_EQ(Names(table.Usable(end - 1ms)), std::vector<std::string>{"b"});
+    EXPECT_EQ(table.Blacklisted(end - 1ms), std::vector<std::string>{"a"});
+    EXPECT_EQ(Names(table.Usable(end)), (std::vector<std::string>{"a", "b"}));
+    EXPECT_TRUE(table.Blacklisted(end).empty());
+    EXPECT_FALSE(table.NextCooldownEnd(end).has_value());
+    now = end + 10s;
+  }
+}
+
+TEST(HostTableTest, CooldownCountsPerHost) {
+  HostTable table(CooldownRange{2s, 60s});
+  table.Update({{"a", 1}, {"b", 1}});
+  table.Blacklist("a", kT0);        // a: 1st, 2 s
+  table.Blacklist("a", kT0 + 10s);  // a: 2nd, 4 s -> until +14 s
+  table.Blacklist("b", kT0 + 10s);  // b: 1st, 2 s -> until +12 s
+  EXPECT_EQ(*table.NextCooldownEnd(kT0 + 10s), kT0 + 12s);
+  EXPECT_EQ(table.Blacklisted(kT0 + 11s), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(table.Blacklisted(kT0 + 12s), std::vector<std::string>{"a"});
+  EXPECT_EQ(Names(table.Usable(kT0 + 12s)), std::vector<std::string>{"b"});
+  EXPECT_EQ(*table.NextCooldownEnd(kT0 + 12s), kT0 + 14s);
+  EXPECT_EQ(Names(table.Usable(kT0 + 14s)),
+            (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(HostTableTest, NextCooldownEndIgnoresUnlistedAndPermanentHosts) {
+  HostTable table(CooldownRange{5s, 5s});
+  table.Update({{"a", 1}, {"b", 1}});
+  table.Blacklist("a", kT0);       // until +5 s
+  table.Blacklist("b", kT0 + 1s);  // until +6 s
+  EXPECT_EQ(*table.NextCooldownEnd(kT0 + 2s), kT0 + 5s);
+  // a is no longer listed: only b's end counts.
+  table.Update({{"b", 1}});
+  EXPECT_EQ(*table.NextCooldownEnd(kT0 + 2s), kT0 + 6s);
+  table.Update({});
+  EXPECT_FALSE(table.NextCooldownEnd(kT0 + 2s).has_value());
+
+  HostTable permanent(std::nullopt);
+  permanent.Update({{"a", 1}});
+  permanent.Blacklist("a", kT0);
+  EXPECT_FALSE(permanent.NextCooldownEnd(kT0).has_value());
+}
+
+TEST(HostTableTest, HostReturningAfterCooldownWhileUnlisted) {
+  HostTable table(CooldownRange{1s, 4s});
+  table.Update({{"a", 2}, {"b", 1}});
+  table.Blacklist("a", kT0);
+  table.Update({{"b", 1}});  // a disappears while cooling down
+  // a comes back after its cooldown: usable again, in first place.
+  table.Update({{"b", 1}, {"a", 3}});
+  EXPECT_EQ(Names(table.Usable(kT0 + 1s)),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Slots(table.Usable(kT0 + 1s)), (std::vector<int>{3, 1}));
+  // Its blacklist count survived: the next one lasts 2 s.
+  table.Blacklist("a", kT0 + 10s);
+  EXPECT_EQ(*table.NextCooldownEnd(kT0 + 10s), kT0 + 12s);
+}
+
+TEST(HostTableTest, BlacklistingAnUnknownHostChangesNothing) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 1}});
+  table.Blacklist("zz", kT0);
+  EXPECT_EQ(Names(table.Usable(kT0)), std::vector<std::string>{"a"});
+  EXPECT_TRUE(table.Blacklisted(kT0).empty());
+  EXPECT_FALSE(table.IsBlacklisted("zz", kT0));
+}
+
+}  // namespace
+}  // namespace hvd::launcher
