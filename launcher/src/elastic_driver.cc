@@ -134,7 +134,10 @@ class ElasticDriver {
   // Forms and publishes the next generation if enough slots are usable;
   // otherwise starts (or keeps) waiting. Returns a failure message to end
   // the job with, or nothing.
-  std::optional<std::string> Reassign(const std::string& why);
+  // After a failure every rank syncs from rank 0: ranks may have restored
+  // different commits (one finished the last allreduce, another did not).
+  std::optional<std::string> Reassign(const std::string& why,
+                                      bool after_failure = false);
   void StartWorker(const SlotAssignment& slot);
   void Notify(const std::map<std::string, std::string>& addresses,
               const std::vector<std::string>& added,
@@ -174,7 +177,8 @@ std::vector<SlotAssignment> ElasticDriver::WouldBeSlots(
   return ranks.ok() ? *ranks : std::vector<SlotAssignment>{};
 }
 
-std::optional<std::string> ElasticDriver::Reassign(const std::string& why) {
+std::optional<std::string> ElasticDriver::Reassign(const std::string& why,
+                                                   bool after_failure) {
   const auto now = Clock::now();
   std::vector<SlotAssignment> slots = WouldBeSlots(now);
   const int needed = plan_.generation == 0 ? config_.num_proc : config_.min_np;
@@ -208,7 +212,7 @@ std::optional<std::string> ElasticDriver::Reassign(const std::string& why) {
   std::map<std::string, SlotAssignment> by_name;
   std::set<std::string> old_hosts, new_hosts;
   for (const auto& [name, slot] : slots_) old_hosts.insert(slot.host);
-  bool newcomer = plan_.generation == 0;
+  bool newcomer = plan_.generation == 0 || after_failure;
   for (const SlotAssignment& slot : slots) {
     std::string name = SlotName(slot.host, slot.local_rank);
     by_name[name] = slot;
@@ -356,8 +360,8 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
              std::to_string(plan_.slots[worker.slot].rank) + ") " +
              DescribeExit(status);
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto fatal = Reassign("slot " + worker.slot + " failed; host " + host +
-                        " blacklisted");
+  auto fatal = Reassign(
+      "slot " + worker.slot + " failed; host " + host + " blacklisted", true);
   if (fatal) {
     failure_ = *fatal + "; last failure: " + failure_;
     stopping_ = true;

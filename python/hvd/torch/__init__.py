@@ -34,6 +34,7 @@ from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
 from .mpi_ops import allgather, allreduce, allreduce_, broadcast, broadcast_
 from .optimizer import DistributedOptimizer
+from . import elastic
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank",

@@ -1,0 +1,162 @@
+"""Elastic jobs through the real hvdrun: hosts added and removed, workers
+failing, limits. Hosts are local addresses (localhost, 127.0.0.1, ...)."""
+
+import glob
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT
+
+WORKER = ROOT / "tests" / "integration" / "workers" / "elastic_worker.py"
+PYTHON = "/usr/bin/python3"
+
+
+class Scenario:
+    def __init__(self, tmp_path, hosts, **fields):
+        self.dir = tmp_path
+        self.log = tmp_path / "log"
+        self.log.mkdir()
+        self.hosts_file = tmp_path / "hosts.txt"
+        self.hosts_file.write_text(hosts)
+        self.discover = tmp_path / "discover.sh"
+        self.discover.write_text(f"#!/bin/sh\ncat {self.hosts_file}\n")
+        self.discover.chmod(self.discover.stat().st_mode | stat.S_IEXEC)
+        self.file = tmp_path / "scenario.json"
+        fields.setdefault("epochs", 3)
+        fields.setdefault("batches", 4)
+        self.file.write_text(json.dumps(dict(
+            log=str(self.log), hosts_file=str(self.hosts_file), **fields)))
+
+    def command(self):
+        return [PYTHON, str(WORKER), str(self.file)]
+
+    def records(self):
+        out = []
+        for path in glob.glob(str(self.log / "*.jsonl")):
+            with open(path) as f:
+                out.extend(json.loads(line) for line in f)
+        return sorted(out, key=lambda r: r["time"])
+
+    def done(self):
+        return [r for r in self.records() if r["event"] == "done"]
+
+
+def check_consistent_finish(scenario, size):
+    done = scenario.done()
+    assert len(done) == size, done
+    assert len({r["total"] for r in done}) == 1, done
+    assert sorted(r["rank"] for r in done) == list(range(size))
+    assert all(r["size"] == size for r in done)
+
+
+def test_hosts_added_then_removed_including_rank_zeros_host(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=5, batches=8, sleep=0.1,
+                 discovery={"1": "localhost:2\n127.0.0.1:2\n",
+                            "3": "127.0.0.1:2\n"})
+    result = hvdrun(["-np", "2", "--min-np", "1", "--host-discovery-script",
+                     str(s.discover), "--discovery-interval", "0.3",
+                     *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    done = s.done()
+    assert {r["slot"] for r in done} == {"127.0.0.1:0", "127.0.0.1:1"}
+    sizes = [r["size"] for r in s.records() if r["event"] == "batch"
+             and r["slot"] == "127.0.0.1:0"]
+    assert 4 in sizes and sizes[-1] == 2, sizes
+    assert "removed from the job" in result.stderr
+    assert "generation 3" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["exception", "kill"])
+def test_one_failure_recovers_on_fixed_hosts(hvdrun, tmp_path, how):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": how}])
+    started = time.monotonic()
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "host 127.0.0.1 blacklisted" in result.stderr
+    # Survivors redo at most the step that was in flight.
+    batches = [r for r in s.records() if r["event"] == "batch"
+               and r["slot"] == "localhost:0"]
+    steps = [(r["epoch"], r["batch"]) for r in batches]
+    assert len(steps) - len(set(steps)) <= 1, steps
+    resets = [r for r in s.records() if r["event"] == "reset"]
+    assert {r["slot"] for r in resets} >= {"localhost:0", "localhost:1"}
+    assert time.monotonic() - started < 90
+
+
+def test_min_np_timeout_fails_with_a_message(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:1\n")
+    result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
+                     "--elastic-timeout", "3", *s.command()], timeout=60)
+    assert result.returncode != 0
+    assert "not enough slots for 3 s (--min-np 2)" in result.stderr
+
+
+def test_reset_limit_exceeded(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 0,
+                         "how": "exception"}])
+    result = hvdrun(["-np", "4", "--min-np", "2", "--reset-limit", "0", "-H",
+                     "localhost:2,127.0.0.1:2", *s.command()], timeout=120)
+    assert result.returncode != 0
+    assert "reset limit of 0 exceeded" in result.stderr, result.stderr
+
+
+def test_all_hosts_blacklisted(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "localhost:0", "epoch": 0, "batch": 1,
+                         "how": "exception"}])
+    result = hvdrun(["-np", "2", "--min-np", "2", "-H", "localhost:2",
+                     "--elastic-timeout", "2", *s.command()], timeout=60)
+    assert result.returncode != 0
+    assert "not enough slots" in result.stderr, result.stderr
+    assert "last failure: slot localhost:0" in result.stderr, result.stderr
+
+
+def test_discovery_that_fails_or_prints_garbage_keeps_the_hosts(hvdrun,
+                                                                tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=8, sleep=0.1,
+                 discovery={"1": "not a host!\n", "2": "localhost:2\n"})
+    result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
+                     "--discovery-interval", "0.3", *s.command()],
+                    timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "keeping the last known hosts" in result.stderr
+
+
+def test_elastic_hvdrun_killed_leaves_no_process(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=1000, batches=10)
+    proc = hvdrun.start(["-np", "2", "--host-discovery-script",
+                         str(s.discover), *s.command()])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(
+            r["event"] == "batch" for r in s.records()):
+        time.sleep(0.1)
+    pids = {int(os.path.basename(p).split(".")[-2])
+            for p in glob.glob(str(s.log / "*.jsonl"))}
+    assert len(pids) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

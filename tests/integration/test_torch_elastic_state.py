@@ -1,0 +1,692 @@
+"""hvd.torch.elastic: TorchState and ElasticSampler.
+
+Two kinds of tests:
+
+* in this process (``hvd.init()`` without hvdrun: rank 0 of 1): save and
+  restore round trips of a model, an optimizer, a scheduler, attributes and
+  a sampler's progress;
+* on 2 and 3 workers under the static hvdrun: ``sync()`` makes every rank
+  equal to rank 0; the sampler covers every sample of an epoch exactly once
+  across a commit, a restore and a re-shard, and across a restart on a
+  different number of workers; ``hvd.elastic.run`` recovers from a
+  HorovodInternalError and ends with the very model a run without the fault
+  reaches.
+
+Each worker script records what it saw in a dict ``R``, printed as one
+``RESULT <json>`` line per rank; the tests assert on those values.
+"""
+
+import json
+import math
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hvd.torch as hvd  # noqa: E402
+from hvd.torch.elastic.sampler import _shard  # noqa: E402
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def epoch_order(n, seed, epoch):
+    """The order the sampler should visit ``range(n)`` in (shuffle=True)."""
+    generator = torch.Generator()
+    generator.manual_seed(seed + epoch)
+    return torch.randperm(n, generator=generator).tolist()
+
+
+def expected_shard(remaining, rank, size):
+    """DistributedSampler's padding and striding, written out again here."""
+    per_rank = math.ceil(len(remaining) / size)
+    padded = list(remaining)
+    while len(padded) < per_rank * size:
+        padded += remaining[:per_rank * size - len(padded)]
+    return padded[rank::size]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_process():
+    hvd.init()
+    assert (hvd.rank(), hvd.size()) == (0, 1)
+    yield
+    hvd.shutdown()
+
+
+def make_model_and_sgd():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, optimizer
+
+
+def train_steps(model, optimizer, steps, seed):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randn(5, 4, generator=generator)
+        optimizer.zero_grad()
+        model(x).pow(2).sum().backward()
+        optimizer.step()
+
+
+def weights(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def momenta(model, optimizer):
+    return [optimizer.state[p]["momentum_buffer"].clone()
+            for p in model.parameters()]
+
+
+def assert_same_tensors(got, want):
+    assert len(got) == len(want)
+    items = zip(got, want) if isinstance(got, list) else \
+        ((got[k], want[k]) for k in want)
+    for a, b in items:
+        assert torch.equal(a, b), (a, b)
+
+
+# ---------------------------------------------------------------------------
+# One process: save and restore
+
+
+def test_restore_after_training_returns_exactly_to_the_commit():
+    model, optimizer = make_model_and_sgd()
+    train_steps(model, optimizer, 2, seed=1)
+    state = hvd.elastic.TorchState(model, optimizer, epoch=3, history=[1, 2])
+    assert state.model is model and state.optimizer is optimizer
+    built = weights(model)
+
+    train_steps(model, optimizer, 3, seed=2)
+    state.epoch = 4
+    state.history.append(3)
+    state.commit()
+    committed_w, committed_m = weights(model), momenta(model, optimizer)
+    assert not torch.equal(committed_w["0.weight"], built["0.weight"])
+
+    train_steps(model, optimizer, 4, seed=3)
+    reached = weights(model)
+    state.epoch = 9
+    state.history.append(4)
+    assert not torch.equal(reached["0.weight"], committed_w["0.weight"])
+
+    state.restore()
+    assert_same_tensors(weights(model), committed_w)
+    assert_same_tensors(momenta(model, optimizer), committed_m)
+    assert state.epoch == 4 and state.history == [1, 2, 3]
+    # Model and optimizer keep their identity (the optimizer still updates
+    # the model's parameters), and the momentum came back: the same steps
+    # reach the same weights again.
+    assert state.model is model and state.optimizer is optimizer
+    train_steps(model, optimizer, 4, seed=3)
+    assert_same_tensors(weights(model), reached)
+
+
+def test_restore_before_any_commit_returns_to_construction():
+    model, optimizer = make_model_and_sgd()
+    state = hvd.elastic.TorchState(model, optimizer, batch=0)
+    built = weights(model)
+    train_steps(model, optimizer, 2, seed=1)
+    state.batch = 2
+    state.restore()
+    assert_same_tensors(weights(model), built)
+    assert optimizer.state_dict()["state"] == {}
+    assert state.batch == 0
+
+
+def test_adam_step_count_and_lr_are_restored():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    adam = torch.optim.Adam(model.parameters(), lr=0.01)
+    train_steps_lin = lambda n: [  # noqa: E731
+        (adam.zero_grad(), model(torch.ones(2, 3)).sum().backward(),
+         adam.step()) for _ in range(n)]
+    train_steps_lin(2)
+    state = hvd.elastic.TorchState(model=model, optimizer=adam)
+    exp_avg = [adam.state[p]["exp_avg"].clone() for p in model.parameters()]
+    train_steps_lin(3)
+    adam.param_groups[0]["lr"] = 0.5
+    assert [float(adam.state[p]["step"]) for p in model.parameters()] == \
+        [5.0, 5.0]
+    state.restore()
+    assert [float(adam.state[p]["step"]) for p in model.parameters()] == \
+        [2.0, 2.0]
+    assert adam.param_groups[0]["lr"] == 0.01
+    assert_same_tensors([adam.state[p]["exp_avg"] for p in model.parameters()],
+                        exp_avg)
+
+
+def test_saved_state_is_not_aliased_by_restore():
+    """A restore, more steps, and a second restore: the saved copy must not
+    have been updated in place by the steps between."""
+    model, optimizer = make_model_and_sgd()
+    train_steps(model, optimizer, 1, seed=1)
+    state = hvd.elastic.TorchState(model, optimizer)
+    saved_w, saved_m = weights(model), momenta(model, optimizer)
+    for seed in (2, 3):
+        train_steps(model, optimizer, 2, seed=seed)
+        state.restore()
+        assert_same_tensors(weights(model), saved_w)
+        assert_same_tensors(momenta(model, optimizer), saved_m)
+
+
+def test_assigning_a_new_model_saves_it():
+    model, optimizer = make_model_and_sgd()
+    state = hvd.elastic.TorchState(model, optimizer)
+    torch.manual_seed(5)
+    other = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2))
+    assigned = weights(other)
+    state.model = other
+    assert state.model is other
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(1.0)
+        for p in model.parameters():
+            p.mul_(0.0)
+    state.restore()
+    assert_same_tensors(weights(other), assigned)
+    # The old model is no longer part of the state: restore left it alone.
+    assert all(float(p.abs().sum()) == 0.0 for p in model.parameters())
+
+
+def test_lr_scheduler_is_restored_through_its_state_dict():
+    model, optimizer = make_model_and_sgd()
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1,
+                                                gamma=0.5)
+    state = hvd.elastic.TorchState(model, optimizer, scheduler=scheduler)
+    train_steps(model, optimizer, 1, seed=1)
+    scheduler.step()
+    scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.025)
+    state.restore()
+    assert state.scheduler is scheduler and scheduler.optimizer is optimizer
+    assert scheduler.last_epoch == 0
+    assert optimizer.param_groups[0]["lr"] == 0.1
+    scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+def test_sync_alone_then_restore_returns_to_the_sync():
+    model, optimizer = make_model_and_sgd()
+    state = hvd.elastic.TorchState(model, optimizer, epoch=0)
+    train_steps(model, optimizer, 2, seed=1)
+    state.epoch = 1
+    state.sync()  # size 1: nothing changes, but the synced state is saved
+    synced = weights(model)
+    train_steps(model, optimizer, 2, seed=2)
+    state.epoch = 2
+    state.restore()
+    assert_same_tensors(weights(model), synced)
+    assert state.epoch == 1
+
+
+# ---------------------------------------------------------------------------
+# One process: the sampler
+
+
+def test_shard_pads_like_distributed_sampler():
+    remaining = [10, 11, 12, 13, 14, 15, 16]
+    assert [_shard(remaining, r, 3) for r in range(3)] == \
+        [[10, 13, 16], [11, 14, 10], [12, 15, 11]]
+    assert [_shard([7], r, 3) for r in range(3)] == [[7], [7], [7]]
+    assert [_shard([7, 8], r, 4) for r in range(4)] == [[7], [8], [7], [8]]
+    assert _shard([], 1, 3) == []
+    assert _shard([1, 2, 3, 4], 1, 2) == [2, 4]
+
+
+def test_sampler_in_order_records_batches():
+    sampler = hvd.elastic.ElasticSampler(list("abcdefghij"), shuffle=False)
+    assert list(sampler) == list(range(10)) and len(sampler) == 10
+    sampler.record_batch(0, 4)
+    assert sampler.processed_indices == {0, 1, 2, 3}
+    assert sampler.get_indices(2, 4) == [8, 9]
+    assert sampler.get_indices(3, 4) == []
+    sampler.record_batch(2, 4)
+    sampler.record_indices(torch.tensor([5]))
+    assert sampler.processed_indices == {0, 1, 2, 3, 5, 8, 9}
+    # Recording does not re-shard; a reset does.
+    assert len(sampler) == 10
+    sampler.reset()
+    assert list(sampler) == [4, 6, 7] and len(sampler) == 3
+    assert sampler.get_indices(0, 2) == [4, 6]
+
+
+def test_sampler_shuffles_by_seed_and_epoch():
+    sampler = hvd.elastic.ElasticSampler(range(10), shuffle=True, seed=5)
+    assert list(sampler) == epoch_order(10, 5, 0)
+    sampler.set_epoch(2)
+    order = epoch_order(10, 5, 2)
+    assert list(sampler) == order and order != list(range(10))
+    sampler.record_batch(0, 3)
+    assert sampler.processed_indices == set(order[:3])
+    sampler.reset()
+    assert list(sampler) == order[3:]
+    sampler.set_epoch(3)
+    assert sampler.processed_indices == set()
+    assert list(sampler) == epoch_order(10, 5, 3) != order
+
+
+def test_sampler_state_dict_round_trip():
+    first = hvd.elastic.ElasticSampler(range(12), seed=1)
+    first.set_epoch(4)
+    first.record_batch(0, 5)
+    saved = first.state_dict()
+    first.record_batch(1, 5)  # the saved dict is a copy
+    assert saved == {"epoch": 4,
+                     "processed_indices": set(epoch_order(12, 1, 4)[:5])}
+    second = hvd.elastic.ElasticSampler(range(12), seed=1)
+    second.load_state_dict(saved)
+    assert second.epoch == 4
+    assert list(second) == epoch_order(12, 1, 4)[5:] and len(second) == 7
+
+
+def test_torch_state_saves_and_restores_sampler_progress():
+    sampler = hvd.elastic.ElasticSampler(range(10), shuffle=False)
+    state = hvd.elastic.TorchState(sampler=sampler, batch=0)
+    assert state.sampler is sampler
+    sampler.record_batch(0, 4)
+    state.batch = 1
+    state.commit()
+    sampler.record_batch(1, 4)
+    state.batch = 2
+    assert sampler.processed_indices == set(range(8))
+    state.restore()
+    assert sampler.processed_indices == {0, 1, 2, 3}
+    assert state.batch == 1
+    # The restore re-shards: what is left of the epoch.
+    assert list(sampler) == [4, 5, 6, 7, 8, 9] and len(sampler) == 6
+    # A new epoch committed, then lost progress: back to its start.
+    sampler.set_epoch(1)
+    state.commit()
+    sampler.record_batch(0, 4)
+    state.restore()
+    assert sampler.epoch == 1 and sampler.processed_indices == set()
+    assert list(sampler) == list(range(10))
+
+
+def test_on_reset_reshards_samplers_before_the_callbacks():
+    sampler = hvd.elastic.ElasticSampler(range(6), shuffle=False)
+    state = hvd.elastic.TorchState(sampler=sampler)
+    seen = []
+    state.register_reset_callbacks([lambda: seen.append(list(sampler))])
+    sampler.record_batch(0, 2)
+    state.on_reset()
+    assert seen == [[2, 3, 4, 5]]
+
+
+# ---------------------------------------------------------------------------
+# Several workers under hvdrun
+
+
+PRELUDE = """\
+import json
+import sys
+import torch
+import hvd.torch as hvd
+
+hvd.init()
+rank, size = hvd.rank(), hvd.size()
+R = {}
+"""
+
+EPILOGUE = """
+print("RESULT " + json.dumps(R), flush=True)
+"""
+
+
+def run_workers(hvdrun, tmp_path, body, np, args=(), name="worker.py"):
+    """Runs PRELUDE + body + EPILOGUE on `np` workers; returns {rank: R}."""
+    script = tmp_path / name
+    script.write_text(PRELUDE + textwrap.dedent(body) + EPILOGUE)
+    result = hvdrun(["-np", str(np), sys.executable, str(script),
+                     *map(str, args)], timeout=180)
+    output = (f"hvdrun exited {result.returncode}\n--- stdout\n"
+              f"{result.stdout}\n--- stderr\n{result.stderr}")
+    assert result.returncode == 0, output
+    results = {}
+    for rank in range(np):
+        prefix = f"[{rank}]<stdout>:RESULT "
+        lines = [l[len(prefix):] for l in result.stdout.splitlines()
+                 if l.startswith(prefix)]
+        assert len(lines) == 1, output
+        results[rank] = json.loads(lines[0])
+    return results
+
+
+SYNC_BODY = """
+def dump(state):
+    opt = state.optimizer.state_dict()
+    return {
+        "model": {k: v.tolist() for k, v in state.model.state_dict().items()},
+        "momentum": [s["momentum_buffer"].tolist()
+                     for s in opt["state"].values()],
+        "lr": opt["param_groups"][0]["lr"],
+        "scheduler_epoch": state.scheduler.last_epoch,
+        "sampler_epoch": state.sampler.epoch,
+        "processed": sorted(state.sampler.processed_indices),
+        "shard": list(state.sampler),
+        "epoch": state.epoch,
+        "names": list(state.names),
+    }
+
+torch.manual_seed(rank)
+model = torch.nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1), momentum=0.9)
+for _ in range(rank + 1):
+    opt.zero_grad()
+    model(torch.ones(1, 3) * (rank + 1)).sum().backward()
+    opt.step()
+scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.25)
+for _ in range(rank):
+    scheduler.step()
+sampler = hvd.elastic.ElasticSampler(range(20), shuffle=False)
+sampler.set_epoch(7 + rank)
+sampler.record_indices(range(3 * rank, 3 * rank + 2))
+state = hvd.elastic.TorchState(model, opt, sampler=sampler,
+                               scheduler=scheduler, epoch=10 + rank,
+                               names=["r%d" % rank])
+R["before"] = dump(state)
+state.sync()
+R["after"] = dump(state)
+
+# Diverge locally, then restore: back to the synced state, not the own one.
+opt.zero_grad()
+model(torch.ones(1, 3) * (rank + 5)).sum().backward()
+opt.step()
+scheduler.step()
+state.epoch = 99
+state.names.append("x")
+sampler.record_indices([19])
+state.restore()
+R["restored"] = dump(state)
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_sync_makes_every_rank_equal_to_rank_0(hvdrun, tmp_path, np_):
+    r = run_workers(hvdrun, tmp_path, SYNC_BODY, np_)
+    zero = r[0]["before"]
+    for rank in range(1, np_):
+        before = r[rank]["before"]
+        for key in ("model", "momentum", "lr", "scheduler_epoch",
+                    "sampler_epoch", "processed", "epoch", "names"):
+            assert before[key] != zero[key], key
+    union = sorted(i for rank in range(np_) for i in (3 * rank, 3 * rank + 1))
+    remaining = [i for i in range(20) if i not in union]
+    for rank in range(np_):
+        after = r[rank]["after"]
+        for key in ("model", "momentum", "lr", "scheduler_epoch"):
+            assert after[key] == zero[key], (rank, key)
+        assert after["epoch"] == 10 and after["names"] == ["r0"]
+        # The sampler: rank 0's epoch, every rank's processed indices, and
+        # this rank's share of what is left.
+        assert after["sampler_epoch"] == 7
+        assert after["processed"] == union
+        assert after["shard"] == expected_shard(remaining, rank, np_)
+        assert r[rank]["restored"] == after, rank
+    assert zero["lr"] == 0.1 and zero["epoch"] == 10
+
+
+EXACTLY_ONCE_BODY = """
+N, BS = 23, 2
+sampler = hvd.elastic.ElasticSampler(range(N), shuffle=True, seed=7)
+state = hvd.elastic.TorchState(sampler=sampler, epoch=0)
+R["epochs"] = []
+for epoch in range(2):
+    sampler.set_epoch(epoch)
+    state.epoch = epoch
+    state.commit()
+    e = {"len": len(sampler), "first": [], "lost": [], "second": []}
+    batches = math.ceil(len(sampler) / BS)
+    for i in range(batches // 2):
+        e["first"] += sampler.get_indices(i, BS)
+        sampler.record_batch(i, BS)
+    state.commit()
+    e["committed"] = sorted(sampler.processed_indices)
+    # One more batch, then a failure before the next commit: roll back.
+    i = batches // 2
+    e["lost"] = sampler.get_indices(i, BS)
+    sampler.record_batch(i, BS)
+    state.restore()
+    state.on_reset()
+    e["restored"] = sorted(sampler.processed_indices)
+    e["len_after_reset"] = len(sampler)
+    for i, index in enumerate(sampler):
+        e["second"].append(index)
+        sampler.record_indices([index])
+    state.commit()
+    e["end"] = sorted(sampler.processed_indices)
+    R["epochs"].append(e)
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_sampler_covers_each_epoch_exactly_once(hvdrun, tmp_path, np_):
+    n, bs = 23, 2
+    r = run_workers(hvdrun, tmp_path, "import math\n" + EXACTLY_ONCE_BODY,
+                    np_)
+    for epoch in range(2):
+        order = epoch_order(n, 7, epoch)
+        per_rank = math.ceil(n / np_)
+        half = (math.ceil(per_rank / bs) // 2) * bs
+        first = {rank: expected_shard(order, rank, np_)[:half]
+                 for rank in range(np_)}
+        committed = sorted(i for f in first.values() for i in f)
+        # The first halves do not reach the padding: no index twice.
+        assert len(committed) == len(set(committed)) == half * np_
+        remaining = [i for i in order if i not in committed]
+        for rank in range(np_):
+            e = r[rank]["epochs"][epoch]
+            assert e["len"] == per_rank
+            assert e["first"] == first[rank]
+            # Every rank committed every rank's progress.
+            assert e["committed"] == committed
+            shard = expected_shard(order, rank, np_)
+            assert e["lost"] == shard[half:half + bs]
+            assert e["restored"] == committed
+            assert e["second"] == expected_shard(remaining, rank, np_)
+            assert e["len_after_reset"] == len(e["second"])
+            assert e["end"] == list(range(n))
+        # After the restore, the batches lost to the failure come again, and
+        # nothing committed does; every sample of the epoch was processed in
+        # exactly one committed batch, except the padding, which repeats the
+        # first of the remaining indices as DistributedSampler does.
+        lost = {i for rank in range(np_)
+                for i in r[rank]["epochs"][epoch]["lost"]}
+        second = [i for rank in range(np_)
+                  for i in r[rank]["epochs"][epoch]["second"]]
+        assert lost <= set(second)
+        assert not set(second) & set(committed)
+        assert sorted(committed + sorted(set(second))) == list(range(n))
+        padding = len(second) - len(remaining)
+        assert 0 <= padding < np_
+        extra = sorted(second)
+        for i in set(second):
+            extra.remove(i)
+        assert extra == sorted(remaining[:padding])
+
+
+RESUME_BODY = """
+N, BS = 29, 3
+phase, path = sys.argv[1], sys.argv[2]
+sampler = hvd.elastic.ElasticSampler(range(N), shuffle=True, seed=11)
+state = hvd.elastic.TorchState(sampler=sampler, step=0)
+if phase == "first":
+    sampler.set_epoch(5)
+    for i in range(2):
+        sampler.record_batch(i, BS)
+        state.step += 1
+    state.commit()
+    R["done"] = [sampler.get_indices(i, BS) for i in range(2)]
+    if rank == 0:
+        import pickle
+        with open(path, "wb") as f:
+            pickle.dump({"sampler": sampler.state_dict(), "step": state.step},
+                        f)
+else:
+    import pickle
+    with open(path, "rb") as f:
+        saved = pickle.load(f)
+    # As a restart would: load the checkpoint, then sync from rank 0.
+    if rank == 0:
+        sampler.load_state_dict(saved["sampler"])
+        state.step = saved["step"]
+    state.sync()
+    R["epoch"] = sampler.epoch
+    R["step"] = state.step
+    R["done"] = list(sampler)
+    sampler.record_indices(sampler)
+    state.commit()
+    R["end"] = sorted(sampler.processed_indices)
+"""
+
+
+@pytest.mark.parametrize("before,after", [(3, 2), (2, 3)])
+def test_sampler_resumes_on_a_different_number_of_workers(
+        hvdrun, tmp_path, before, after):
+    """Stands in for a membership change: half an epoch on `before`
+    workers, committed and checkpointed; the rest on `after` workers."""
+    n, bs = 29, 3
+    path = tmp_path / "sampler.pkl"
+    first = run_workers(hvdrun, tmp_path, RESUME_BODY, before,
+                        args=("first", path), name="first.py")
+    second = run_workers(hvdrun, tmp_path, RESUME_BODY, after,
+                         args=("second", path), name="second.py")
+    order = epoch_order(n, 11, 5)
+    done_first = []
+    for rank in range(before):
+        shard = expected_shard(order, rank, before)
+        assert first[rank]["done"] == [shard[:bs], shard[bs:2 * bs]]
+        done_first += shard[:2 * bs]
+    assert len(set(done_first)) == len(done_first) == 2 * bs * before
+    remaining = [i for i in order if i not in done_first]
+    done_second = []
+    for rank in range(after):
+        assert second[rank]["epoch"] == 5 and second[rank]["step"] == 2
+        assert second[rank]["done"] == expected_shard(remaining, rank, after)
+        assert second[rank]["end"] == list(range(n))
+        done_second += second[rank]["done"]
+    assert not set(done_first) & set(done_second)
+    assert set(done_first) | set(done_second) == set(range(n))
+    assert len(done_second) == math.ceil(len(remaining) / after) * after
+
+
+def test_commit_refuses_samplers_at_different_epochs(hvdrun, tmp_path):
+    r = run_workers(hvdrun, tmp_path, """
+        sampler = hvd.elastic.ElasticSampler(range(8))
+        state = hvd.elastic.TorchState(sampler=sampler)
+        sampler.set_epoch(rank)
+        try:
+            state.commit()
+            R["error"] = None
+        except RuntimeError as e:
+            R["error"] = str(e)
+    """, 2)
+    for rank in (0, 1):
+        assert r[rank]["error"] == (
+            "hvd.elastic.TorchState.commit: the ranks' samplers 'sampler' are "
+            "at different epochs (by rank: [0, 1]); call set_epoch on every "
+            "rank alike")
+
+
+RUN_BODY = """
+fault = sys.argv[1] == "fault"
+N, BS, EPOCHS = 12 * size, 3, 2
+
+
+class Numbered(torch.utils.data.Dataset):
+    def __init__(self):
+        g = torch.Generator().manual_seed(1)
+        self.x = torch.randn(N, 5, generator=g)
+        self.y = torch.randn(N, 1, generator=g)
+
+    def __len__(self):
+        return N
+
+    def __getitem__(self, i):
+        return i, self.x[i], self.y[i]
+
+
+dataset = Numbered()
+torch.manual_seed(rank)  # different models: the first sync equalizes them
+model = torch.nn.Linear(5, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
+sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=3)
+loader = torch.utils.data.DataLoader(dataset, batch_size=BS, sampler=sampler)
+state = hvd.elastic.TorchState(model, opt, sampler=sampler, epoch=0, batch=0)
+R["resets"] = []
+state.register_reset_callbacks([lambda: R["resets"].append(hvd.size())])
+R["steps"] = []  # [epoch, batch, indices] of every step taken
+injected = []
+
+
+@hvd.elastic.run
+def train(state):
+    while state.epoch < EPOCHS:
+        for i, (index, x, y) in enumerate(loader):
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+            state.batch += 1
+            R["steps"].append([state.epoch, state.batch, index.tolist()])
+            state.sampler.record_batch(i, BS)
+            if fault and not injected and state.epoch == 0 and \\
+                    state.batch == 3:
+                injected.append(1)
+                raise hvd.HorovodInternalError("injected after batch 3")
+            if state.batch % 2 == 0:
+                state.commit()
+        state.epoch += 1
+        state.batch = 0
+        state.sampler.set_epoch(state.epoch)
+        state.commit()
+
+
+train(state)
+R["model"] = {k: v.tolist() for k, v in model.state_dict().items()}
+"""
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_elastic_run_recovers_to_the_model_of_a_run_without_fault(
+        hvdrun, tmp_path, np_):
+    """hvd.elastic.run on the static launcher: a HorovodInternalError after
+    an uncommitted step restores the last commit, re-initializes hvd, runs
+    the reset callbacks, re-shards the sampler, syncs, and goes on. The data
+    set divides evenly, so the run with the fault takes the same committed
+    steps as the run without, and ends with the same weights, bit for bit."""
+    n = 12 * np_
+    clean = run_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("clean",),
+                        name="clean.py")
+    faulty = run_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("fault",),
+                         name="faulty.py")
+    for rank in range(np_):
+        assert clean[rank]["resets"] == []
+        assert faulty[rank]["resets"] == [np_]
+        assert faulty[rank]["model"] == clean[rank]["model"] == \
+            clean[0]["model"]
+        # The clean run: 4 batches of 3 per epoch, this rank's stride.
+        for epoch in range(2):
+            shard = expected_shard(epoch_order(n, 3, epoch), rank, np_)
+            steps = [s for s in clean[rank]["steps"] if s[0] == epoch]
+            assert steps == [[epoch, b + 1, shard[3 * b:3 * b + 3]]
+                             for b in range(4)]
+        # The faulty run: batch 3 of epoch 0 ran, was rolled back, and ran
+        # again as the first batch after the reset; then the same as clean.
+        steps = faulty[rank]["steps"]
+        assert [s[:2] for s in steps[:5]] == [[0, 1], [0, 2], [0, 3], [0, 3],
+                                              [0, 4]]
+        assert steps[2] == steps[3]
+        assert steps[:2] + steps[3:] == clean[rank]["steps"]
+    for epoch in range(2):
+        committed = sorted(i for rank in range(np_)
+                           for s in clean[rank]["steps"] if s[0] == epoch
+                           for i in s[2])
+        assert committed == list(range(n))

@@ -1,0 +1,95 @@
+"""An elastic training loop driven by a scenario file (JSON, argv[1]):
+
+    {"epochs": 4, "batches": 5, "log": "<dir>",
+     "hosts_file": "<file the discovery script prints>",
+     "discovery": {"<epoch>": "<hosts text>", ...},     # written by rank 0
+     "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
+                "how": "exception" | "kill"}],
+     "sleep": 0.05}
+
+Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
+(after its allreduce), commit, reset and the end, with its slot, start rank,
+current rank and size, epoch, batch and how often it entered the elastic
+loop. A scenario exit fires once per job (a marker file), so a restarted
+slot does not fail again. The "model" is a running sum of allreduced ones:
+after the job every survivor must hold the same value.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import hvd
+
+scenario = json.load(open(sys.argv[1]))
+slot = f"{os.environ['HOROVOD_HOSTNAME']}:{os.environ['HOROVOD_LOCAL_RANK']}"
+start_rank = int(os.environ["HOROVOD_RANK"])
+log_path = os.path.join(scenario["log"], f"{slot}.{os.getpid()}.jsonl")
+entries = 0
+
+
+def log(event, **fields):
+    record = dict(event=event, slot=slot, start_rank=start_rank,
+                  rank=hvd.rank(), size=hvd.size(), entries=entries,
+                  time=time.time(), **fields)
+    with open(log_path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def maybe_exit(epoch, batch):
+    for i, spec in enumerate(scenario.get("exits", [])):
+        if (spec["slot"], spec["epoch"], spec["batch"]) != (slot, epoch, batch):
+            continue
+        marker = os.path.join(scenario["log"], f"exit.{i}")
+        if os.path.exists(marker):
+            continue
+        open(marker, "w").close()
+        log("exit", how=spec["how"], epoch=epoch, batch=batch)
+        if spec["how"] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise SystemExit(17)
+
+
+hvd.init()
+state = hvd.elastic.ObjectState(epoch=0, batch=0, total=0, commits=0)
+
+
+def on_reset():
+    log("reset", epoch=state.epoch, batch=state.batch)
+
+
+state.register_reset_callbacks([on_reset])
+
+
+@hvd.elastic.run
+def train(state):
+    global entries
+    entries += 1
+    while state.epoch < scenario["epochs"]:
+        if state.batch == 0 and hvd.rank() == 0:
+            hosts = scenario.get("discovery", {}).get(str(state.epoch))
+            if hosts is not None:
+                with open(scenario["hosts_file"], "w") as f:
+                    f.write(hosts)
+        while state.batch < scenario["batches"]:
+            maybe_exit(state.epoch, state.batch)
+            ones = hvd.allreduce(np.ones(1, np.int64), op=hvd.Sum,
+                                 name="grad")
+            state.total += int(ones[0])
+            log("batch", epoch=state.epoch, batch=state.batch,
+                total=state.total)
+            state.batch += 1
+            time.sleep(scenario.get("sleep", 0.05))
+            state.commits += 1
+            state.commit()
+        state.epoch += 1
+        state.batch = 0
+        state.commit()
+    log("done", epoch=state.epoch, total=state.total, commits=state.commits)
+
+
+train(state)
