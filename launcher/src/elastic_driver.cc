@@ -161,6 +161,11 @@ class ElasticDriver {
   std::vector<std::string> added_, removed_;
   std::optional<Clock::time_point> waiting_since_;  // too few slots
   Clock::time_point plan_published_;
+  // Slots of plan_ must check in by then. After a failure the survivors are
+  // already resetting, so a slot that stays silent (hung) for the start
+  // timeout is failed; after a host change the others first finish their
+  // step, which may take long: the elastic timeout.
+  std::chrono::milliseconds checkin_budget_{0};
   std::string failure_;
   int exit_code_ = 0;
   bool stopping_ = false;
@@ -249,6 +254,9 @@ std::optional<std::string> ElasticDriver::Reassign(const std::string& why,
   if (!published.ok()) return published.message();
   server_.set_generation(plan.generation);
   plan_published_ = now;
+  checkin_budget_ = after_failure
+                        ? std::chrono::milliseconds(config_.start_timeout)
+                        : std::chrono::milliseconds(config_.elastic_timeout);
   std::string summary;
   for (const SlotAssignment& slot : slots) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(slot.rank) + "=" +
@@ -434,8 +442,22 @@ int ElasticDriver::Run(int signals) {
         notify_when_ready_.reset();
       }
     }
+    // Ranks whose world broke without the driver seeing an exit (a hung
+    // peer and the Gloo timeout): a moment for a pending exit to arrive
+    // first, then a new generation; a hung slot fails its check-in.
+    if (!stopping_ && !server_.board().ResetRequests().empty() &&
+        server_.board().OldestResetRequestAge() >
+            std::chrono::milliseconds(250)) {
+      auto fatal_reset = Reassign("ranks reset without a known failure", true);
+      if (fatal_reset) {
+        failure_ = *fatal_reset;
+        exit_code_ = 1;
+        stopping_ = true;
+      }
+      continue;
+    }
     if (!stopping_ && !server_.board().Missing().empty() &&
-        now - plan_published_ > config_.elastic_timeout) {
+        now - plan_published_ > checkin_budget_) {
       // Slots that never checked in count as failed.
       for (const std::string& slot : server_.board().Missing()) {
         for (auto& [pid, worker] : workers_) {
@@ -449,7 +471,8 @@ int ElasticDriver::Run(int signals) {
       }
       auto fatal_missing =
           Reassign("slots did not check in within " +
-                   std::to_string(config_.elastic_timeout.count()) + " s");
+                       std::to_string(checkin_budget_.count() / 1000) + " s",
+                   true);
       if (fatal_missing) {
         failure_ = *fatal_missing;
         exit_code_ = 1;

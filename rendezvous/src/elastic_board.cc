@@ -18,6 +18,7 @@ Status ElasticBoard::Publish(GenerationPlan plan) {
     }
     newest_ = std::move(plan);
     checked_in_.clear();
+    reset_requests_.clear();
     // Addresses of slots that stay are still good; a slot's process and
     // its notification server survive a reset.
     for (auto it = notify_.begin(); it != notify_.end();) {
@@ -50,6 +51,8 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
         changed_.notify_all();
       }
       if (checked_in_.size() == newest_->slots.size()) return it->second;
+    } else if (newest_ && newest_->generation == after) {
+      reset_requests_.emplace(slot, std::chrono::steady_clock::now());
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       std::string state =
@@ -77,6 +80,25 @@ std::vector<std::string> ElasticBoard::Missing() const {
     if (!checked_in_.count(slot)) missing.push_back(slot);
   }
   return missing;
+}
+
+std::vector<std::string> ElasticBoard::ResetRequests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> slots;
+  for (const auto& [slot, since] : reset_requests_) slots.push_back(slot);
+  return slots;
+}
+
+std::chrono::milliseconds ElasticBoard::OldestResetRequestAge() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  std::chrono::milliseconds oldest{0};
+  for (const auto& [slot, since] : reset_requests_) {
+    oldest = std::max(
+        oldest,
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - since));
+  }
+  return oldest;
 }
 
 std::map<std::string, std::string> ElasticBoard::NotifyAddresses() const {

@@ -94,6 +94,20 @@ def test_one_failure_recovers_on_fixed_hosts(hvdrun, tmp_path, how):
     assert time.monotonic() - started < 90
 
 
+def test_hung_worker_is_detected_and_the_job_recovers(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "stop"}])
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", "--gloo-timeout-seconds", "3",
+                     "--start-timeout", "3", *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "ranks reset without a known failure" in result.stderr
+    assert "slots did not check in within 3 s" in result.stderr
+    assert {r["slot"] for r in s.done()} == {"localhost:0", "localhost:1"}
+
+
 def test_min_np_timeout_fails_with_a_message(hvdrun, tmp_path):
     s = Scenario(tmp_path, "localhost:1\n")
     result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),

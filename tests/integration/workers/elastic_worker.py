@@ -4,7 +4,7 @@
      "hosts_file": "<file the discovery script prints>",
      "discovery": {"<epoch>": "<hosts text>", ...},     # written by rank 0
      "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
-                "how": "exception" | "kill"}],
+                "how": "exception" | "kill" | "stop"}],
      "sleep": 0.05}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
@@ -51,6 +51,8 @@ def maybe_exit(epoch, batch):
         log("exit", how=spec["how"], epoch=epoch, batch=batch)
         if spec["how"] == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if spec["how"] == "stop":  # hung: alive, silent
+            os.kill(os.getpid(), signal.SIGSTOP)
         raise SystemExit(17)
 
 

@@ -33,8 +33,8 @@ struct GenerationPlan {
 
 class ElasticBoard {
  public:
-  // Makes `plan` the newest generation; numbers start at 1 and must grow. Waiters of
-  // older generations move on to it.
+  // Makes `plan` the newest generation; numbers start at 1 and must grow.
+  // Waiters of older generations move on to it.
   common::Status Publish(GenerationPlan plan);
 
   // Checks `slot` in for the newest generation after `after` and waits up
@@ -51,6 +51,12 @@ class ElasticBoard {
   int64_t generation() const;
   std::vector<std::string> Missing() const;
 
+  // Slots waiting for a generation after the newest one: their world broke
+  // (a peer failed or hung) before the driver formed a new generation.
+  // With how long the oldest has waited.
+  std::vector<std::string> ResetRequests() const;
+  std::chrono::milliseconds OldestResetRequestAge() const;
+
   // Notification addresses registered at check-in by slots that are part of
   // the newest generation (kept from earlier generations for slots that
   // stay).
@@ -64,6 +70,7 @@ class ElasticBoard {
   std::condition_variable changed_;
   std::optional<GenerationPlan> newest_;
   std::set<std::string> checked_in_;
+  std::map<std::string, std::chrono::steady_clock::time_point> reset_requests_;
   std::map<std::string, std::string> notify_;
   bool closed_ = false;
 };
