@@ -35,15 +35,6 @@ sigset_t DriverSignals() {
   return set;
 }
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-  }
-  int sig = WTERMSIG(status);
-  return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
-         ")";
-}
-
 int ExitCodeOf(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

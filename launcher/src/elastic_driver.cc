@@ -40,15 +40,6 @@ namespace {
 
 constexpr std::chrono::seconds kDiscoveryTimeout{10};
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-  }
-  int sig = WTERMSIG(status);
-  return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
-         ")";
-}
-
 // Runs the discovery script every interval on its own thread (a slow script
 // must not hold up signals or worker exits) and wakes the driver through an
 // eventfd when a result is ready. Failures keep the last good result.

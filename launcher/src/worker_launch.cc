@@ -1,6 +1,9 @@
 #include "worker_launch.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <climits>
 
@@ -25,6 +28,15 @@ Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint) {
   context.working_dir = cwd;
   context.endpoint = std::move(endpoint);
   return context;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) {
+    return "exited with code " + std::to_string(WEXITSTATUS(status));
+  }
+  int sig = WTERMSIG(status);
+  return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+         ")";
 }
 
 Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,

@@ -21,6 +21,9 @@ struct LaunchContext {
 // readable working directory.
 common::Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint);
 
+// "exited with code C" or "was killed by signal S (name)", from waitpid.
+std::string DescribeExit(int wait_status);
+
 common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                            const LaunchContext& context,
                                            const LaunchConfig& config);
