@@ -263,9 +263,11 @@ std::optional<std::string> ElasticDriver::Reassign(const std::string& why,
   for (const SlotAssignment& slot : slots) {
     if (!live.count(SlotName(slot.host, slot.local_rank))) StartWorker(slot);
   }
-  // Running workers hear of the change once every newcomer has checked in
-  // (warm joiners); with no newcomer, at once.
-  if (!addresses.empty()) notify_when_ready_ = addresses;
+  // Running workers hear of a host change once every newcomer has checked
+  // in (warm joiners); with no newcomer, at once. After a failure they are
+  // resetting already, and a hung one would only hold the driver up.
+  notify_when_ready_.reset();
+  if (!addresses.empty() && !after_failure) notify_when_ready_ = addresses;
   return std::nullopt;
 }
 
