@@ -53,6 +53,8 @@ def check_consistent_finish(scenario, size):
     assert len({r["total"] for r in done}) == 1, done
     assert sorted(r["rank"] for r in done) == list(range(size))
     assert all(r["size"] == size for r in done)
+    # Every step applied exactly once: equal to one process doing them all.
+    assert all(r["w"] == r["reference"] for r in done), done
 
 
 def test_hosts_added_then_removed_including_rank_zeros_host(hvdrun, tmp_path):

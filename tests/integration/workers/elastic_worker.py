@@ -12,7 +12,11 @@ Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
 current rank and size, epoch, batch and how often it entered the elastic
 loop. A scenario exit fires once per job (a marker file), so a restarted
 slot does not fail again. The "model" is a running sum of allreduced ones:
-after the job every survivor must hold the same value.
+after the job every survivor must hold the same value. A second "model",
+`w`, must end equal to a single process applying the same steps once each
+(model_after() below): step k's batch is samples k*B..k*B+B-1 whatever the
+world size, each rank sums its share, the allreduce adds the shares, and
+the update is order-sensitive and exact (integers modulo a prime).
 """
 
 import json
@@ -56,8 +60,37 @@ def maybe_exit(epoch, batch):
         raise SystemExit(17)
 
 
+PRIME = 1_000_003
+BATCH = 8
+
+
+def sample(i):
+    return (i * 7919) % 104729
+
+
+def batch_sum(k, offset, rank=0, size=1):
+    return sum(sample(i) + offset for i in range(k * BATCH, (k + 1) * BATCH)
+               if i % size == rank)
+
+
+def model_after(steps):
+    w = 1
+    for k in range(steps):
+        w = (w * 3 + batch_sum(k, 0)) % PRIME
+        w = (w * 5 + batch_sum(k, 1)) % PRIME
+    return w
+
+
+def update(w, multiplier, offset, name):
+    """One half of a step: this rank's share of the batch, summed over ranks."""
+    mine = batch_sum(state.step, offset, hvd.rank(), hvd.size())
+    total = hvd.allreduce(np.array([mine], np.int64), op=hvd.Sum, name=name)
+    return (w * multiplier + int(total[0])) % PRIME
+
+
 hvd.init()
-state = hvd.elastic.ObjectState(epoch=0, batch=0, total=0, commits=0)
+state = hvd.elastic.ObjectState(epoch=0, batch=0, total=0, commits=0, w=1,
+                                step=0)
 
 
 def on_reset():
@@ -78,10 +111,15 @@ def train(state):
                 with open(scenario["hosts_file"], "w") as f:
                     f.write(hosts)
         while state.batch < scenario["batches"]:
-            maybe_exit(state.epoch, state.batch)
             ones = hvd.allreduce(np.ones(1, np.int64), op=hvd.Sum,
                                  name="grad")
             state.total += int(ones[0])
+            # A failure between the two halves leaves the survivors with a
+            # half-applied step that only restore() undoes.
+            state.w = update(state.w, 3, 0, "model.a")
+            maybe_exit(state.epoch, state.batch)
+            state.w = update(state.w, 5, 1, "model.b")
+            state.step += 1
             log("batch", epoch=state.epoch, batch=state.batch,
                 total=state.total)
             state.batch += 1
@@ -91,7 +129,9 @@ def train(state):
         state.epoch += 1
         state.batch = 0
         state.commit()
-    log("done", epoch=state.epoch, total=state.total, commits=state.commits)
+    log("done", epoch=state.epoch, total=state.total, commits=state.commits,
+        w=state.w, step=state.step,
+        reference=model_after(scenario["epochs"] * scenario["batches"]))
 
 
 train(state)
