@@ -173,6 +173,7 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                  "usable again after min(MAX, MIN * 2^(n-1)) s if discovery "
                  "still lists it (default: blacklisted for good)")
       ->expected(2)
+      ->allow_extra_args(false)
       ->check(CLI::PositiveNumber)
       ->group(elastic);
   app.add_option("--discovery-interval", discovery_interval,
@@ -213,6 +214,10 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     }
     config.cooldown_range = std::make_pair(cooldown[0], cooldown[1]);
   }
+  auto discovery_timeout = common::GetEnvSeconds(
+      common::env_vars::kHvdDiscoveryTimeout, config.discovery_timeout);
+  if (!discovery_timeout.ok()) return fail(discovery_timeout.status());
+  config.discovery_timeout = *discovery_timeout;
   if (discovery_interval < 0) {
     auto from_env = common::GetEnvSeconds(
         common::env_vars::kHvdDiscoveryInterval, config.discovery_interval);

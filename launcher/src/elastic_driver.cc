@@ -38,8 +38,6 @@ using rendezvous::SlotName;
 
 namespace {
 
-constexpr std::chrono::seconds kDiscoveryTimeout{10};
-
 // Runs the discovery script every interval on its own thread (a slow script
 // must not hold up signals or worker exits) and wakes the driver through an
 // eventfd when a result is ready. Failures keep the last good result.
@@ -72,8 +70,9 @@ class DiscoveryLoop {
         return;
       }
       lock.unlock();
-      auto hosts = RunDiscovery(config_.discovery_script,
-                                config_.slots_per_host, kDiscoveryTimeout);
+      auto hosts =
+          RunDiscovery(config_.discovery_script, config_.slots_per_host,
+                       config_.discovery_timeout);
       lock.lock();
       if (!hosts.ok()) {
         spdlog::error("hvdrun: {}; keeping the last known hosts",
@@ -117,7 +116,8 @@ class ElasticDriver {
                          std::chrono::seconds(config.cooldown_range->second)})
                    : std::nullopt) {}
 
-  int Run(int signals);
+  // `hosts`: the first discovery result (or the -H list).
+  int Run(int signals, const std::vector<HostSlots>& hosts);
 
  private:
   // The slots a generation formed now would have, by SlotName.
@@ -135,6 +135,9 @@ class ElasticDriver {
               const std::vector<std::string>& removed);
   void OnExit(pid_t pid, int status);
   void SignalAll(int sig);
+  // Whether the slots a generation formed now would have differ from the
+  // current generation's (slot or rank).
+  bool MembershipChanged() const;
   int running() const;
 
   const LaunchConfig& config_;
@@ -144,13 +147,18 @@ class ElasticDriver {
   std::map<pid_t, Worker> workers_;
   GenerationPlan plan_;                          // newest published
   std::map<std::string, SlotAssignment> slots_;  // of plan_, by SlotName
-  std::set<std::string> finished_;               // plan_'s slots that exited 0
+  // Slots of the newest generation every slot checked into: the ranks that
+  // trained last. The job succeeds when all of them exited 0, even if a
+  // newer generation was still forming (its newcomers are then stopped).
+  std::set<std::string> trained_;
+  std::set<std::string> finished_;  // slots whose worker exited 0
   int resets_ = 0;
   int64_t sequence_ = 0;
   // Addresses to notify once every new slot of plan_ has checked in.
   std::optional<std::map<std::string, std::string>> notify_when_ready_;
   std::vector<std::string> added_, removed_;
   std::optional<Clock::time_point> waiting_since_;  // too few slots
+  Clock::time_point checked_cooldowns_ = Clock::now();
   Clock::time_point plan_published_;
   // Slots of plan_ must check in by then. After a failure the survivors are
   // already resetting, so a slot that stays silent (hung) for the start
@@ -240,7 +248,6 @@ std::optional<std::string> ElasticDriver::Reassign(const std::string& why,
   auto addresses = server_.board().NotifyAddresses();
   plan_ = plan;
   slots_ = by_name;
-  finished_.clear();
   Status published = server_.board().Publish(plan);
   if (!published.ok()) return published.message();
   server_.set_generation(plan.generation);
@@ -321,6 +328,18 @@ void ElasticDriver::SignalAll(int sig) {
   }
 }
 
+bool ElasticDriver::MembershipChanged() const {
+  std::set<std::string> would, current;
+  for (const auto& slot : WouldBeSlots(Clock::now())) {
+    would.insert(SlotName(slot.host, slot.local_rank) + "#" +
+                 std::to_string(slot.rank));
+  }
+  for (const auto& [name, slot] : slots_) {
+    current.insert(name + "#" + std::to_string(slot.rank));
+  }
+  return would != current;
+}
+
 int ElasticDriver::running() const {
   return static_cast<int>(
       std::count_if(workers_.begin(), workers_.end(),
@@ -342,7 +361,7 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
                current ? "" : " (not in the current generation)");
   if (stopping_) return;
   if (ok) {
-    if (current) finished_.insert(worker.slot);
+    finished_.insert(worker.slot);
     return;
   }
   if (!current) return;
@@ -369,21 +388,12 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
   }
 }
 
-int ElasticDriver::Run(int signals) {
+int ElasticDriver::Run(int signals, const std::vector<HostSlots>& hosts) {
   int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  table_.Update(hosts);
   std::unique_ptr<DiscoveryLoop> discovery;
   if (!config_.discovery_script.empty()) {
-    auto first = RunDiscovery(config_.discovery_script, config_.slots_per_host,
-                              kDiscoveryTimeout);
-    if (!first.ok()) {
-      std::fprintf(stderr, "hvdrun: %s\n", first.status().message().c_str());
-      close(wake);
-      return 1;
-    }
-    table_.Update(*first);
     discovery = std::make_unique<DiscoveryLoop>(config_, wake);
-  } else {
-    table_.Update(config_.hosts);
   }
   auto fatal = Reassign("start");
   if (fatal) {
@@ -400,7 +410,13 @@ int ElasticDriver::Run(int signals) {
       kill_at = now + config_.stop_grace;
     }
     if (stopping_ && running() == 0) break;
-    if (!stopping_ && !slots_.empty() && finished_.size() == slots_.size()) {
+    if (server_.board().Missing().empty() && !slots_.empty()) {
+      trained_.clear();
+      for (const auto& [name, slot] : slots_) trained_.insert(name);
+    }
+    if (!stopping_ && !trained_.empty() &&
+        std::includes(finished_.begin(), finished_.end(), trained_.begin(),
+                      trained_.end())) {
       success = true;
       stopping_ = true;  // stops workers of removed slots still around
       continue;
@@ -486,31 +502,26 @@ int ElasticDriver::Run(int signals) {
       }
     }
     pollfd fds[2] = {{signals, POLLIN, 0}, {wake, POLLIN, 0}};
-    if (poll(fds, 2, timeout_ms) <= 0) continue;
-    if (fds[1].revents & POLLIN) {
+    if (poll(fds, 2, timeout_ms) < 0) continue;
+    // A host whose blacklisting just ended counts as a discovery change.
+    auto cooldown_end = table_.NextCooldownEnd(checked_cooldowns_);
+    bool cooled_down = cooldown_end && *cooldown_end <= Clock::now();
+    if (cooled_down) checked_cooldowns_ = Clock::now();
+    if ((fds[1].revents & POLLIN) || cooled_down) {
       uint64_t count;
-      ssize_t ignored = read(wake, &count, sizeof(count));
-      (void)ignored;
+      if (fds[1].revents & POLLIN) {
+        ssize_t ignored = read(wake, &count, sizeof(count));
+        (void)ignored;
+      }
       if (auto hosts = discovery ? discovery->Take() : std::nullopt) {
         table_.Update(*hosts);
       }
-      if (!stopping_) {
-        std::set<std::string> would;
-        for (const auto& slot : WouldBeSlots(Clock::now())) {
-          would.insert(SlotName(slot.host, slot.local_rank) + "#" +
-                       std::to_string(slot.rank));
-        }
-        std::set<std::string> current;
-        for (const auto& [name, slot] : slots_) {
-          current.insert(name + "#" + std::to_string(slot.rank));
-        }
-        if (would != current || waiting_since_) {
-          auto fatal_change = Reassign("hosts changed");
-          if (fatal_change) {
-            failure_ = *fatal_change;
-            exit_code_ = 1;
-            stopping_ = true;
-          }
+      if (!stopping_ && (MembershipChanged() || waiting_since_)) {
+        auto fatal_change = Reassign("hosts changed");
+        if (fatal_change) {
+          failure_ = *fatal_change;
+          exit_code_ = 1;
+          stopping_ = true;
         }
       }
     }
@@ -543,9 +554,9 @@ int ElasticDriver::Run(int signals) {
   }
   if (success) {
     std::fprintf(stderr,
-                 "hvdrun: every rank of generation %lld finished; job "
+                 "hvdrun: every rank of the last generation finished; job "
                  "succeeded after %d resets\n",
-                 static_cast<long long>(plan_.generation), resets_);
+                 resets_);
     return 0;
   }
   if (exit_code_ == 0) exit_code_ = 1;
@@ -567,12 +578,18 @@ int RunElasticJob(const LaunchConfig& config) {
   }
   auto secret = common::NewJobSecret();
   // Hosts come and go: bind where any listed host can reach, unless every
-  // host given up front is this machine.
+  // host given up front is this machine. The first discovery run must
+  // succeed: there is nothing to fall back on yet.
   std::vector<HostSlots> known = config.hosts;
   if (!config.discovery_script.empty()) {
     auto first = RunDiscovery(config.discovery_script, config.slots_per_host,
-                              kDiscoveryTimeout);
-    if (first.ok()) known = *first;
+                              config.discovery_timeout);
+    if (!first.ok()) {
+      std::fprintf(stderr, "hvdrun: %s\n", first.status().message().c_str());
+      close(signals);
+      return 1;
+    }
+    known = *first;
   }
   auto address = ChooseServerAddress(known, config.network_interface);
   if (!secret.ok() || !address.ok()) {
@@ -600,7 +617,7 @@ int RunElasticJob(const LaunchConfig& config) {
     return 1;
   }
   ElasticDriver driver(config, **server, *launch);
-  int code = driver.Run(signals);
+  int code = driver.Run(signals, known);
   (*server)->Stop();
   close(signals);
   return code;

@@ -46,6 +46,9 @@ struct LaunchConfig {
   std::optional<int> reset_limit;
   std::optional<std::pair<int, int>> cooldown_range;  // seconds
   std::chrono::milliseconds discovery_interval{1000};
+  // A discovery run past this is killed; the last hosts stay
+  // (HVD_DISCOVERY_TIMEOUT, seconds).
+  std::chrono::milliseconds discovery_timeout{10000};
 };
 
 }  // namespace hvd::launcher

@@ -176,3 +176,48 @@ def _alive(pid):
     except ProcessLookupError:
         return False
     return True
+
+
+def test_blacklisted_host_returns_after_its_cooldown(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=8, batches=10, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 0, "batch": 1,
+                         "how": "exception"}])
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", "--blacklist-cooldown-range",
+                     "1", "1", *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)
+    generations = [l for l in result.stderr.splitlines()
+                   if l.startswith("hvdrun: generation")]
+    assert [g.split(": ")[2].split()[0] for g in generations] == \
+        ["4", "2", "4"], generations
+
+
+def test_all_ranks_failing_ends_the_job(hvdrun, tmp_path):
+    exits = [{"slot": slot, "epoch": 0, "batch": 1, "how": "exception"}
+             for slot in ("localhost:0", "localhost:1", "127.0.0.1:0",
+                          "127.0.0.1:1")]
+    s = Scenario(tmp_path, "", exits=exits)
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", "--elastic-timeout", "2",
+                     *s.command()], timeout=60)
+    assert result.returncode != 0
+    assert "not enough slots for 2 s" in result.stderr, result.stderr
+    assert "job failed" in result.stderr
+
+
+def test_discovery_script_that_hangs_keeps_the_hosts(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=10, sleep=0.1)
+    # First run answers; later runs hang until killed.
+    marker = tmp_path / "answered"
+    s.discover.write_text(
+        f"#!/bin/sh\nif [ -e {marker} ]; then sleep 60; fi\n"
+        f"touch {marker}\ncat {s.hosts_file}\n")
+    env = dict(os.environ, HVD_DISCOVERY_TIMEOUT="1")
+    result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
+                     "--discovery-interval", "0.3", *s.command()],
+                    timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "did not finish within 1000 ms (killed)" in result.stderr
+    assert "keeping the last known hosts" in result.stderr

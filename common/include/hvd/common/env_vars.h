@@ -30,6 +30,8 @@ inline constexpr char kElastic[] = "HOROVOD_ELASTIC";
 inline constexpr char kHvdElasticTimeout[] = "HVD_ELASTIC_TIMEOUT";
 // Seconds between host discovery runs (hvdrun; --discovery-interval wins).
 inline constexpr char kHvdDiscoveryInterval[] = "HVD_DISCOVERY_INTERVAL";
+// Seconds one discovery run may take before it is killed (hvdrun).
+inline constexpr char kHvdDiscoveryTimeout[] = "HVD_DISCOVERY_TIMEOUT";
 // Which controller and CPU collectives the worker uses; hvd has Gloo only.
 inline constexpr char kController[] = "HOROVOD_CONTROLLER";
 inline constexpr char kCpuOperations[] = "HOROVOD_CPU_OPERATIONS";
