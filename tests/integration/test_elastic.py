@@ -221,3 +221,27 @@ def test_discovery_script_that_hangs_keeps_the_hosts(hvdrun, tmp_path):
     check_consistent_finish(s, 2)
     assert "did not finish within 1000 ms (killed)" in result.stderr
     assert "keeping the last known hosts" in result.stderr
+
+
+def test_elastic_sampler_trains_every_sample_once_across_a_failure(
+        hvdrun, tmp_path):
+    worker = ROOT / "tests" / "integration" / "workers" / \
+        "elastic_sampler_worker.py"
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", PYTHON, str(worker),
+                     str(tmp_path), "127.0.0.1:1", "3"], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "killed").exists()
+    committed = {0: [], 1: []}
+    for path in glob.glob(str(tmp_path / "*.jsonl")):
+        records = [json.loads(line) for line in open(path)]
+        for record, following in zip(records, records[1:] + [None]):
+            # A step counts once its commit is logged by the same process.
+            if record["event"] == "step" and following and \
+                    following["event"] == "commit":
+                committed[record["epoch"]].extend(record["indices"])
+    sizes = {json.loads(l)["size"] for p in glob.glob(str(tmp_path / "*.jsonl"))
+             for l in open(p) if '"step"' in l}
+    assert sizes == {4, 2}, sizes
+    for epoch, indices in committed.items():
+        assert sorted(indices) == list(range(96)), (epoch, sorted(indices))
