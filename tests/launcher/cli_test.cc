@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace hvd::launcher {
 namespace {
 
@@ -74,6 +76,75 @@ TEST(CliTest, HostfileLines) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(":1"), std::string::npos);
   std::remove(path.c_str());
+}
+
+TEST(CliTest, ElasticFlags) {
+  char script[] = "/tmp/hvd_cli_discover_XXXXXX";
+  int fd = mkstemp(script);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  CliOutcome out = Parse({"-np",
+                          "2",
+                          "--min-np",
+                          "1",
+                          "--max-np",
+                          "8",
+                          "--host-discovery-script",
+                          script,
+                          "--slots-per-host",
+                          "3",
+                          "--elastic-timeout",
+                          "30",
+                          "--reset-limit",
+                          "5",
+                          "--blacklist-cooldown-range",
+                          "2",
+                          "9",
+                          "--discovery-interval",
+                          "0.5",
+                          "python",
+                          "train.py"});
+  std::remove(script);
+  ASSERT_TRUE(out.config);
+  const LaunchConfig& c = *out.config;
+  EXPECT_TRUE(c.elastic);
+  EXPECT_EQ(c.num_proc, 2);
+  EXPECT_EQ(c.min_np, 1);
+  EXPECT_EQ(c.max_np, 8);
+  EXPECT_EQ(c.slots_per_host, 3);
+  EXPECT_EQ(c.elastic_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(*c.reset_limit, 5);
+  EXPECT_EQ(*c.cooldown_range, std::make_pair(2, 9));
+  EXPECT_EQ(c.discovery_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(c.command, (std::vector<std::string>{"python", "train.py"}));
+}
+
+TEST(CliTest, MinNpWithFixedHostsIsElastic) {
+  CliOutcome out = Parse(
+      {"-np", "4", "--min-np", "2", "-H", "localhost:2,127.0.0.1:2", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_TRUE(out.config->elastic);
+  EXPECT_EQ(out.config->hosts.size(), 2u);
+  CliOutcome plain = Parse({"-np", "4", "cmd"});
+  ASSERT_TRUE(plain.config);
+  EXPECT_FALSE(plain.config->elastic);
+}
+
+TEST(CliTest, BadElasticValuesAreUsageErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-np", "2", "--min-np", "3", "-H", "a:4", "cmd"},
+           {"-np", "4", "--min-np", "2", "--max-np", "3", "-H", "a:4", "cmd"},
+           {"--min-np", "2", "--blacklist-cooldown-range", "9", "2", "-H",
+            "a:4", "cmd"},
+           {"--min-np", "2", "--blacklist-cooldown-range", "1", "-H", "a:4",
+            "cmd"},
+           {"--host-discovery-script", "/nonexistent/discover.sh", "-np", "2",
+            "cmd"},
+       }) {
+    CliOutcome out = Parse(args);
+    EXPECT_FALSE(out.config) << args[0] << " " << args[1] << " " << args[2];
+    EXPECT_EQ(out.exit_code, 2);
+  }
 }
 
 }  // namespace
