@@ -2,7 +2,6 @@
 mismatches, and a peer that dies."""
 
 import re
-import sys
 import time
 
 import pytest

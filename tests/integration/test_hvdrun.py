@@ -1,10 +1,8 @@
 """hvdrun in static mode, end to end with real worker processes."""
 
-import base64
 import hashlib
 import hmac
 import http.client
-import json
 import os
 import signal
 import sys

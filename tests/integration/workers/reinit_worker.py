@@ -2,7 +2,6 @@
 leaks a thread or a file descriptor."""
 
 import os
-import threading
 
 import numpy as np
 
