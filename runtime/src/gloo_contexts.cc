@@ -56,7 +56,7 @@ Result<std::shared_ptr<gloo::Context>> Connect(
 }  // namespace
 
 Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
-                                         int64_t generation) {
+                                         int64_t generation, ContextSet which) {
   gloo::transport::tcp::attr attr;
   if (!config.gloo_iface.empty()) {
     attr.iface = config.gloo_iface;
@@ -79,6 +79,7 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
       Connect(config, device, gen + "global/", config.rank, config.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
+  if (which == ContextSet::kGlobalOnly) return contexts;
   // Ranks on a host are contiguous, so the host's first rank names it.
   auto local = Connect(
       config, device,

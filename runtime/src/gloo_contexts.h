@@ -15,9 +15,11 @@ namespace hvd::runtime {
 
 struct GlooContexts {
   std::shared_ptr<gloo::Context> global;
-  std::shared_ptr<gloo::Context> local;
-  std::shared_ptr<gloo::Context> cross;
+  std::shared_ptr<gloo::Context> local;  // null unless asked for
+  std::shared_ptr<gloo::Context> cross;  // null unless asked for
 };
+
+enum class ContextSet { kGlobalOnly, kAll };
 
 // Builds the Gloo TCP device on HOROVOD_GLOO_IFACE, else on the address of
 // this worker's host name, and connects the contexts. Keys live in scope
@@ -25,7 +27,11 @@ struct GlooContexts {
 // worker alone (size 1) connects through an in-process store. A peer that
 // does not arrive within config.start_timeout, or a server that cannot be
 // reached, is kTimeout / kTransport; a refused request keeps its own code.
+// With kGlobalOnly, the local and cross contexts are not connected: every
+// connection costs setup and teardown time on each reset, and no collective
+// uses them yet (see docs/design.md).
 common::Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
-                                                 int64_t generation);
+                                                 int64_t generation,
+                                                 ContextSet which);
 
 }  // namespace hvd::runtime

@@ -108,10 +108,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const RuntimeConfig& config,
   for (const std::string& name : config.unimplemented) {
     spdlog::warn("{} is set but hvd does not implement it yet; ignored", name);
   }
-  auto contexts = ConnectGlooContexts(config, generation);
+  auto contexts =
+      ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
-  spdlog::debug("connected Gloo contexts (size {}, local {}, cross {})",
-                config.size, config.local_size, config.cross_size);
+  spdlog::debug("connected the global Gloo context (size {})", config.size);
   return std::unique_ptr<Runtime>(
       new Runtime(std::make_unique<Impl>(config, std::move(*contexts))));
 }

@@ -30,7 +30,8 @@ int main() {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return 1;
   }
-  auto contexts = hvd::runtime::ConnectGlooContexts(*config, 1);
+  auto contexts = hvd::runtime::ConnectGlooContexts(
+      *config, 1, hvd::runtime::ContextSet::kAll);
   if (!contexts.ok()) {
     std::fprintf(stderr, "%s\n", contexts.status().ToString().c_str());
     return 1;

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Elastic benchmark: recovery after kill -9 (one worker; a whole host),
+# scale-up (a host joins: time to the new worker's step, pause of the
+# running workers), re-rendezvous in the same processes (hvd vs
+# torch.distributed), commit overhead (ObjectState, TorchState), and
+# torchrun's recovery for comparison, at 2, 4 and 8 workers on this
+# machine. Every repeat runs every scenario once, interleaved, so that all
+# see the same machine state; report.py prints medians and spreads.
+#
+#   scripts/bench/elastic/run.sh [repeats]      (default 3)
+# Environment: HVD_BENCH_NP (default "2 4 8"), HVD_BENCH_ONLY (a subset of
+# "recovery host scaleup rerendezvous commit torchrun"), HVD_BENCH_ROUNDS
+# (re-rendezvous rounds per run, default 10).
+# Results: bench-results/elastic/<timestamp>/{results.jsonl,report.md,
+# machine.txt, <scenario>-<variant>-np<N>-r<repeat>/...} (each scenario's
+# folder keeps the workers' JSON logs and hvdrun's timestamped stderr).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../lib/common.sh"
+
+load="$(cut -d' ' -f1 /proc/loadavg)"
+"$hvd_root/scripts/setup.sh"
+hvd_ensure_packages python3-torch python3-numpy
+
+repeats="${1:-3}"
+nps="${HVD_BENCH_NP:-2 4 8}"
+only="${HVD_BENCH_ONLY:-recovery host scaleup rerendezvous commit torchrun}"
+rounds="${HVD_BENCH_ROUNDS:-10}"
+dir="$hvd_root/bench-results/elastic/$(date +%Y%m%d-%H%M%S)"
+results="$dir/results.jsonl"
+mkdir -p "$dir"
+: >"$results"
+
+{
+  echo "date: $(date -Is)"
+  echo "commit: $(git -C "$hvd_root" rev-parse --short HEAD || echo unknown)"
+  echo "cores: $(nproc)"
+  echo "kernel: $(uname -r)"
+  echo "torch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
+  echo "load average before the build: $load"
+  echo "repeats: $repeats; np: $nps; benches: $only; rounds: $rounds"
+} >"$dir/machine.txt"
+if awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
+  echo "note: load average is $load on $(nproc) cores;" \
+    "other work will skew the results"
+fi
+
+wanted() { [[ " $only " == *" $1 "* ]]; }
+failed=0
+# scenario ARGS...: one run; its JSON line goes to results.jsonl.
+scenario() {
+  echo "repeat $r/$repeats np=$np: $*"
+  if ! /usr/bin/python3 "$here/scenario.py" "$dir" "$results" "$@" \
+      --np "$np" --repeat "$r" >>"$dir/scenarios.log" 2>&1; then
+    echo "warning: $* at np=$np failed; see $dir/scenarios.log" >&2
+    failed=1
+  fi
+}
+
+started=$SECONDS
+for ((r = 1; r <= repeats; r++)); do
+  for np in $nps; do
+    wanted recovery && scenario recovery --variant worker
+    if wanted host && [ "$np" -ge 4 ]; then
+      scenario recovery --variant host
+    fi
+    wanted scaleup && scenario scaleup
+    if wanted rerendezvous; then
+      for impl in hvd torch-prefix torch-tcp; do
+        scenario rerendezvous --impl "$impl" --rounds "$rounds"
+      done
+    fi
+    if wanted commit; then
+      scenario commit --state object
+      scenario commit --state torch
+    fi
+    if wanted torchrun; then
+      # torchrun's default monitor interval (5 s), then a tight one.
+      scenario torchrun --monitor-interval 5
+      scenario torchrun --monitor-interval 0.1
+    fi
+  done
+done
+echo "scenarios took $((SECONDS - started)) s" | tee -a "$dir/machine.txt"
+
+/usr/bin/python3 "$here/report.py" "$results" | tee "$dir/report.md"
+echo "results: $dir"
+exit "$failed"

@@ -1,0 +1,71 @@
+"""torchrun's recovery, for comparison with hvd's: a worker that steps
+(sleep + a gloo all_reduce) and, in the first attempt, SIGKILLs the rank
+--victim-rank right after step --kill-step. torchrun then stops every
+worker and starts them all again (--max-restarts); the new attempt runs
+--tail-steps steps and exits.
+
+    torchrun --nnodes=1 --nproc_per_node=N --max_restarts=3 ... \
+        torchrun_worker.py --log DIR [--compute 0.02] [--kill-step 30]
+
+Records (JSON lines in DIR/rank.<rank>.attempt.<n>.<pid>.jsonl, wall-clock
+time.time()): proc_start (before any import), imported (torch),
+init_done (init_process_group returned), step, kill, done.
+"""
+
+import time
+
+T_PROC_START = time.time()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+T_IMPORTED = time.time()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--compute", type=float, default=0.02)
+    parser.add_argument("--grad-floats", type=int, default=65536)
+    parser.add_argument("--kill-step", type=int, default=30)
+    parser.add_argument("--victim-rank", type=int, default=1)
+    parser.add_argument("--tail-steps", type=int, default=15)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rank = int(os.environ["RANK"])
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    path = os.path.join(args.log,
+                        f"rank.{rank}.attempt.{attempt}.{os.getpid()}.jsonl")
+    out = open(path, "a", buffering=1)
+
+    def log(event, t=None, **fields):
+        out.write(json.dumps(dict(
+            event=event, time=time.time() if t is None else t, rank=rank,
+            attempt=attempt, pid=os.getpid(), **fields)) + "\n")
+
+    log("proc_start", t=T_PROC_START)
+    log("imported", t=T_IMPORTED)
+    dist.init_process_group("gloo")
+    log("init_done", size=dist.get_world_size())
+    grad = torch.ones(args.grad_floats)
+    limit = args.kill_step + 1000 if attempt == 0 else args.tail_steps
+    for step in range(1, limit + 1):
+        time.sleep(args.compute)
+        dist.all_reduce(grad)
+        grad.fill_(1.0)
+        log("step", step=step)
+        if attempt == 0 and rank == args.victim_rank and \
+                step == args.kill_step:
+            log("kill", step=step)
+            os.kill(os.getpid(), signal.SIGKILL)
+    log("done")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
