@@ -127,6 +127,17 @@ def test_reset_limit_exceeded(hvdrun, tmp_path):
     assert "reset limit of 0 exceeded" in result.stderr, result.stderr
 
 
+def test_reset_limit_not_exceeded(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 0,
+                         "how": "exception"}])
+    result = hvdrun(["-np", "4", "--min-np", "2", "--reset-limit", "1", "-H",
+                     "localhost:2,127.0.0.1:2", *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "job succeeded after 1 resets" in result.stderr
+
+
 def test_all_hosts_blacklisted(hvdrun, tmp_path):
     s = Scenario(tmp_path, "", epochs=3, batches=4,
                  exits=[{"slot": "localhost:0", "epoch": 0, "batch": 1,
