@@ -167,6 +167,9 @@ class ElasticDriver {
   std::chrono::milliseconds checkin_budget_{0};
   std::string failure_;
   int exit_code_ = 0;
+  // Abort pushes run off the main loop (a hung worker's server answers
+  // late); joined at the end.
+  std::vector<std::thread> senders_;
   bool stopping_ = false;
 };
 
@@ -380,6 +383,24 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
              std::to_string(plan_.slots[worker.slot].rank) + ") " +
              DescribeExit(status);
   exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // Survivors blocked on a hung peer would otherwise wait out the Gloo
+  // timeout; the ones blocked on the dead worker fail by themselves.
+  notify::Abort abort{plan_.generation,
+                      "slot " + worker.slot + " " + DescribeExit(status)};
+  auto addresses = server_.board().NotifyAddresses();
+  addresses.erase(worker.slot);
+  // One thread per worker: a hung worker's server answers only at the
+  // timeout and must not delay the others' abort.
+  for (const auto& [slot, address] : addresses) {
+    senders_.emplace_back([slot = slot, address = address, abort,
+                           secret = launch_.endpoint.secret] {
+      Status sent = notify::SendAbort(address, secret, abort,
+                                      std::chrono::milliseconds(1000));
+      if (!sent.ok()) {
+        spdlog::info("hvdrun: abort to slot {}: {}", slot, sent.message());
+      }
+    });
+  }
   auto fatal = Reassign(
       "slot " + worker.slot + " failed; host " + host + " blacklisted", true);
   if (fatal) {
@@ -548,6 +569,7 @@ int ElasticDriver::Run(int signals, const std::vector<HostSlots>& hosts) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) OnExit(pid, status);
   }
   discovery.reset();
+  for (std::thread& sender : senders_) sender.join();
   close(wake);
   for (auto& [pid, worker] : workers_) {
     if (worker.relay) worker.relay->Join();

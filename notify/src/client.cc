@@ -7,9 +7,11 @@ namespace hvd::notify {
 
 using common::Status;
 
-Status SendHostsUpdated(const std::string& address, const std::string& secret,
-                        const HostsUpdated& message,
-                        std::chrono::milliseconds timeout) {
+namespace {
+
+Status Post(const std::string& address, const std::string& secret,
+            const char* path, const std::string& body,
+            std::chrono::milliseconds timeout) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos) {
     return Status::InvalidArgument("notification address '" + address +
@@ -17,8 +19,8 @@ Status SendHostsUpdated(const std::string& address, const std::string& secret,
   }
   common::HttpClientOptions options;
   options.host = address.substr(0, colon);
-  auto port = common::ParseInt(address.substr(colon + 1),
-                               "notification port", 1, 65535);
+  auto port = common::ParseInt(address.substr(colon + 1), "notification port",
+                               1, 65535);
   if (!port.ok()) return port.status();
   options.port = static_cast<int>(*port);
   options.secret = secret;
@@ -26,19 +28,31 @@ Status SendHostsUpdated(const std::string& address, const std::string& secret,
   options.read_timeout = timeout;
   options.max_attempts = 2;
   common::HttpClient client(options);
-  auto response = client.Send("POST", kHostsUpdatedPath, Encode(message),
-                              std::chrono::milliseconds(0));
+  auto response = client.Send("POST", path, body, std::chrono::milliseconds(0));
   if (!response.ok()) return response.status();
   if (response->status != 200) {
     common::Code code = response->status == 401 ? common::Code::kUnauthenticated
                         : response->status == 400
                             ? common::Code::kInvalidArgument
                             : common::Code::kInternal;
-    return Status(code, "POST " + client.Url(kHostsUpdatedPath) + ": " +
+    return Status(code, "POST " + client.Url(path) + ": " +
                             common::HttpStatusText(response->status) + ": " +
                             response->body);
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status SendHostsUpdated(const std::string& address, const std::string& secret,
+                        const HostsUpdated& message,
+                        std::chrono::milliseconds timeout) {
+  return Post(address, secret, kHostsUpdatedPath, Encode(message), timeout);
+}
+
+Status SendAbort(const std::string& address, const std::string& secret,
+                 const Abort& message, std::chrono::milliseconds timeout) {
+  return Post(address, secret, kAbortPath, Encode(message), timeout);
 }
 
 }  // namespace hvd::notify

@@ -33,4 +33,22 @@ Result<HostsUpdated> DecodeHostsUpdated(const std::string& text) {
   return m;
 }
 
+std::string Encode(const Abort& m) {
+  return nlohmann::json{{"generation", m.generation}, {"reason", m.reason}}
+      .dump();
+}
+
+Result<Abort> DecodeAbort(const std::string& text) {
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  Abort m;
+  try {
+    m.generation = json.at("generation").get<int64_t>();
+    m.reason = json.at("reason").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("malformed Abort message: ") +
+                                   e.what());
+  }
+  return m;
+}
+
 }  // namespace hvd::notify

@@ -27,15 +27,18 @@ void RaiseTo(std::atomic<int64_t>& value, int64_t candidate) {
 
 }  // namespace
 
-NotificationServer::NotificationServer(std::string host, std::string secret)
+NotificationServer::NotificationServer(std::string host, std::string secret,
+                                       AbortHandler on_abort)
     : host_(std::move(host)),
       secret_(std::move(secret)),
+      on_abort_(std::move(on_abort)),
       http_(std::make_unique<httplib::Server>()) {}
 
 Result<std::unique_ptr<NotificationServer>> NotificationServer::Start(
-    const std::string& bind_host, const std::string& secret) {
+    const std::string& bind_host, const std::string& secret,
+    AbortHandler on_abort) {
   std::unique_ptr<NotificationServer> server(
-      new NotificationServer(bind_host, secret));
+      new NotificationServer(bind_host, secret, std::move(on_abort)));
   httplib::Server& http = *server->http_;
   // One driver, a message now and then; a few threads and a short read
   // timeout so that idle connections (anyone may open one) cannot starve
@@ -45,18 +48,23 @@ Result<std::unique_ptr<NotificationServer>> NotificationServer::Start(
   http.set_keep_alive_timeout(2);
   http.set_payload_max_length(1 << 20);
   NotificationServer* self = server.get();
+  auto signed_by_driver = [self](const httplib::Request& req) {
+    Status auth = common::VerifyRequest(
+        self->secret_, req.method, req.target,
+        req.get_header_value(common::kTimestampHeader),
+        req.get_header_value(common::kSignatureHeader), req.body,
+        common::WallClockMs(), std::chrono::milliseconds(60000));
+    if (!auth.ok()) {
+      spdlog::warn("notification server: refused {} from {}: {}", req.path,
+                   req.remote_addr, auth.message());
+    }
+    return auth.ok();
+  };
   http.Post(kHostsUpdatedPath,
-            [self](const httplib::Request& req, httplib::Response& res) {
-              Status auth = common::VerifyRequest(
-                  self->secret_, req.method, req.target,
-                  req.get_header_value(common::kTimestampHeader),
-                  req.get_header_value(common::kSignatureHeader), req.body,
-                  common::WallClockMs(), std::chrono::milliseconds(60000));
-              if (!auth.ok()) {
-                spdlog::warn("notification server: refused {} from {}: {}",
-                             req.path, req.remote_addr, auth.message());
+            [self, signed_by_driver](const httplib::Request& req,
+                                     httplib::Response& res) {
+              if (!signed_by_driver(req))
                 return Reply(res, 401, "unauthenticated");
-              }
               auto message = DecodeHostsUpdated(req.body);
               if (!message.ok())
                 return Reply(res, 400, "malformed HostsUpdated");
@@ -69,6 +77,14 @@ Result<std::unique_ptr<NotificationServer>> NotificationServer::Start(
                   message->removed.size());
               Reply(res, 200, "ok");
             });
+  http.Post(kAbortPath, [self, signed_by_driver](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    if (!signed_by_driver(req)) return Reply(res, 401, "unauthenticated");
+    auto message = DecodeAbort(req.body);
+    if (!message.ok()) return Reply(res, 400, "malformed Abort");
+    if (self->on_abort_) self->on_abort_(*message);
+    Reply(res, 200, "ok");
+  });
   server->port_ = http.bind_to_any_port(bind_host);
   if (server->port_ <= 0) {
     return Status::InvalidArgument("notification server cannot listen on " +

@@ -38,6 +38,21 @@ int64_t g_starts = 0;
 int64_t g_generation = 0;
 bool g_sync = true;
 std::unique_ptr<notify::NotificationServer> g_notify;
+// What an Abort from the driver may touch: it arrives on the notification
+// server's thread, without the GIL, so it gets its own lock and a weak
+// reference to the current runtime and its generation.
+std::mutex g_abort_mu;
+std::weak_ptr<Runtime> g_abortable;
+int64_t g_abortable_generation = 0;
+
+void OnAbort(const notify::Abort& abort) {
+  std::lock_guard<std::mutex> lock(g_abort_mu);
+  auto runtime = g_abortable.lock();
+  // An Abort for an older generation is late news.
+  if (runtime && abort.generation == g_abortable_generation) {
+    runtime->Abort(abort.reason);
+  }
+}
 
 std::shared_ptr<Runtime> Current() {
   if (!g_runtime) {
@@ -55,8 +70,8 @@ void Init() {
   int64_t generation = g_starts;
   if (config.elastic) {
     if (!g_notify) {
-      g_notify = ValueOrRaise(
-          notify::NotificationServer::Start(config.hostname, config.secret));
+      g_notify = ValueOrRaise(notify::NotificationServer::Start(
+          config.hostname, config.secret, &OnAbort));
     }
     common::Result<runtime::JoinedGeneration> joined =
         Status::Internal("unset");
@@ -82,7 +97,12 @@ void Init() {
     started = Runtime::Start(config, generation);
   }
   g_runtime = ValueOrRaise(std::move(started));
-  if (config.elastic) g_generation = generation;
+  if (config.elastic) {
+    g_generation = generation;
+    std::lock_guard<std::mutex> lock(g_abort_mu);
+    g_abortable = g_runtime;
+    g_abortable_generation = generation;
+  }
   ++g_starts;
 }
 

@@ -75,10 +75,14 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   }
   const std::string gen = "g" + std::to_string(generation) + "/";
   GlooContexts contexts;
+  const std::vector<int> before = OpenDescriptors();
   auto global =
       Connect(config, device, gen + "global/", config.rank, config.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
+  // Connect() has closed its rendezvous connection by now: what is new and
+  // connected belongs to the context.
+  contexts.global_sockets = NewConnectedSockets(before);
   if (which == ContextSet::kGlobalOnly) return contexts;
   // Ranks on a host are contiguous, so the host's first rank names it.
   auto local = Connect(

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <gloo/context.h>
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
+#include "socket_watch.h"
 
 namespace hvd::runtime {
 
@@ -17,6 +19,8 @@ struct GlooContexts {
   std::shared_ptr<gloo::Context> global;
   std::shared_ptr<gloo::Context> local;  // null unless asked for
   std::shared_ptr<gloo::Context> cross;  // null unless asked for
+  // The global context's connections, for Runtime::Abort.
+  std::vector<SocketId> global_sockets;
 };
 
 enum class ContextSet { kGlobalOnly, kAll };

@@ -32,6 +32,10 @@ class Runtime::Impl {
     if (!thread_.joinable()) return;
     queue_.RequestShutdown();
     thread_.join();
+    {
+      std::lock_guard<std::mutex> sockets(sockets_mu_);
+      contexts_.global_sockets.clear();
+    }
     // Closes every Gloo pair (and its socket) of this generation.
     contexts_ = GlooContexts();
   }
@@ -63,6 +67,14 @@ class Runtime::Impl {
       return added;
     }
     return handle;
+  }
+
+  void Abort(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(sockets_mu_);
+    if (contexts_.global_sockets.empty()) return;
+    spdlog::warn("aborting this generation's collectives: {}", reason);
+    ShutdownSockets(contexts_.global_sockets);
+    contexts_.global_sockets.clear();
   }
 
   const RuntimeConfig& config() const { return config_; }
@@ -100,6 +112,9 @@ class Runtime::Impl {
   BackgroundLoop loop_;
   std::thread thread_;
   std::mutex shutdown_mu_;
+  // Guards contexts_.global_sockets, which Abort reads from another thread
+  // while the background thread may be blocked in a collective.
+  std::mutex sockets_mu_;
   std::atomic<int64_t> unnamed_{0};
 };
 
@@ -111,7 +126,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(const RuntimeConfig& config,
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
-  spdlog::debug("connected the global Gloo context (size {})", config.size);
+  spdlog::debug("connected the global Gloo context (size {}, {} connections)",
+                config.size, contexts->global_sockets.size());
   return std::unique_ptr<Runtime>(
       new Runtime(std::make_unique<Impl>(config, std::move(*contexts))));
 }
@@ -148,6 +164,8 @@ Result<bool> Runtime::Poll(Handle handle) {
 Result<OpResult> Runtime::Wait(Handle handle) {
   return impl_->handles().Wait(handle);
 }
+
+void Runtime::Abort(const std::string& reason) { impl_->Abort(reason); }
 
 void Runtime::Shutdown() { impl_->Shutdown(); }
 

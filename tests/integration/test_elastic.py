@@ -255,3 +255,31 @@ def test_elastic_sampler_trains_every_sample_once_across_a_failure(
     assert sizes == {4, 2}, sizes
     for epoch, indices in committed.items():
         assert sorted(indices) == list(range(96)), (epoch, sorted(indices))
+
+
+def test_abort_frees_survivors_blocked_on_a_hung_peer(hvdrun, tmp_path):
+    """One worker hangs (SIGSTOP), then another is killed: the driver's
+    Abort makes the survivors, blocked on the hung one, fail at once
+    instead of after the 60 s Gloo timeout."""
+    s = Scenario(tmp_path, "", epochs=3, batches=6, sleep=0.05,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "stop"}])
+    started = time.monotonic()
+    proc = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
+                         "localhost:2,127.0.0.1:1,127.0.0.2:1",
+                         "--gloo-timeout-seconds", "60", "--start-timeout",
+                         "3", *s.command()])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+            r["event"] == "exit" for r in s.records()):
+        time.sleep(0.05)
+    time.sleep(0.5)  # the others are now blocked on the stopped worker
+    victim = [p for p in glob.glob(str(s.log / "127.0.0.2:0.*.jsonl"))]
+    assert len(victim) == 1
+    os.kill(int(victim[0].split(".")[-2]), signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    assert time.monotonic() - started < 40
+    assert "aborting this generation's collectives" in err, err
+    check_consistent_finish(s, 2)
+    assert {r["slot"] for r in s.done()} == {"localhost:0", "localhost:1"}

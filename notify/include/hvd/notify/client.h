@@ -17,4 +17,8 @@ common::Status SendHostsUpdated(const std::string& address,
                                 const HostsUpdated& message,
                                 std::chrono::milliseconds timeout);
 
+common::Status SendAbort(const std::string& address, const std::string& secret,
+                         const Abort& message,
+                         std::chrono::milliseconds timeout);
+
 }  // namespace hvd::notify

@@ -10,6 +10,7 @@
 namespace hvd::notify {
 
 inline constexpr char kHostsUpdatedPath[] = "/v1/notify/hosts_updated";
+inline constexpr char kAbortPath[] = "/v1/notify/abort";
 
 // Discovery changed the would-be assignment. `sequence` grows with every
 // update of the job; workers compare sequences, never clocks.
@@ -22,5 +23,15 @@ struct HostsUpdated {
 
 std::string Encode(const HostsUpdated& message);
 common::Result<HostsUpdated> DecodeHostsUpdated(const std::string& json);
+
+// A worker of `generation` exited unexpectedly: the others stop waiting on
+// their peers now rather than at the Gloo timeout.
+struct Abort {
+  int64_t generation = 0;
+  std::string reason;
+};
+
+std::string Encode(const Abort& message);
+common::Result<Abort> DecodeAbort(const std::string& json);
 
 }  // namespace hvd::notify

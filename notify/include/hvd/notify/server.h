@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "hvd/common/status.h"
+#include "hvd/notify/messages.h"
 
 namespace httplib {
 class Server;
@@ -21,9 +23,13 @@ namespace hvd::notify {
 
 class NotificationServer {
  public:
+  // Called on a server thread for every accepted Abort.
+  using AbortHandler = std::function<void(const Abort&)>;
+
   // Listens on `bind_host` (the worker's own address), ephemeral port.
   static common::Result<std::unique_ptr<NotificationServer>> Start(
-      const std::string& bind_host, const std::string& secret);
+      const std::string& bind_host, const std::string& secret,
+      AbortHandler on_abort = nullptr);
   ~NotificationServer();
   NotificationServer(const NotificationServer&) = delete;
   NotificationServer& operator=(const NotificationServer&) = delete;
@@ -37,10 +43,12 @@ class NotificationServer {
   int64_t latest_generation() const { return latest_generation_; }
 
  private:
-  NotificationServer(std::string host, std::string secret);
+  NotificationServer(std::string host, std::string secret,
+                     AbortHandler on_abort);
 
   const std::string host_;
   const std::string secret_;
+  const AbortHandler on_abort_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

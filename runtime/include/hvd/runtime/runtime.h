@@ -72,6 +72,12 @@ class Runtime {
   // Blocks until the handle completes; returns and forgets its result.
   common::Result<OpResult> Wait(Handle handle);
 
+  // Cuts this rank's connections to the others (the driver saw a worker
+  // die): a collective blocked on a hung peer fails at once with
+  // kTransport instead of waiting out the Gloo timeout. Safe from any
+  // thread, at any time; a no-op after Shutdown.
+  void Abort(const std::string& reason);
+
   // Tells every rank to stop (through the next negotiation), joins the
   // background thread and fails what is still pending with kAborted.
   // Idempotent.

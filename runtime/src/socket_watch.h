@@ -1,0 +1,30 @@
+// Finding and cutting a Gloo context's TCP connections. Gloo keeps its
+// sockets private and Context::closeConnections() does not wake an
+// operation in progress (measured with Debian's Gloo: it still waits out
+// its timeout), while a connection shut down under it fails the operation
+// at once, as a dead peer does. So the runtime notes the connected sockets
+// that appear while a context connects, with their inodes, and an abort
+// shuts down those that are still the same sockets.
+#pragma once
+
+#include <sys/types.h>
+
+#include <vector>
+
+namespace hvd::runtime {
+
+struct SocketId {
+  int fd = -1;
+  ino_t inode = 0;
+};
+
+std::vector<int> OpenDescriptors();
+
+// Connected sockets open now that were not open in `before`.
+std::vector<SocketId> NewConnectedSockets(const std::vector<int>& before);
+
+// shutdown(2) on each socket that still has its inode; never closes (the
+// owner does), so a descriptor number reused since is left alone.
+void ShutdownSockets(const std::vector<SocketId>& sockets);
+
+}  // namespace hvd::runtime
