@@ -1,9 +1,13 @@
 // hvd_notify: the HostsUpdated codec, and the worker's NotificationServer
 // with the driver's SendHostsUpdated over real HTTP on loopback.
 #include <gtest/gtest.h>
+
+#include <vector>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <mutex>
 
 #include <chrono>
 #include <memory>
@@ -293,6 +297,40 @@ TEST(NotifyServerLifetimeTest, DestroyingRightAfterStartReturnsPromptly) {
 TEST(NotifyServerLifetimeTest, UnbindableHostIsAnError) {
   auto server = NotificationServer::Start("203.0.113.1", kSecret);
   EXPECT_FALSE(server.ok());
+}
+
+TEST(AbortCodecTest, RoundTripAndRejections) {
+  Abort abort{7, "slot a:0 exited with code 3"};
+  auto back = DecodeAbort(Encode(abort));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->generation, 7);
+  EXPECT_EQ(back->reason, "slot a:0 exited with code 3");
+  EXPECT_FALSE(DecodeAbort("{}").ok());
+  EXPECT_FALSE(DecodeAbort("{\"generation\": \"x\", \"reason\": \"\"}").ok());
+  EXPECT_FALSE(DecodeAbort("not json").ok());
+}
+
+TEST(AbortServerTest, SignedAbortReachesTheHandlerUnsignedDoesNot) {
+  std::mutex mu;
+  std::vector<Abort> received;
+  auto server =
+      NotificationServer::Start("127.0.0.1", kSecret, [&](const Abort& abort) {
+        std::lock_guard<std::mutex> lock(mu);
+        received.push_back(abort);
+      });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  common::Status sent =
+      SendAbort((*server)->address(), kSecret, Abort{3, "why"}, 5s);
+  ASSERT_TRUE(sent.ok()) << sent.ToString();
+  common::Status wrong =
+      SendAbort((*server)->address(), "other-secret", Abort{4, "no"}, 5s);
+  EXPECT_EQ(wrong.code(), common::Code::kUnauthenticated) << wrong.ToString();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0].generation, 3);
+  EXPECT_EQ(received[0].reason, "why");
+  // Hosts updates do not go through the abort handler.
+  EXPECT_EQ((*server)->latest_sequence(), 0);
 }
 
 }  // namespace
