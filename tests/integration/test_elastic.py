@@ -151,14 +151,17 @@ def test_all_hosts_blacklisted(hvdrun, tmp_path):
 
 def test_discovery_that_fails_or_prints_garbage_keeps_the_hosts(hvdrun,
                                                                 tmp_path):
-    s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=8, sleep=0.1,
-                 discovery={"1": "not a host!\n", "2": "localhost:2\n"})
+    s = Scenario(tmp_path, "localhost:2\n", epochs=4, batches=8, sleep=0.1,
+                 discovery={"1": "not a host!\n", "2": "<fail>",
+                            "3": "localhost:2\n"})
     result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
                      "--discovery-interval", "0.3", *s.command()],
                     timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 2)
     assert "keeping the last known hosts" in result.stderr
+    assert "line 1 'not a host!'" in result.stderr
+    assert "failed (exit code 1)" in result.stderr
 
 
 def test_elastic_hvdrun_killed_leaves_no_process(hvdrun, tmp_path):
@@ -201,6 +204,17 @@ def test_blacklisted_host_returns_after_its_cooldown(hvdrun, tmp_path):
                    if l.startswith("hvdrun: generation")]
     assert [g.split(": ")[2].split()[0] for g in generations] == \
         ["4", "2", "4"], generations
+
+
+def test_no_slot_of_the_last_generation_left_fails(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=4, batches=8, sleep=0.1,
+                 discovery={"1": "127.0.0.3:2\n"})
+    result = hvdrun(["-np", "2", "--min-np", "1", "--host-discovery-script",
+                     str(s.discover), "--discovery-interval", "0.3",
+                     *s.command()], timeout=120)
+    assert result.returncode != 0
+    assert "no slot of generation 1 is left to carry the committed state" \
+        in result.stderr, result.stderr
 
 
 def test_all_ranks_failing_ends_the_job(hvdrun, tmp_path):

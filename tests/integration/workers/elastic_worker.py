@@ -2,7 +2,7 @@
 
     {"epochs": 4, "batches": 5, "log": "<dir>",
      "hosts_file": "<file the discovery script prints>",
-     "discovery": {"<epoch>": "<hosts text>", ...},     # written by rank 0
+     "discovery": {"<epoch>": "<hosts text>" | "<fail>", ...},  # by rank 0
      "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
                 "how": "exception" | "kill" | "stop"}],
      "sleep": 0.05}
@@ -107,7 +107,10 @@ def train(state):
     while state.epoch < scenario["epochs"]:
         if state.batch == 0 and hvd.rank() == 0:
             hosts = scenario.get("discovery", {}).get(str(state.epoch))
-            if hosts is not None:
+            if hosts == "<fail>":  # the discovery script's cat fails
+                if os.path.exists(scenario["hosts_file"]):
+                    os.remove(scenario["hosts_file"])
+            elif hosts is not None:
                 with open(scenario["hosts_file"], "w") as f:
                     f.write(hosts)
         while state.batch < scenario["batches"]:
