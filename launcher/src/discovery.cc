@@ -154,7 +154,15 @@ Result<std::vector<HostSlots>> RunDiscovery(const std::string& script,
   int status = 0;
   while (true) {
     pid_t done = timed_out ? 0 : waitpid(pid, &status, WNOHANG);
-    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      // Someone else reaped it: its exit status is unknown, so is its
+      // output's worth.
+      return Status::Internal(
+          "lost the exit status of host discovery "
+          "script " +
+          script);
+    }
     if (timed_out || Clock::now() >= deadline) {
       timed_out = true;
       kill(-pid, SIGKILL);

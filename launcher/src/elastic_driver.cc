@@ -564,9 +564,16 @@ int ElasticDriver::Run(int signals, const std::vector<HostSlots>& hosts) {
       kill_at = Clock::now() + config_.stop_grace;
       continue;
     }
-    int status = 0;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) OnExit(pid, status);
+    // Reap workers by pid only: waitpid(-1) would also take the exit
+    // status of a discovery script running on the discovery thread.
+    std::vector<pid_t> running_pids;
+    for (const auto& [pid, worker] : workers_) {
+      if (worker.running) running_pids.push_back(pid);
+    }
+    for (pid_t pid : running_pids) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) OnExit(pid, status);
+    }
   }
   discovery.reset();
   for (std::thread& sender : senders_) sender.join();

@@ -151,7 +151,7 @@ def test_all_hosts_blacklisted(hvdrun, tmp_path):
 
 def test_discovery_that_fails_or_prints_garbage_keeps_the_hosts(hvdrun,
                                                                 tmp_path):
-    s = Scenario(tmp_path, "localhost:2\n", epochs=4, batches=8, sleep=0.1,
+    s = Scenario(tmp_path, "localhost:2\n", epochs=4, batches=12, sleep=0.1,
                  discovery={"1": "not a host!\n", "2": "<fail>",
                             "3": "localhost:2\n"})
     result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
@@ -161,7 +161,8 @@ def test_discovery_that_fails_or_prints_garbage_keeps_the_hosts(hvdrun,
     check_consistent_finish(s, 2)
     assert "keeping the last known hosts" in result.stderr
     assert "line 1 'not a host!'" in result.stderr
-    assert "failed (exit code 1)" in result.stderr
+    assert "failed (exit code 1)" in result.stderr, result.stderr
+    assert "job succeeded after 0 resets" in result.stderr
 
 
 def test_elastic_hvdrun_killed_leaves_no_process(hvdrun, tmp_path):

@@ -111,8 +111,12 @@ def train(state):
                 if os.path.exists(scenario["hosts_file"]):
                     os.remove(scenario["hosts_file"])
             elif hosts is not None:
-                with open(scenario["hosts_file"], "w") as f:
+                # Atomically: discovery must never read a half-written file
+                # (an empty one means "no hosts").
+                with open(scenario["hosts_file"] + ".new", "w") as f:
                     f.write(hosts)
+                os.replace(scenario["hosts_file"] + ".new",
+                           scenario["hosts_file"])
         while state.batch < scenario["batches"]:
             ones = hvd.allreduce(np.ones(1, np.int64), op=hvd.Sum,
                                  name="grad")
