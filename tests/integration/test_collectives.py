@@ -6,16 +6,14 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, rank_lines
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
 PYTHON = "/usr/bin/python3"
 
 
 def stdout_of(result, rank):
-    prefix = f"[{rank}]<stdout>:"
-    return [l[len(prefix):] for l in result.stdout.splitlines()
-            if l.startswith(prefix)]
+    return rank_lines(result.stdout, rank)
 
 
 @pytest.mark.parametrize("np_", [1, 2, 3, 4])

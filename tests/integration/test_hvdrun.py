@@ -11,24 +11,21 @@ import time
 
 import pytest
 
+from conftest import rank_lines
+
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
             "local=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE "
             "cross=$HOROVOD_CROSS_RANK/$HOROVOD_CROSS_SIZE "
             "host=$HOROVOD_HOSTNAME")
 
 
-def lines_of(text, rank, stream="stdout"):
-    prefix = f"[{rank}]<{stream}>:"
-    return [l[len(prefix):] for l in text.splitlines() if l.startswith(prefix)]
-
-
 def test_ranks_and_prefixed_output(hvdrun):
     result = hvdrun(["-np", "3", "sh", "-c", ENV_LINE + "; echo oops >&2"])
     assert result.returncode == 0, result.stderr
     for rank in range(3):
-        assert lines_of(result.stdout, rank) == [
+        assert rank_lines(result.stdout, rank) == [
             f"rank={rank} size=3 local={rank}/3 cross=0/1 host=localhost"]
-        assert lines_of(result.stderr, rank, "stderr") == ["oops"]
+        assert rank_lines(result.stderr, rank, "stderr") == ["oops"]
 
 
 def test_two_hosts_give_local_and_cross_ranks(hvdrun):
@@ -41,7 +38,7 @@ def test_two_hosts_give_local_and_cross_ranks(hvdrun):
         3: "rank=3 size=4 local=1/2 cross=1/2 host=127.0.0.1",
     }
     for rank, line in expected.items():
-        assert lines_of(result.stdout, rank) == [line]
+        assert rank_lines(result.stdout, rank) == [line]
 
 
 def test_hostfile_and_np_below_slots(hvdrun, tmp_path):
@@ -50,7 +47,7 @@ def test_hostfile_and_np_below_slots(hvdrun, tmp_path):
     result = hvdrun(["-np", "3", "--hostfile", str(hostfile), "sh", "-c",
                      ENV_LINE])
     assert result.returncode == 0, result.stderr
-    assert lines_of(result.stdout, 2) == [
+    assert rank_lines(result.stdout, 2) == [
         "rank=2 size=3 local=0/1 cross=1/2 host=127.0.0.2"]
 
 
@@ -78,9 +75,9 @@ def test_workers_get_default_sigpipe(hvdrun):
                      "grep SigIgn /proc/self/status; yes | head -n 1"],
                     timeout=30)
     assert result.returncode == 0, result.stderr
-    ignored = int(lines_of(result.stdout, 0)[0].split()[1], 16)
+    ignored = int(rank_lines(result.stdout, 0)[0].split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1))
-    assert lines_of(result.stdout, 0)[1] == "y"
+    assert rank_lines(result.stdout, 0)[1] == "y"
 
 
 def test_output_files(hvdrun, tmp_path):
@@ -187,7 +184,7 @@ def test_workers_meet_through_the_signed_rendezvous(hvdrun, tmp_path):
     result = hvdrun(["-np", "3", sys.executable, str(worker)])
     assert result.returncode == 0, result.stderr
     for rank in range(3):
-        assert lines_of(result.stdout, rank) == [
+        assert rank_lines(result.stdout, rank) == [
             "['worker-0', 'worker-1', 'worker-2']", "401"]
 
 

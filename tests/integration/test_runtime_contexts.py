@@ -1,13 +1,8 @@
 """The runtime's Gloo contexts, connected through hvdrun's rendezvous."""
 
-from conftest import ROOT
+from conftest import ROOT, rank_lines
 
 WORKER = ROOT / "build" / "tests" / "runtime" / "contexts_worker"
-
-
-def rank_lines(text, rank):
-    prefix = f"[{rank}]<stdout>:"
-    return [l[len(prefix):] for l in text.splitlines() if l.startswith(prefix)]
 
 
 def test_global_local_and_cross_contexts_on_two_hosts(hvdrun):

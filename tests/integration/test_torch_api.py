@@ -6,50 +6,16 @@ values. A failing worker (an exception, a failed assert) makes hvdrun exit
 non-zero, and the test fails showing hvdrun's output.
 """
 
-import json
-import sys
-import textwrap
 
 import pytest
 
-torch = pytest.importorskip("torch")
 
-PRELUDE = """\
-import json
-import torch
-import hvd.torch as hvd
+from conftest import run_torch_workers
 
-hvd.init()
-rank, size = hvd.rank(), hvd.size()
-R = {}
-"""
-
-EPILOGUE = """
-print("RESULT " + json.dumps(R), flush=True)
-"""
-
-
-def run_workers(hvdrun, tmp_path, body, np=2):
-    """Runs PRELUDE + body + EPILOGUE on `np` workers; returns {rank: R}."""
-    script = tmp_path / "worker.py"
-    script.write_text(PRELUDE + textwrap.dedent(body) + EPILOGUE)
-    result = hvdrun(["-np", str(np), sys.executable, str(script)],
-                    timeout=120)
-    output = (f"hvdrun exited {result.returncode}\n--- stdout\n"
-              f"{result.stdout}\n--- stderr\n{result.stderr}")
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(np):
-        prefix = f"[{rank}]<stdout>:RESULT "
-        lines = [l[len(prefix):] for l in result.stdout.splitlines()
-                 if l.startswith(prefix)]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
-    return results
 
 
 def test_allreduce_ops_and_dtypes(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         base = torch.arange(1, 7, dtype=torch.float32)
         x = base * (rank + 1)  # rank 0: 1..6, rank 1: 2..12
         R["sum"] = hvd.allreduce(x, op=hvd.Sum).tolist()
@@ -93,7 +59,7 @@ def test_allreduce_ops_and_dtypes(hvdrun, tmp_path):
 
 
 def test_allreduce_in_place_async_and_non_contiguous(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         t = torch.full((4,), float(rank + 1))
         ptr = t.data_ptr()
         out = hvd.allreduce_(t, op=hvd.Sum)
@@ -140,7 +106,7 @@ def test_allreduce_in_place_async_and_non_contiguous(hvdrun, tmp_path):
 
 
 def test_allgather(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         t = torch.full((rank + 1, 2), rank, dtype=torch.int64)
         R["sync"] = hvd.allgather(t).tolist()
         h = hvd.allgather_async(torch.tensor([rank + 0.5]), name="g")
@@ -163,7 +129,7 @@ def test_allgather(hvdrun, tmp_path):
 
 
 def test_broadcast(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         t = torch.full((3,), float(rank + 1))
         out = hvd.broadcast(t, root_rank=1)
         R["sync"] = [out.tolist(), t.tolist()]
@@ -190,7 +156,7 @@ def test_broadcast(hvdrun, tmp_path):
 
 
 def test_autograd(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         w = torch.tensor([1.0, 2.0, 3.0]) * (rank + 1)
         x = torch.tensor([1.0, 1.0, 1.0], requires_grad=True)
         (hvd.allreduce(x, op=hvd.Sum) * w).sum().backward()
@@ -222,7 +188,7 @@ def test_autograd(hvdrun, tmp_path):
 
 
 def test_broadcast_parameters(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         def make():
             torch.manual_seed(rank)
             return torch.nn.Sequential(torch.nn.Linear(3, 4),
@@ -251,7 +217,7 @@ def test_broadcast_parameters(hvdrun, tmp_path):
 
 
 def test_broadcast_optimizer_state(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         def dump(opt):
             sd = opt.state_dict()
             state = {str(k): {n: (v.tolist() if torch.is_tensor(v) else v)
@@ -289,7 +255,7 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
 
 
 def test_objects(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         obj = {"rank": rank, "tensor": torch.arange(3) * rank}
         got = hvd.broadcast_object(obj, root_rank=1)
         R["broadcast"] = [got["rank"], got["tensor"].tolist()]
@@ -302,7 +268,7 @@ def test_objects(hvdrun, tmp_path):
 
 
 def test_zero_grad_with_pending_allreduce_raises(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         torch.manual_seed(0)
         model = torch.nn.Linear(2, 1)
         opt = hvd.DistributedOptimizer(
@@ -327,7 +293,7 @@ def test_zero_grad_with_pending_allreduce_raises(hvdrun, tmp_path):
 
 
 def test_mismatch_error_passes_through(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         try:
             hvd.allreduce(torch.zeros(rank + 1), name="bad")
             R["error"] = None
@@ -341,7 +307,7 @@ def test_mismatch_error_passes_through(hvdrun, tmp_path):
 
 
 def test_cuda_tensor_gives_a_clear_error(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         if torch.cuda.is_available():
             def cuda():
                 return torch.zeros(2, device="cuda")

@@ -16,14 +16,13 @@ Each worker script records what it saw in a dict ``R``, printed as one
 ``RESULT <json>`` line per rank; the tests assert on those values.
 """
 
-import json
 import math
-import sys
-import textwrap
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch
+
+from conftest import run_torch_workers
 
 import hvd.torch as hvd  # noqa: E402
 from hvd.torch.elastic.sampler import _shard  # noqa: E402
@@ -324,39 +323,6 @@ def test_on_reset_reshards_samplers_before_the_callbacks():
 # Several workers under hvdrun
 
 
-PRELUDE = """\
-import json
-import sys
-import torch
-import hvd.torch as hvd
-
-hvd.init()
-rank, size = hvd.rank(), hvd.size()
-R = {}
-"""
-
-EPILOGUE = """
-print("RESULT " + json.dumps(R), flush=True)
-"""
-
-
-def run_workers(hvdrun, tmp_path, body, np, args=(), name="worker.py"):
-    """Runs PRELUDE + body + EPILOGUE on `np` workers; returns {rank: R}."""
-    script = tmp_path / name
-    script.write_text(PRELUDE + textwrap.dedent(body) + EPILOGUE)
-    result = hvdrun(["-np", str(np), sys.executable, str(script),
-                     *map(str, args)], timeout=180)
-    output = (f"hvdrun exited {result.returncode}\n--- stdout\n"
-              f"{result.stdout}\n--- stderr\n{result.stderr}")
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(np):
-        prefix = f"[{rank}]<stdout>:RESULT "
-        lines = [l[len(prefix):] for l in result.stdout.splitlines()
-                 if l.startswith(prefix)]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
-    return results
 
 
 SYNC_BODY = """
@@ -410,7 +376,7 @@ R["restored"] = dump(state)
 
 @pytest.mark.parametrize("np_", [2, 3])
 def test_sync_makes_every_rank_equal_to_rank_0(hvdrun, tmp_path, np_):
-    r = run_workers(hvdrun, tmp_path, SYNC_BODY, np_)
+    r = run_torch_workers(hvdrun, tmp_path, SYNC_BODY, np_)
     zero = r[0]["before"]
     for rank in range(1, np_):
         before = r[rank]["before"]
@@ -469,7 +435,7 @@ for epoch in range(2):
 @pytest.mark.parametrize("np_", [2, 3])
 def test_sampler_covers_each_epoch_exactly_once(hvdrun, tmp_path, np_):
     n, bs = 23, 2
-    r = run_workers(hvdrun, tmp_path, "import math\n" + EXACTLY_ONCE_BODY,
+    r = run_torch_workers(hvdrun, tmp_path, "import math\n" + EXACTLY_ONCE_BODY,
                     np_)
     for epoch in range(2):
         order = epoch_order(n, 7, epoch)
@@ -554,9 +520,9 @@ def test_sampler_resumes_on_a_different_number_of_workers(
     workers, committed and checkpointed; the rest on `after` workers."""
     n, bs = 29, 3
     path = tmp_path / "sampler.pkl"
-    first = run_workers(hvdrun, tmp_path, RESUME_BODY, before,
+    first = run_torch_workers(hvdrun, tmp_path, RESUME_BODY, before,
                         args=("first", path), name="first.py")
-    second = run_workers(hvdrun, tmp_path, RESUME_BODY, after,
+    second = run_torch_workers(hvdrun, tmp_path, RESUME_BODY, after,
                          args=("second", path), name="second.py")
     order = epoch_order(n, 11, 5)
     done_first = []
@@ -578,7 +544,7 @@ def test_sampler_resumes_on_a_different_number_of_workers(
 
 
 def test_commit_refuses_samplers_at_different_epochs(hvdrun, tmp_path):
-    r = run_workers(hvdrun, tmp_path, """
+    r = run_torch_workers(hvdrun, tmp_path, """
         sampler = hvd.elastic.ElasticSampler(range(8))
         state = hvd.elastic.TorchState(sampler=sampler)
         sampler.set_epoch(rank)
@@ -663,9 +629,9 @@ def test_elastic_run_recovers_to_the_model_of_a_run_without_fault(
     set divides evenly, so the run with the fault takes the same committed
     steps as the run without, and ends with the same weights, bit for bit."""
     n = 12 * np_
-    clean = run_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("clean",),
+    clean = run_torch_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("clean",),
                         name="clean.py")
-    faulty = run_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("fault",),
+    faulty = run_torch_workers(hvdrun, tmp_path, RUN_BODY, np_, args=("fault",),
                          name="faulty.py")
     for rank in range(np_):
         assert clean[rank]["resets"] == []

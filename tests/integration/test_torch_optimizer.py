@@ -9,8 +9,8 @@ import json
 import sys
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
 
 # Model, data and loss, shared by the workers and the reference.
 COMMON = r'''
