@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <climits>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,6 +36,17 @@ Result<HostSlots> ParseHostSlots(const std::string& item,
                                    "' is not a host name or host:slots");
   }
   return host;
+}
+
+// A whole number of at least `min`, with an error that says so (CLI11's
+// number checks print their bounds as 300-digit doubles).
+CLI::Validator IntAtLeast(int min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        if (common::ParseInt(text, "", min, INT_MAX).ok()) return "";
+        return "'" + text + "' is not a whole number >= " + std::to_string(min);
+      },
+      "INT>=" + std::to_string(min));
 }
 
 }  // namespace
@@ -131,11 +143,75 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   app.add_option("--cycle-time-ms", config.cycle_time_ms,
                  "Background cycle time in ms (HOROVOD_CYCLE_TIME)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--cache-capacity", config.cache_capacity,
-                 "Response cache entries, 0 disables (HOROVOD_CACHE_CAPACITY)")
-      ->check(CLI::NonNegativeNumber);
+  auto* cache_capacity =
+      app.add_option("--cache-capacity", config.cache_capacity,
+                     "Response cache entries, 0 disables "
+                     "(HOROVOD_CACHE_CAPACITY)")
+          ->check(CLI::NonNegativeNumber);
+  bool disable_cache = false;
+  app.add_flag("--disable-cache", disable_cache,
+               "Turn the response cache off (HOROVOD_CACHE_CAPACITY=0)")
+      ->excludes(cache_capacity);
   app.add_option("--timeline-filename", config.timeline_filename,
                  "Write a Chrome-trace timeline here (HOROVOD_TIMELINE)");
+  app.add_flag("--timeline-mark-cycles", config.timeline_mark_cycles,
+               "Also mark every background cycle in the timeline "
+               "(HOROVOD_TIMELINE_MARK_CYCLES)");
+
+  auto* autotune_group = "Autotune";
+  auto* autotune =
+      app.add_flag("--autotune", config.autotune,
+                   "Tune the fusion threshold, cycle time and response cache "
+                   "from measured throughput, on rank 0 (HOROVOD_AUTOTUNE)")
+          ->group(autotune_group);
+  app.add_option("--autotune-log-file", config.autotune_log_file,
+                 "CSV of every autotune trial and the chosen one, written by "
+                 "rank 0 (HOROVOD_AUTOTUNE_LOG)")
+      ->needs(autotune)
+      ->group(autotune_group);
+  app.add_option("--autotune-warmup-samples", config.autotune_warmup_samples,
+                 "Samples discarded before tuning starts "
+                 "(HOROVOD_AUTOTUNE_WARMUP_SAMPLES, default 3)")
+      ->check(IntAtLeast(0))
+      ->needs(autotune)
+      ->group(autotune_group);
+  app.add_option("--autotune-steps-per-sample",
+                 config.autotune_steps_per_sample,
+                 "Working cycles measured per sample "
+                 "(HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)")
+      ->check(IntAtLeast(1))
+      ->needs(autotune)
+      ->group(autotune_group);
+  app.add_option("--autotune-bayes-opt-max-samples",
+                 config.autotune_max_samples,
+                 "Most parameter sets scored before the best is fixed "
+                 "(HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)")
+      ->check(IntAtLeast(1))
+      ->needs(autotune)
+      ->group(autotune_group);
+
+  auto* stall_group = "Stall check";
+  auto* stall_warning =
+      app.add_option("--stall-check-warning-time-seconds",
+                     config.stall_check_warning_seconds,
+                     "Seconds some ranks may wait for the others on a tensor "
+                     "before rank 0 warns (HOROVOD_STALL_CHECK_TIME_SECONDS, "
+                     "default 60)")
+          ->check(IntAtLeast(1))
+          ->group(stall_group);
+  auto* stall_shutdown =
+      app.add_option("--stall-check-shutdown-time-seconds",
+                     config.stall_check_shutdown_seconds,
+                     "Seconds of such a stall before every rank's "
+                     "collectives fail; 0: never "
+                     "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, default 0)")
+          ->check(IntAtLeast(0))
+          ->group(stall_group);
+  app.add_flag("--no-stall-check", config.stall_check_disable,
+               "Turn the stall check off (HOROVOD_STALL_CHECK_DISABLE)")
+      ->excludes(stall_warning)
+      ->excludes(stall_shutdown)
+      ->group(stall_group);
 
   auto* elastic = "Elastic mode (on with --host-discovery-script or --min-np)";
   app.add_option("--min-np", config.min_np,
@@ -204,6 +280,17 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     return {std::nullopt, 2};
   };
   config.command = app.remaining();
+  if (disable_cache) config.cache_capacity = 0;
+  if (config.stall_check_warning_seconds &&
+      config.stall_check_shutdown_seconds.value_or(0) > 0 &&
+      *config.stall_check_shutdown_seconds <
+          *config.stall_check_warning_seconds) {
+    return fail(Status::InvalidArgument(
+        "--stall-check-shutdown-time-seconds (" +
+        std::to_string(*config.stall_check_shutdown_seconds) +
+        ") must not be less than --stall-check-warning-time-seconds (" +
+        std::to_string(*config.stall_check_warning_seconds) + ")"));
+  }
   config.elastic = !config.discovery_script.empty() || config.min_np > 0;
   config.elastic_timeout =
       std::chrono::seconds(static_cast<int64_t>(elastic_timeout + 0.999));

@@ -32,6 +32,19 @@ struct LaunchConfig {
   std::optional<double> cycle_time_ms;
   std::optional<int> cache_capacity;
   std::string timeline_filename;
+  bool timeline_mark_cycles = false;
+  // Autotune (rank 0 tunes fusion threshold, cycle time and cache on/off);
+  // the counts are unset unless given.
+  bool autotune = false;
+  std::string autotune_log_file;
+  std::optional<int> autotune_warmup_samples;
+  std::optional<int> autotune_steps_per_sample;
+  std::optional<int> autotune_max_samples;
+  // Stall inspector: disabled, or its warning / shutdown times in seconds
+  // (shutdown 0: never).
+  bool stall_check_disable = false;
+  std::optional<int> stall_check_warning_seconds;
+  std::optional<int> stall_check_shutdown_seconds;
   // Grace between SIGTERM and SIGKILL when workers are stopped.
   std::chrono::milliseconds stop_grace{5000};
   std::vector<std::string> command;

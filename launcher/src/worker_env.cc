@@ -53,6 +53,36 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
   if (!config.timeline_filename.empty()) {
     env.emplace_back(ev::kTimeline, config.timeline_filename);
   }
+  if (config.timeline_mark_cycles) {
+    env.emplace_back(ev::kTimelineMarkCycles, "1");
+  }
+  if (config.autotune) env.emplace_back(ev::kAutotune, "1");
+  if (!config.autotune_log_file.empty()) {
+    env.emplace_back(ev::kAutotuneLog, config.autotune_log_file);
+  }
+  if (config.autotune_warmup_samples) {
+    env.emplace_back(ev::kAutotuneWarmupSamples,
+                     std::to_string(*config.autotune_warmup_samples));
+  }
+  if (config.autotune_steps_per_sample) {
+    env.emplace_back(ev::kAutotuneStepsPerSample,
+                     std::to_string(*config.autotune_steps_per_sample));
+  }
+  if (config.autotune_max_samples) {
+    env.emplace_back(ev::kAutotuneMaxSamples,
+                     std::to_string(*config.autotune_max_samples));
+  }
+  if (config.stall_check_disable) {
+    env.emplace_back(ev::kStallCheckDisable, "1");
+  }
+  if (config.stall_check_warning_seconds) {
+    env.emplace_back(ev::kStallCheckTimeSeconds,
+                     std::to_string(*config.stall_check_warning_seconds));
+  }
+  if (config.stall_check_shutdown_seconds) {
+    env.emplace_back(ev::kStallShutdownTimeSeconds,
+                     std::to_string(*config.stall_check_shutdown_seconds));
+  }
   if (!config.log_level.empty()) {
     env.emplace_back(ev::kHorovodLogLevel, config.log_level);
   }

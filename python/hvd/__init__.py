@@ -5,12 +5,21 @@
 """
 
 from .basics import (cross_rank, cross_size, init, is_initialized,
-                     local_rank, local_size, rank, shutdown, size)
+                     local_rank, local_size, negotiation_stats, rank,
+                     shutdown, size, start_timeline, stop_timeline)
 from . import elastic
 from .exceptions import (HorovodInternalError, HostsUpdatedInterrupt,
                          MismatchError, RemovedFromJobError)
 from .objects import allgather_object, broadcast_object
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
                   allreduce, allreduce_, allreduce_async, allreduce_async_,
-                  barrier, broadcast, broadcast_, broadcast_async,
-                  broadcast_async_, poll, synchronize)
+                  alltoall, alltoall_async, barrier, broadcast, broadcast_,
+                  broadcast_async, broadcast_async_, grouped_allgather,
+                  grouped_allgather_async, grouped_allreduce,
+                  grouped_allreduce_, grouped_allreduce_async,
+                  grouped_allreduce_async_, grouped_reducescatter,
+                  grouped_reducescatter_async, join, poll, reducescatter,
+                  reducescatter_async, synchronize)
+from .process_sets import (ProcessSet, add_process_set,
+                           get_process_set_ids_and_ranks, global_process_set,
+                           remove_process_set)

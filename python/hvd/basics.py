@@ -1,14 +1,37 @@
 """Process-level calls: init, shutdown and where this worker sits."""
 
 import atexit
+import os
 
 from ._core import core
+from . import process_sets as _sets
 
 
-def init():
+def init(comm=None, process_sets=None):
     """Joins the job hvdrun started (or runs alone, size 1, without it):
-    connects to the other workers and starts hvd's background thread."""
-    core.init()
+    connects to the other workers and starts hvd's background thread.
+
+    `process_sets`: hvd.ProcessSet objects (or rank lists) to create on
+    every rank, as sets 1, 2, ...; "dynamic" allows add_process_set and
+    remove_process_set later (as HOROVOD_DYNAMIC_PROCESS_SETS=1 does).
+    Without it, the sets registered before (by an earlier init or
+    add_process_set) are created again: an elastic reset keeps them.
+    `comm` exists for Horovod's signature; hvd has no MPI.
+    """
+    if comm is not None:
+        raise ValueError("hvd runs without MPI; init() takes no comm")
+    if isinstance(process_sets, str):
+        if process_sets != "dynamic":
+            raise ValueError("process_sets must be a list of process sets "
+                             f"or 'dynamic', got {process_sets!r}")
+        os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
+        process_sets = None
+    rank_lists = _sets.register_for_init(process_sets)
+    try:
+        core.init(rank_lists)
+    except ValueError as e:
+        raise _sets.describe_failed_init(e) from e
+    _sets.numbered_after_init()
 
 
 def shutdown():
@@ -48,3 +71,25 @@ def cross_size():
 # Peers wait for a rank's shutdown in their negotiation; a script that just
 # ends should still say goodbye.
 atexit.register(core.shutdown)
+
+
+def negotiation_stats(process_set=None):
+    """This rank's negotiation counters in a process set (default: every
+    rank): cycles, coordinator_rounds (cycles that went to the coordinator)
+    and cache_hits (collectives answered by the response cache). An hvd
+    extension, for tests and tuning."""
+    from .process_sets import global_process_set, set_id
+    return core.negotiation_stats(set_id(process_set or global_process_set))
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Rank 0 records a Chrome-trace timeline of hvd's activity into
+    `file_path` (open it in ui.perfetto.dev or chrome://tracing) until
+    stop_timeline(); an existing trace is appended to. Every rank may call
+    it; only rank 0 writes."""
+    core.start_timeline(str(file_path), bool(mark_cycles))
+
+
+def stop_timeline():
+    """Stops the timeline and writes what is left of it."""
+    core.stop_timeline()

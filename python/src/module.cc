@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
+
 #include <memory>
 #include <mutex>
 
@@ -62,7 +64,9 @@ std::shared_ptr<Runtime> Current() {
   return g_runtime;
 }
 
-void Init() {
+// `process_sets`: the user's sets (global ranks each), which become sets
+// 1, 2, ... of this generation.
+void Init(const std::vector<std::vector<int>>& process_sets) {
   if (g_runtime) return;
   auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
   Status logging = common::InitLogging("worker", config.rank);
@@ -94,7 +98,7 @@ void Init() {
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    started = Runtime::Start(config, generation);
+    started = Runtime::Start(config, generation, process_sets);
   }
   g_runtime = ValueOrRaise(std::move(started));
   if (config.elastic) {
@@ -123,14 +127,51 @@ py::object Wait(runtime::Handle handle) {
   }
   runtime::OpResult result = ValueOrRaise(std::move(waited));
   if (!result.status.ok()) Raise(result.status);
-  if (!result.data) return py::none();
-  return py::make_tuple(BytesArray(std::move(result.data)), result.shape);
+  if (!result.data) {
+    if (result.sizes.empty()) return py::none();
+    return py::cast(result.sizes);
+  }
+  return py::make_tuple(BytesArray(std::move(result.data)), result.shape,
+                        result.sizes);
+}
+
+runtime::AllreduceArgs ReduceArgs(int op, double prescale, double postscale) {
+  if (op < 0 || op >= runtime::kReduceOpCount) {
+    Raise(Status::InvalidArgument("unknown reduce op " + std::to_string(op)));
+  }
+  return {static_cast<runtime::ReduceOp>(op), prescale, postscale};
+}
+
+runtime::TensorSpec InSet(runtime::TensorSpec spec, int32_t process_set) {
+  spec.process_set = process_set;
+  return spec;
+}
+
+// The specs and data pointers of a grouped op's inputs.
+struct Group {
+  std::vector<runtime::TensorSpec> specs;
+  std::vector<const void*> inputs;
+};
+
+Group GroupOf(const std::vector<py::array>& arrays,
+              const std::vector<std::string>& names, int32_t process_set) {
+  if (arrays.size() != names.size()) {
+    Raise(Status::InvalidArgument("one name per tensor, please"));
+  }
+  Group group;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    group.specs.push_back(
+        InSet(SpecOf(arrays[i], names[i], false), process_set));
+    group.inputs.push_back(arrays[i].data());
+  }
+  return group;
 }
 
 PYBIND11_MODULE(_hvd_core, m) {
   m.doc() = "hvd's runtime; use the hvd package, not this module";
   m.def("set_exception_types", &SetExceptionTypes);
-  m.def("init", &Init);
+  m.def("init", &Init,
+        py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown);
   m.def("is_initialized", [] { return g_runtime != nullptr; });
   // The generation a HostsUpdated announced that this worker has not joined
@@ -152,36 +193,103 @@ PYBIND11_MODULE(_hvd_core, m) {
   // `output` may be `input` (in place); it must have the same shape/dtype.
   m.def("allreduce_async", [](py::array input, py::array output,
                               std::string name, int op, double prescale,
-                              double postscale) {
-    auto spec = SpecOf(input, std::move(name), false);
+                              double postscale, int32_t process_set) {
+    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
     auto out = SpecOf(output, spec.name, true);
     if (out.shape != spec.shape || out.dtype != spec.dtype) {
       Raise(Status::InvalidArgument("'" + spec.name +
                                     "': output differs from input in shape "
                                     "or dtype"));
     }
-    if (op < 0 || op >= runtime::kReduceOpCount) {
-      Raise(Status::InvalidArgument("unknown reduce op " + std::to_string(op)));
-    }
-    runtime::AllreduceArgs args{static_cast<runtime::ReduceOp>(op), prescale,
-                                postscale};
     return ValueOrRaise(
-        Current()->Allreduce(spec, input.data(), output.mutable_data(), args));
+        Current()->Allreduce(spec, input.data(), output.mutable_data(),
+                             ReduceArgs(op, prescale, postscale)));
   });
-  m.def("allgather_async", [](py::array input, std::string name) {
-    auto spec = SpecOf(input, std::move(name), false);
-    return ValueOrRaise(Current()->Allgather(spec, input.data()));
+  // In place on each array.
+  m.def("grouped_allreduce_async",
+        [](std::vector<py::array> buffers, std::vector<std::string> names,
+           int op, double prescale, double postscale, int32_t process_set) {
+          Group group = GroupOf(buffers, names, process_set);
+          std::vector<void*> outputs;
+          for (py::array& buffer : buffers) {
+            SpecOf(buffer, "", true);  // writable
+            outputs.push_back(buffer.mutable_data());
+          }
+          return ValueOrRaise(
+              Current()->GroupedAllreduce(group.specs, group.inputs, outputs,
+                                          ReduceArgs(op, prescale, postscale)));
+        });
+  m.def("allgather_async",
+        [](py::array input, std::string name, int32_t process_set) {
+          auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+          return ValueOrRaise(Current()->Allgather(spec, input.data()));
+        });
+  m.def("grouped_allgather_async", [](std::vector<py::array> inputs,
+                                      std::vector<std::string> names,
+                                      int32_t process_set) {
+    Group group = GroupOf(inputs, names, process_set);
+    return ValueOrRaise(Current()->GroupedAllgather(group.specs, group.inputs));
   });
-  m.def("broadcast_async", [](py::array buffer, int root, std::string name) {
-    auto spec = SpecOf(buffer, std::move(name), true);
+  m.def("broadcast_async",
+        [](py::array buffer, int root, std::string name, int32_t process_set) {
+          auto spec = InSet(SpecOf(buffer, std::move(name), true), process_set);
+          return ValueOrRaise(
+              Current()->Broadcast(spec, buffer.mutable_data(), root));
+        });
+  // `splits`: rows for each rank of the set; empty for equal parts.
+  m.def("alltoall_async", [](py::array input, std::vector<int64_t> splits,
+                             std::string name, int32_t process_set) {
+    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
     return ValueOrRaise(
-        Current()->Broadcast(spec, buffer.mutable_data(), root));
+        Current()->Alltoall(spec, input.data(), std::move(splits)));
   });
-  m.def("barrier_async", [] { return ValueOrRaise(Current()->Barrier()); });
+  m.def("reducescatter_async",
+        [](py::array input, std::string name, int op, double prescale,
+           double postscale, int32_t process_set) {
+          auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+          return ValueOrRaise(Current()->Reducescatter(
+              spec, input.data(), ReduceArgs(op, prescale, postscale)));
+        });
+  m.def("grouped_reducescatter_async",
+        [](std::vector<py::array> inputs, std::vector<std::string> names,
+           int op, double prescale, double postscale, int32_t process_set) {
+          Group group = GroupOf(inputs, names, process_set);
+          return ValueOrRaise(Current()->GroupedReducescatter(
+              group.specs, group.inputs, ReduceArgs(op, prescale, postscale)));
+        });
+  m.def("barrier_async", [](int32_t process_set) {
+    return ValueOrRaise(Current()->Barrier(process_set));
+  });
+  m.def("join_async", [](int32_t process_set) {
+    return ValueOrRaise(Current()->Join(process_set));
+  });
+  m.def("add_process_set_async", [](std::vector<int> ranks) {
+    return ValueOrRaise(Current()->AddProcessSet(std::move(ranks)));
+  });
+  m.def("remove_process_set_async", [](int32_t id) {
+    return ValueOrRaise(Current()->RemoveProcessSet(id));
+  });
+  m.def("start_timeline", [](std::string path, bool mark_cycles) {
+    Status started = Current()->StartTimeline(path, mark_cycles);
+    if (!started.ok()) Raise(started);
+  });
+  m.def("stop_timeline", [] { Current()->StopTimeline(); });
+  // {id: [global ranks]} of every process set now.
+  m.def("process_sets", [] { return Current()->ProcessSets(); });
+  // This rank's negotiation counters of a set, for tests and tuning.
+  m.def("negotiation_stats", [](int32_t process_set) {
+    auto stats = ValueOrRaise(Current()->Stats(process_set));
+    py::dict out;
+    out["cycles"] = stats.cycles;
+    out["coordinator_rounds"] = stats.coordinator_rounds;
+    out["cache_hits"] = stats.cache_hits;
+    return out;
+  });
   m.def("poll", [](runtime::Handle handle) {
     return ValueOrRaise(Current()->Poll(handle));
   });
-  // None, or for allgather (flat uint8 array, shape).
+  // None; the sizes of a join or an added set; or for allgather, alltoall
+  // and reducescatter (flat uint8 array, shape, sizes).
   m.def("wait", &Wait);
 }
 

@@ -12,22 +12,49 @@ using common::Status;
 
 namespace {
 
-size_t Bytes(const Request& r) {
-  return ElementCount(r.shape) * DataTypeSize(r.dtype);
+constexpr char kJoinName[] = "join";
+
+std::string RanksString(const std::vector<int>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return out + "]";
 }
+
+// A tensor's row on the timeline: its name, prefixed with its set outside
+// the global one (names repeat across sets).
+std::string Row(const ProcessSet& set, const std::string& name) {
+  return set.id == 0 ? name : "[set " + std::to_string(set.id) + "] " + name;
+}
+
+// One unit's steps on the timeline: each row leaves QUEUE for the first
+// step, moves to each next one, and ends with the unit.
+class UnitTrace {
+ public:
+  UnitTrace(Timeline* timeline, std::vector<std::string> rows)
+      : timeline_(timeline), rows_(std::move(rows)) {}
+  ~UnitTrace() {
+    if (!timeline_) return;
+    for (const std::string& row : rows_) timeline_->End(row);
+  }
+  void Step(const char* activity) {
+    if (!timeline_) return;
+    for (const std::string& row : rows_) {
+      timeline_->End(row);
+      timeline_->Begin(row, activity);
+    }
+  }
+
+ private:
+  Timeline* timeline_;
+  std::vector<std::string> rows_;
+};
 
 }  // namespace
 
-BackgroundLoop::BackgroundLoop(const GlooContexts& contexts, TensorQueue* queue,
-                               HandleTable* handles,
-                               std::chrono::microseconds cycle_time,
-                               int64_t fusion_threshold)
-    : contexts_(contexts),
-      queue_(queue),
-      handles_(handles),
-      cycle_time_(cycle_time),
-      fusion_threshold_(static_cast<size_t>(fusion_threshold)),
-      negotiator_(contexts.global) {}
+BackgroundLoop::BackgroundLoop(LoopParts parts, LoopOptions options)
+    : parts_(std::move(parts)), options_(options) {}
 
 Status BackgroundLoop::Run() {
   Status stopped;
@@ -46,109 +73,222 @@ Status BackgroundLoop::Run() {
         "until hvd.shutdown() and hvd.init() (an elastic reset)");
   }
   for (Handle handle : failed_) {
-    handles_->Complete(handle, OpResult{stopped, nullptr, {}});
+    parts_.handles->Complete(handle, OpResult{stopped, nullptr, {}, {}});
   }
-  for (TensorEntry& entry : queue_->Close(stopped)) {
-    handles_->Complete(entry.handle, OpResult{stopped, nullptr, {}});
+  for (const auto& set : parts_.sets->All()) {
+    if (!set->member()) continue;
+    for (TensorEntry& entry : set->queue->Close(stopped)) {
+      parts_.handles->Complete(entry.handle,
+                               OpResult{stopped, nullptr, {}, {}});
+    }
   }
   return stopped;
 }
 
 Status BackgroundLoop::Cycles() {
   while (true) {
-    queue_->WaitForWork(cycle_time_);
-    auto responses = negotiator_.Exchange(queue_->PopRequests());
-    if (!responses.ok()) return responses.status();
-    Status status = ExecuteAll(responses->responses);
+    parts_.signal->WaitFor(options_.cycle_time);
+    timeline_ = parts_.timeline ? parts_.timeline->Get() : nullptr;
+    if (timeline_) timeline_->MarkCycle();
+    const bool shutdown = parts_.signal->shutdown_requested();
+    // The global set first: it may add or remove the others.
+    bool stop = false;
+    Status status = SetCycle(*parts_.sets->Find(0), shutdown, &stop);
     if (!status.ok()) return status;
-    if (responses->shutdown) {
+    if (stop) {
       return Status::Aborted("hvd was shut down (hvd.shutdown() on some rank)");
+    }
+    for (const auto& set : parts_.sets->All()) {
+      if (set->id == 0 || !set->member()) continue;
+      status = SetCycle(*set, false, &stop);
+      if (!status.ok()) return status;
     }
   }
 }
 
-// Runs the responses in rank 0's order. Consecutive allreduces that can be
-// fused, up to the threshold, run as one; every rank groups them the same
-// way because it sees the same responses and the same (agreed) requests.
-Status BackgroundLoop::ExecuteAll(const std::vector<Response>& responses) {
-  std::vector<TensorEntry> entries;
-  for (const Response& response : responses) {
-    auto entry = queue_->Take(response.name);
-    if (!entry) {
-      return Status::Internal("rank 0 answered '" + response.name +
+Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
+  std::vector<Request> requests = set.queue->PopRequests();
+  if (timeline_) {
+    for (const Request& r : requests) {
+      timeline_->Begin(Row(set, r.name), NegotiateActivityName(r.type));
+      negotiating_.insert(Row(set, r.name));
+    }
+  }
+  auto responses = set.controller->Cycle(std::move(requests), shutdown, false);
+  if (!responses.ok()) return responses.status();
+  if (timeline_) {
+    for (const Response& r : responses->responses) {
+      const std::string row = Row(set, r.request.name);
+      if (negotiating_.erase(row)) timeline_->End(row);
+      timeline_->Begin(row, kActivityQueue);
+    }
+  }
+  if (!responses->stop.empty()) return Status::Timeout(responses->stop);
+  Status status = ExecuteAll(set, responses->responses);
+  if (!status.ok()) return status;
+  *stop = responses->shutdown;
+  return Status::Ok();
+}
+
+// Runs the responses in the coordinator's order, fused as PlanFusion says;
+// every rank plans from the same list, so every rank fuses the same way.
+Status BackgroundLoop::ExecuteAll(ProcessSet& set,
+                                  const std::vector<Response>& responses) {
+  if (responses.empty()) return Status::Ok();
+  std::vector<TensorEntry> entries(responses.size());
+  // A rank that has joined runs what the others submitted with zeros (or,
+  // for allgather, no rows) and drops the result.
+  std::vector<std::vector<uint8_t>> stand_ins;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Request& r = responses[i].request;
+    const std::string& name = r.type == OpType::kJoin ? kJoinName : r.name;
+    auto entry = set.queue->Take(name);
+    if (entry) {
+      entries[i] = std::move(*entry);
+      continue;
+    }
+    if (!set.queue->Has(kJoinName)) {
+      return Status::Internal("the coordinator answered '" + name +
                               "', which this rank never submitted");
     }
-    entries.push_back(std::move(*entry));
+    TensorEntry& stand_in = entries[i];
+    stand_in.request = r;
+    if (r.type == OpType::kAllgather) stand_in.request.shape[0] = 0;
+    const size_t bytes =
+        ElementCount(stand_in.request.shape) * DataTypeSize(r.dtype);
+    stand_ins.emplace_back(bytes, 0);
+    stand_in.input = stand_ins.back().data();
+    stand_ins.emplace_back(bytes, 0);
+    stand_in.output = stand_ins.back().data();
   }
-  for (size_t i = 0; i < responses.size();) {
-    size_t end = i + 1;
-    if (responses[i].kind == Response::Kind::kRun &&
-        responses[i].type == OpType::kAllreduce) {
-      size_t bytes = Bytes(entries[i].request);
-      while (end < responses.size() &&
-             responses[end].kind == Response::Kind::kRun &&
-             CanFuse(entries[i].request, entries[end].request) &&
-             bytes + Bytes(entries[end].request) <= fusion_threshold_) {
-        bytes += Bytes(entries[end].request);
-        ++end;
-      }
+  FusionOptions fusion = options_.fusion;
+  for (const std::vector<size_t>& unit : PlanFusion(responses, fusion)) {
+    const Response& head = responses[unit.front()];
+    std::vector<std::string> rows;
+    if (timeline_) {
+      for (size_t i : unit) rows.push_back(Row(set, responses[i].request.name));
     }
+    UnitTrace trace(timeline_.get(), std::move(rows));
     Status status;
-    if (end - i > 1) {
-      std::vector<TensorEntry> group(entries.begin() + i,
-                                     entries.begin() + end);
-      status = RunFusedAllreduce(contexts_.global, group, &fusion_buffer_);
-      for (TensorEntry& entry : group) {
-        if (status.ok())
-          handles_->Complete(entry.handle, OpResult{});
-        else
-          failed_.push_back(entry.handle);
+    if (head.kind == Response::Kind::kRun &&
+        (head.request.type == OpType::kAllreduce ||
+         head.request.type == OpType::kReducescatter ||
+         head.request.type == OpType::kAllgather)) {
+      std::vector<const TensorEntry*> unit_entries;
+      std::vector<const Response*> unit_responses;
+      for (size_t i : unit) {
+        unit_entries.push_back(&entries[i]);
+        unit_responses.push_back(&responses[i]);
+      }
+      std::vector<OpResult> results;
+      status = RunFusable(set.context, unit_entries, unit_responses,
+                          &fusion_buffer_, &results,
+                          [&](const char* activity) { trace.Step(activity); });
+      for (size_t k = 0; status.ok() && k < unit.size(); ++k) {
+        parts_.handles->Complete(entries[unit[k]].handle,
+                                 std::move(results[k]));
       }
     } else {
-      status = Execute(responses[i], entries[i]);
+      trace.Step(OpActivityName(head.request.type));
+      status = ExecuteOne(set, head, entries[unit.front()]);
     }
     if (!status.ok()) {
-      // Fail everything this cycle has not run yet with the loop's status.
-      for (size_t k = end; k < entries.size(); ++k) {
-        failed_.push_back(entries[k].handle);
+      // Fail this unit and what this cycle has not run yet with the
+      // loop's status.
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].handle != 0) failed_.push_back(entries[i].handle);
       }
       return status;
     }
-    i = end;
+    for (size_t i : unit) entries[i].handle = 0;  // completed
   }
   return Status::Ok();
 }
 
-Status BackgroundLoop::Execute(const Response& response,
-                               const TensorEntry& entry) {
+Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
+                                  const TensorEntry& entry) {
+  HandleTable& handles = *parts_.handles;
   if (response.kind == Response::Kind::kError) {
     spdlog::warn("{}", response.error_message);
-    handles_->Complete(
-        entry.handle,
-        OpResult{
-            Status(response.error_code, response.error_message), nullptr, {}});
+    handles.Complete(entry.handle, OpResult{Status(response.error_code,
+                                                   response.error_message),
+                                            nullptr,
+                                            {},
+                                            {}});
     return Status::Ok();
   }
   OpResult result;
-  switch (response.type) {
-    case OpType::kAllreduce:
-      result = RunAllreduce(contexts_.global, entry);
-      break;
-    case OpType::kAllgather:
-      result = RunAllgather(contexts_.global, entry, response.first_dims);
-      break;
+  switch (response.request.type) {
     case OpType::kBroadcast:
-      result = RunBroadcast(contexts_.global, entry);
+      result = RunBroadcast(set.context, entry);
+      break;
+    case OpType::kAlltoall:
+      result = RunAlltoall(set.context, entry, response.sizes);
       break;
     case OpType::kBarrier:
-      result = RunBarrier(contexts_.global);
+      result = RunBarrier(set.context);
       break;
+    case OpType::kJoin:
+      result.sizes = response.sizes;
+      break;
+    case OpType::kAddProcessSet:
+    case OpType::kRemoveProcessSet:
+      return ChangeSets(response, entry);
+    default:
+      return Status::Internal(std::string("no executor for ") +
+                              OpTypeName(response.request.type));
   }
-  if (!result.status.ok()) {
-    failed_.push_back(entry.handle);
-    return result.status;
+  if (!result.status.ok()) return result.status;
+  handles.Complete(entry.handle, std::move(result));
+  return Status::Ok();
+}
+
+// Every rank runs the same changes in the same order (they come through
+// the global set's responses), so every table stays the same.
+Status BackgroundLoop::ChangeSets(const Response& response,
+                                  const TensorEntry& entry) {
+  HandleTable& handles = *parts_.handles;
+  const Request& r = response.request;
+  OpResult result;
+  if (r.type == OpType::kAddProcessSet) {
+    std::vector<int> ranks(r.splits.begin(), r.splits.end());
+    if (auto existing = parts_.sets->FindByRanks(ranks)) {
+      result.status = Status::InvalidArgument(
+          "a process set with ranks " + RanksString(ranks) +
+          " exists already (id " + std::to_string(existing->id) + ")");
+    } else {
+      const int32_t id = parts_.sets->next_id();
+      std::vector<SocketId> sockets;
+      auto set = ConnectProcessSet(*parts_.config, parts_.device,
+                                   parts_.generation, id, ranks, parts_.signal,
+                                   options_.controller, &sockets);
+      parts_.sockets->Add(sockets);
+      if (!set.ok()) {
+        return set.status().WithContext("adding process set " +
+                                        RanksString(ranks));
+      }
+      parts_.sets->Insert(*set);
+      result.sizes = {id};
+      spdlog::info("added process set {} with ranks {}", id,
+                   RanksString(ranks));
+    }
+  } else {
+    const int32_t id = r.root;
+    auto set = id == 0 ? nullptr : parts_.sets->Remove(id);
+    if (!set) {
+      result.status = Status::InvalidArgument(
+          "there is no process set " + std::to_string(id) + " to remove" +
+          (id == 0 ? " (the global set 0 cannot be removed)" : ""));
+    } else if (set->member()) {
+      const Status removed = Status::InvalidArgument(
+          "process set " + std::to_string(id) +
+          " was removed while this collective was pending");
+      for (TensorEntry& pending : set->queue->Close(removed)) {
+        handles.Complete(pending.handle, OpResult{removed, nullptr, {}, {}});
+      }
+    }
   }
-  handles_->Complete(entry.handle, std::move(result));
+  handles.Complete(entry.handle, std::move(result));
   return Status::Ok();
 }
 

@@ -1,26 +1,52 @@
-// The background thread's cycle: wait briefly for work, negotiate this
-// rank's new requests with rank 0, run what rank 0 says in the order it
-// says, complete the handles. It stops on shutdown (agreed through the
-// negotiation, so every rank stops in the same cycle) or at the first
-// transport error, failing everything pending with that status.
+// The background thread's cycle: wait briefly for work; then, for the
+// global process set first and every other set this rank belongs to in id
+// order, turn the set's new requests into the responses its coordinator
+// (or its response cache) says to run, run them in that order with fusion,
+// and complete the handles. It stops on shutdown (agreed on the global set,
+// so every rank stops in the same cycle) or at the first transport error,
+// failing everything pending with that status.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
-#include "gloo_contexts.h"
+#include <gloo/transport/device.h>
+
+#include "fusion_plan.h"
 #include "handle_table.h"
-#include "negotiator.h"
+#include "hvd/runtime/config.h"
+#include "process_set.h"
+#include "socket_watch.h"
 #include "tensor_queue.h"
+#include "timeline.h"
 
 namespace hvd::runtime {
 
+struct LoopOptions {
+  std::chrono::microseconds cycle_time{1000};
+  FusionOptions fusion;
+  ControllerOptions controller;
+};
+
+// What the loop works with; the Runtime owns all of it.
+struct LoopParts {
+  const RuntimeConfig* config = nullptr;
+  int64_t generation = 0;
+  std::shared_ptr<gloo::transport::Device> device;  // for added sets
+  ProcessSetTable* sets = nullptr;
+  HandleTable* handles = nullptr;
+  WorkSignal* signal = nullptr;
+  SocketRegistry* sockets = nullptr;
+  TimelineSlot* timeline = nullptr;
+};
+
 class BackgroundLoop {
  public:
-  BackgroundLoop(const GlooContexts& contexts, TensorQueue* queue,
-                 HandleTable* handles, std::chrono::microseconds cycle_time,
-                 int64_t fusion_threshold);
+  BackgroundLoop(LoopParts parts, LoopOptions options);
 
   // Runs cycles until shutdown or the first error; returns why it stopped.
   common::Status Run();
@@ -28,17 +54,25 @@ class BackgroundLoop {
  private:
   // The cycles until shutdown or the first error.
   common::Status Cycles();
+  // One cycle of one set; `stop` is set when the set agreed to shut down.
+  common::Status SetCycle(ProcessSet& set, bool shutdown, bool* stop);
   // Runs one cycle's responses; a non-ok status stops the loop.
-  common::Status ExecuteAll(const std::vector<Response>& responses);
-  common::Status Execute(const Response& response, const TensorEntry& entry);
+  common::Status ExecuteAll(ProcessSet& set,
+                            const std::vector<Response>& responses);
+  common::Status ExecuteOne(ProcessSet& set, const Response& response,
+                            const TensorEntry& entry);
+  // Add or remove a process set (on the global set only).
+  common::Status ChangeSets(const Response& response, const TensorEntry& entry);
 
-  const GlooContexts& contexts_;
-  TensorQueue* queue_;
-  HandleTable* handles_;
-  std::chrono::microseconds cycle_time_;
-  size_t fusion_threshold_;
+  LoopParts parts_;
+  LoopOptions options_;
+  // This cycle's timeline (rank 0, while one is on), and the rows whose
+  // negotiation it has begun.
+  std::shared_ptr<Timeline> timeline_;
+  std::unordered_set<std::string> negotiating_;
+  // The fusion buffer of the one device the Gloo ops use (host memory),
+  // reused across cycles and sets.
   std::vector<uint8_t> fusion_buffer_;
-  Negotiator negotiator_;
   // Taken entries the loop's final status fails: the one whose collective
   // stopped the loop and those of its cycle that had not run yet.
   std::vector<Handle> failed_;

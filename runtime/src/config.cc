@@ -30,9 +30,32 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
                                   0, int64_t(1) << 40);
   if (!fusion.ok()) return fusion.status();
   config.fusion_threshold = *fusion;
-  for (const char* name : {ev::kTimeline, ev::kCacheCapacity}) {
-    if (common::GetEnv(name)) config.unimplemented.push_back(name);
+  auto cache = common::GetEnvInt(ev::kCacheCapacity, config.cache_capacity, 0,
+                                 int64_t(1) << 20);
+  if (!cache.ok()) return cache.status();
+  config.cache_capacity = *cache;
+  for (auto [name, field] :
+       {std::pair{ev::kDisableGroupFusion, &config.disable_group_fusion},
+        std::pair{ev::kDynamicProcessSets, &config.dynamic_process_sets}}) {
+    auto value = common::GetEnvBool(name, *field);
+    if (!value.ok()) return value.status();
+    *field = *value;
   }
+  auto stall_disabled = common::GetEnvBool(ev::kStallCheckDisable, false);
+  if (!stall_disabled.ok()) return stall_disabled.status();
+  config.stall_check = !*stall_disabled;
+  for (auto [name, field] :
+       {std::pair{ev::kStallCheckTimeSeconds, &config.stall_check_time},
+        std::pair{ev::kStallShutdownTimeSeconds,
+                  &config.stall_shutdown_time}}) {
+    auto value = common::GetEnvSeconds(name, *field);
+    if (!value.ok()) return value.status();
+    *field = *value;
+  }
+  config.timeline = common::GetEnvString(ev::kTimeline, "");
+  auto mark_cycles = common::GetEnvBool(ev::kTimelineMarkCycles, false);
+  if (!mark_cycles.ok()) return mark_cycles.status();
+  config.timeline_mark_cycles = *mark_cycles;
   if (!common::GetEnv(ev::kRank)) return config;
   struct IntField {
     const char* name;

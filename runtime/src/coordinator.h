@@ -1,10 +1,13 @@
-// The coordinator's message table (it runs on rank 0): collects every rank's
-// ready requests per tensor name, and once all ranks have asked for a name,
-// checks that they agree and answers with a Response to run it, or one that
-// fails it on every rank with a message naming the tensor, the ranks and
-// what differs. Pure bookkeeping: the transport is the Negotiator's.
+// The coordinator's message table (it runs on the first rank of a process
+// set): collects every rank's ready requests per tensor name, and once all
+// ranks have asked for a name (or joined), checks that they agree and
+// answers with a Response to run it, or one that fails it on every rank with
+// a message naming the tensor, the ranks and what differs. Pure
+// bookkeeping: the transport is the Negotiator's.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,33 +16,69 @@
 
 namespace hvd::runtime {
 
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// A tensor some ranks have submitted and others have not (yet).
+struct PendingTensor {
+  std::string name;
+  OpType type = OpType::kAllreduce;
+  SteadyTime first_seen;
+  std::vector<int> missing;  // global ranks that have not submitted it
+};
+
 class Coordinator {
  public:
-  explicit Coordinator(int size);
+  // `global_ranks`: the set's members by set rank; messages name these.
+  explicit Coordinator(std::vector<int> global_ranks);
 
-  // Records one rank's requests of this cycle.
-  void Add(int rank, const RequestList& list);
+  // Records one rank's (set rank's) requests of this cycle.
+  void Add(int rank, const RequestList& list,
+           SteadyTime now = std::chrono::steady_clock::now());
 
   // The responses of every name all ranks have now asked for, in the order
-  // they became ready (the order every rank executes them in), and whether
-  // any rank asked to shut down.
+  // they became ready (the order every rank executes them in), then the
+  // join's once every rank has joined, and whether any rank asked to shut
+  // down.
   ResponseList TakeReady();
+
+  // Every name still waiting for some ranks, oldest first.
+  std::vector<PendingTensor> Pending() const;
+
+  // Every later answer tells every rank to stop, for `reason`.
+  void Stop(std::string reason) { stop_ = std::move(reason); }
 
  private:
   struct Entry {
     std::vector<Request> by_rank;
     std::vector<bool> seen;
     int count = 0;
+    int64_t order = 0;
+    SteadyTime first_seen;
   };
+  bool Ready(const Entry& entry) const;
+  void MarkReady(const std::string& name);
+
+  std::vector<int> global_ranks_;
   int size_;
   std::unordered_map<std::string, Entry> table_;
+  int64_t next_order_ = 0;
   std::vector<std::string> ready_;
   // Requests that are wrong on their own (a rank asked twice).
   std::vector<Response> errors_;
   bool shutdown_ = false;
+  std::string stop_;
+  // Join: which ranks have joined since the last join completed, and the
+  // last of them.
+  std::vector<bool> joined_;
+  int joined_count_ = 0;
+  int last_joined_ = -1;
 };
 
-// Agreement check of one name's requests, one per rank (exposed for tests).
+// Agreement check of one name's requests by set rank; null for a rank that
+// has joined instead of submitting (exposed for tests). `global_ranks` name
+// the ranks in messages (empty: set ranks).
+Response CheckAgreement(const std::vector<const Request*>& by_rank,
+                        const std::vector<int>& global_ranks = {});
 Response CheckAgreement(const std::vector<Request>& by_rank);
 
 }  // namespace hvd::runtime

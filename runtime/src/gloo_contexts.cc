@@ -20,13 +20,15 @@ constexpr char kGlooScope[] = "gloo";
 
 Result<std::shared_ptr<gloo::Context>> Connect(
     const RuntimeConfig& config,
-    std::shared_ptr<gloo::transport::Device>& device, const std::string& prefix,
-    int rank, int size) {
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::string& prefix, int rank, int size) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(config.gloo_timeout);
+  // connectFullMesh wants a mutable reference.
+  std::shared_ptr<gloo::transport::Device> device_ref = device;
   if (size == 1) {
     gloo::rendezvous::HashStore store;
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(store, device_ref);
     return std::shared_ptr<gloo::Context>(context);
   }
   common::HttpClientOptions options;
@@ -38,7 +40,7 @@ Result<std::shared_ptr<gloo::Context>> Connect(
   // One request per phase of the full mesh instead of one per peer.
   store.PrefetchFullMesh(rank, size);
   try {
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(store, device_ref);
   } catch (const gloo::Exception& e) {
     Status cause = store.last_error();
     if (cause.ok()) {
@@ -75,6 +77,7 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   }
   const std::string gen = "g" + std::to_string(generation) + "/";
   GlooContexts contexts;
+  contexts.device = device;
   const std::vector<int> before = OpenDescriptors();
   auto global =
       Connect(config, device, gen + "global/", config.rank, config.size);
@@ -97,6 +100,22 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   if (!cross.ok()) return cross.status();
   contexts.cross = *cross;
   return contexts;
+}
+
+Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    int32_t id, int rank, int size, std::vector<SocketId>* sockets) {
+  const std::vector<int> before = OpenDescriptors();
+  auto context = Connect(
+      config, device,
+      "g" + std::to_string(generation) + "/set" + std::to_string(id) + "/",
+      rank, size);
+  if (!context.ok()) return context.status();
+  for (const SocketId& socket : NewConnectedSockets(before)) {
+    sockets->push_back(socket);
+  }
+  return *context;
 }
 
 }  // namespace hvd::runtime

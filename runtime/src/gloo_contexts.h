@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gloo/context.h>
+#include <gloo/transport/device.h>
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
@@ -16,6 +17,7 @@
 namespace hvd::runtime {
 
 struct GlooContexts {
+  std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::Context> global;
   std::shared_ptr<gloo::Context> local;  // null unless asked for
   std::shared_ptr<gloo::Context> cross;  // null unless asked for
@@ -37,5 +39,17 @@ enum class ContextSet { kGlobalOnly, kAll };
 common::Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
                                                  int64_t generation,
                                                  ContextSet which);
+
+}  // namespace hvd::runtime
+
+namespace hvd::runtime {
+
+// Connects the context of process set `id` (whose members call this in the
+// same cycle; `rank` and `size` are within the set) on `device`, with keys
+// under "g<generation>/set<id>/". Appends its connections to `sockets`.
+common::Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    int32_t id, int rank, int size, std::vector<SocketId>* sockets);
 
 }  // namespace hvd::runtime

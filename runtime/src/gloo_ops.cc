@@ -2,6 +2,7 @@
 
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
@@ -12,6 +13,7 @@
 
 #include "dtype_dispatch.h"
 #include "gloo_call.h"
+#include "timeline.h"
 
 namespace hvd::runtime {
 
@@ -105,85 +107,203 @@ Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
 
 }  // namespace
 
-OpResult RunAllreduce(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry) {
-  const Request& r = entry.request;
-  const size_t count = ElementCount(r.shape);
-  const size_t bytes = count * DataTypeSize(r.dtype);
-  if (entry.output != entry.input && bytes > 0) {
-    std::memcpy(entry.output, entry.input, bytes);
-  }
-  OpResult result;
-  result.status = ReduceInPlace(context, r, entry.output, count, What(entry));
-  return result;
+namespace {
+
+size_t RowBytes(const Request& r) {
+  std::vector<int64_t> row(r.shape.begin() + 1, r.shape.end());
+  return ElementCount(row) * DataTypeSize(r.dtype);
 }
 
-bool CanFuse(const Request& a, const Request& b) {
-  return a.type == OpType::kAllreduce && b.type == OpType::kAllreduce &&
-         a.dtype == b.dtype && a.op == b.op && a.prescale == b.prescale &&
-         a.postscale == b.postscale;
-}
-
-Status RunFusedAllreduce(const std::shared_ptr<gloo::Context>& context,
-                         const std::vector<TensorEntry>& entries,
-                         std::vector<uint8_t>* buffer) {
-  const Request& first = entries.front().request;
-  const size_t element = DataTypeSize(first.dtype);
+// Copies every entry's input into `buffer`, one after another, and returns
+// the total element count.
+size_t Pack(const std::vector<const TensorEntry*>& entries,
+            std::vector<uint8_t>* buffer) {
+  const size_t element = DataTypeSize(entries.front()->request.dtype);
   size_t total = 0;
-  for (const TensorEntry& e : entries) total += ElementCount(e.request.shape);
+  for (const TensorEntry* e : entries) total += ElementCount(e->request.shape);
   if (buffer->size() < total * element) buffer->resize(total * element);
   uint8_t* at = buffer->data();
-  for (const TensorEntry& e : entries) {
-    const size_t bytes = ElementCount(e.request.shape) * element;
-    if (bytes > 0) std::memcpy(at, e.input, bytes);
+  for (const TensorEntry* e : entries) {
+    const size_t bytes = ElementCount(e->request.shape) * element;
+    if (bytes > 0) std::memcpy(at, e->input, bytes);
     at += bytes;
   }
+  return total;
+}
+
+std::string UnitName(const std::vector<const TensorEntry*>& entries) {
+  const TensorEntry& first = *entries.front();
+  if (entries.size() == 1) return What(first);
+  return "fused " + std::string(OpTypeName(first.request.type)) + " of " +
+         std::to_string(entries.size()) + " tensors from '" +
+         first.request.name + "'";
+}
+
+void Say(const PhaseFn& phase, const char* activity) {
+  if (phase) phase(activity);
+}
+
+Status Allreduce(const std::shared_ptr<gloo::Context>& context,
+                 const std::vector<const TensorEntry*>& entries,
+                 std::vector<uint8_t>* buffer, const PhaseFn& phase) {
+  const TensorEntry& first = *entries.front();
+  const Request& r = first.request;
+  if (entries.size() == 1) {
+    Say(phase, kActivityAllreduce);
+    const size_t count = ElementCount(r.shape);
+    const size_t bytes = count * DataTypeSize(r.dtype);
+    if (first.output != first.input && bytes > 0) {
+      std::memcpy(first.output, first.input, bytes);
+    }
+    return ReduceInPlace(context, r, first.output, count, UnitName(entries));
+  }
+  Say(phase, kActivityMemcpyInFusionBuffer);
+  const size_t total = Pack(entries, buffer);
+  Say(phase, kActivityAllreduce);
   Status status =
-      ReduceInPlace(context, first, buffer->data(), total,
-                    "fused allreduce of " + std::to_string(entries.size()) +
-                        " tensors from '" + first.name + "'");
+      ReduceInPlace(context, r, buffer->data(), total, UnitName(entries));
   if (!status.ok()) return status;
-  at = buffer->data();
-  for (const TensorEntry& e : entries) {
-    const size_t bytes = ElementCount(e.request.shape) * element;
-    if (bytes > 0) std::memcpy(e.output, at, bytes);
+  Say(phase, kActivityMemcpyOutFusionBuffer);
+  const uint8_t* at = buffer->data();
+  for (const TensorEntry* e : entries) {
+    const size_t bytes = ElementCount(e->request.shape) * DataTypeSize(r.dtype);
+    if (bytes > 0) std::memcpy(e->output, at, bytes);
     at += bytes;
   }
   return Status::Ok();
 }
 
-OpResult RunAllgather(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry,
-                      const std::vector<int64_t>& first_dims) {
-  const Request& r = entry.request;
-  std::vector<int64_t> row_shape(r.shape.begin() + 1, r.shape.end());
-  const size_t row_bytes = ElementCount(row_shape) * DataTypeSize(r.dtype);
-  OpResult result;
-  int64_t total_rows = 0;
-  std::vector<size_t> bytes_by_rank;
-  for (int64_t rows : first_dims) {
-    total_rows += rows;
-    bytes_by_rank.push_back(static_cast<size_t>(rows) * row_bytes);
+// Reduces the whole of every input (Debian's Gloo has no reduce-scatter in
+// its current API) and keeps this rank's block of each.
+Status Reducescatter(const std::shared_ptr<gloo::Context>& context,
+                     const std::vector<const TensorEntry*>& entries,
+                     std::vector<uint8_t>* buffer,
+                     std::vector<OpResult>* results, const PhaseFn& phase) {
+  const Request& r = entries.front()->request;
+  Say(phase, kActivityMemcpyInFusionBuffer);
+  const size_t total = Pack(entries, buffer);
+  Say(phase, kActivityReducescatter);
+  Status status =
+      ReduceInPlace(context, r, buffer->data(), total, UnitName(entries));
+  if (!status.ok()) return status;
+  Say(phase, kActivityMemcpyOutFusionBuffer);
+  const uint8_t* at = buffer->data();
+  for (const TensorEntry* e : entries) {
+    const Request& q = e->request;
+    const size_t row_bytes = RowBytes(q);
+    const std::vector<int64_t> rows =
+        ReducescatterRows(q.shape[0], context->size);
+    int64_t before = 0;
+    for (int rank = 0; rank < context->rank; ++rank) before += rows[rank];
+    OpResult result;
+    result.shape = q.shape;
+    result.shape[0] = rows[context->rank];
+    result.data = std::make_shared<std::vector<uint8_t>>(
+        static_cast<size_t>(rows[context->rank]) * row_bytes);
+    if (!result.data->empty()) {
+      std::memcpy(result.data->data(), at + before * row_bytes,
+                  result.data->size());
+    }
+    at += q.shape[0] * row_bytes;
+    results->push_back(std::move(result));
   }
-  result.shape = r.shape;
-  result.shape[0] = total_rows;
-  result.data = std::make_shared<std::vector<uint8_t>>(total_rows * row_bytes);
-  if (result.data->empty()) return result;
-  if (context->size == 1) {
-    std::memcpy(result.data->data(), entry.input, result.data->size());
-    return result;
+  return Status::Ok();
+}
+
+// One allgatherv for every entry: rank r contributes its rows of each
+// entry in turn, so the output holds, per rank, its rows of each entry.
+Status Allgather(const std::shared_ptr<gloo::Context>& context,
+                 const std::vector<const TensorEntry*>& entries,
+                 const std::vector<const Response*>& responses,
+                 std::vector<uint8_t>* buffer, std::vector<OpResult>* results,
+                 const PhaseFn& phase) {
+  const int size = context->size;
+  std::vector<size_t> bytes_by_rank(size, 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const size_t row_bytes = RowBytes(entries[i]->request);
+    OpResult result;
+    result.shape = entries[i]->request.shape;
+    result.shape[0] = 0;
+    for (int rank = 0; rank < size; ++rank) {
+      bytes_by_rank[rank] += responses[i]->sizes[rank] * row_bytes;
+      result.shape[0] += responses[i]->sizes[rank];
+    }
+    result.data = std::make_shared<std::vector<uint8_t>>(
+        static_cast<size_t>(result.shape[0]) * row_bytes);
+    results->push_back(std::move(result));
   }
-  result.status = GlooCall(What(entry), [&] {
-    gloo::AllgathervOptions opts(context);
-    // Gloo wants a non-null input even for an empty contribution.
-    static uint8_t nothing;
-    const void* input = bytes_by_rank[context->rank] ? entry.input : &nothing;
-    opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)),
-                  bytes_by_rank[context->rank]);
-    opts.setOutput(result.data->data(), bytes_by_rank);
-    gloo::allgatherv(opts);
-  });
-  return result;
+  size_t total = 0;
+  for (size_t bytes : bytes_by_rank) total += bytes;
+  if (total == 0) return Status::Ok();
+  const size_t mine = bytes_by_rank[context->rank];
+  Say(phase, kActivityMemcpyInFusionBuffer);
+  if (buffer->size() < mine) buffer->resize(mine);
+  uint8_t* in = buffer->data();
+  for (const TensorEntry* e : entries) {
+    const size_t bytes = e->request.shape[0] * RowBytes(e->request);
+    if (bytes > 0) std::memcpy(in, e->input, bytes);
+    in += bytes;
+  }
+  std::vector<uint8_t> gathered(total);
+  Say(phase, kActivityAllgather);
+  if (size == 1) {
+    std::memcpy(gathered.data(), buffer->data(), total);
+  } else {
+    Status status = GlooCall(UnitName(entries), [&] {
+      gloo::AllgathervOptions opts(context);
+      // Gloo wants a non-null input even for an empty contribution.
+      static uint8_t nothing;
+      opts.setInput(mine ? buffer->data() : &nothing, mine);
+      opts.setOutput(gathered.data(), bytes_by_rank);
+      gloo::allgatherv(opts);
+    });
+    if (!status.ok()) return status;
+  }
+  // Unpack: rank by rank, each entry's rows go after the earlier ranks'.
+  Say(phase, kActivityMemcpyOutFusionBuffer);
+  std::vector<size_t> filled(entries.size(), 0);
+  const uint8_t* at = gathered.data();
+  for (int rank = 0; rank < size; ++rank) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const size_t bytes =
+          responses[i]->sizes[rank] * RowBytes(entries[i]->request);
+      if (bytes > 0) {
+        std::memcpy((*results)[i].data->data() + filled[i], at, bytes);
+      }
+      filled[i] += bytes;
+      at += bytes;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<int64_t> ReducescatterRows(int64_t rows, int size) {
+  std::vector<int64_t> out(size, rows / size);
+  for (int64_t rank = 0; rank < rows % size; ++rank) ++out[rank];
+  return out;
+}
+
+Status RunFusable(const std::shared_ptr<gloo::Context>& context,
+                  const std::vector<const TensorEntry*>& entries,
+                  const std::vector<const Response*>& responses,
+                  std::vector<uint8_t>* buffer, std::vector<OpResult>* results,
+                  const PhaseFn& phase) {
+  results->clear();
+  switch (entries.front()->request.type) {
+    case OpType::kAllreduce: {
+      Status status = Allreduce(context, entries, buffer, phase);
+      if (status.ok()) results->resize(entries.size());
+      return status;
+    }
+    case OpType::kReducescatter:
+      return Reducescatter(context, entries, buffer, results, phase);
+    case OpType::kAllgather:
+      return Allgather(context, entries, responses, buffer, results, phase);
+    default:
+      return Status::Internal(UnitName(entries) + " is not fusable");
+  }
 }
 
 OpResult RunBroadcast(const std::shared_ptr<gloo::Context>& context,
@@ -197,6 +317,46 @@ OpResult RunBroadcast(const std::shared_ptr<gloo::Context>& context,
     opts.setOutput(static_cast<uint8_t*>(entry.output), bytes);
     opts.setRoot(r.root);
     gloo::broadcast(opts);
+  });
+  return result;
+}
+
+OpResult RunAlltoall(const std::shared_ptr<gloo::Context>& context,
+                     const TensorEntry& entry,
+                     const std::vector<int64_t>& matrix) {
+  const Request& r = entry.request;
+  const int size = context->size;
+  const size_t row_bytes = RowBytes(r);
+  std::vector<int64_t> sent(size), received(size);
+  int64_t rows_in = 0;
+  for (int rank = 0; rank < size; ++rank) {
+    sent[rank] = matrix[context->rank * size + rank] * row_bytes;
+    received[rank] = matrix[rank * size + context->rank] * row_bytes;
+    rows_in += matrix[rank * size + context->rank];
+  }
+  OpResult result;
+  result.shape = r.shape;
+  result.shape[0] = rows_in;
+  for (int rank = 0; rank < size; ++rank) {
+    result.sizes.push_back(matrix[rank * size + context->rank]);
+  }
+  result.data = std::make_shared<std::vector<uint8_t>>(rows_in * row_bytes);
+  if (size == 1) {
+    if (!result.data->empty()) {
+      std::memcpy(result.data->data(), entry.input, result.data->size());
+    }
+    return result;
+  }
+  result.status = GlooCall(What(entry), [&] {
+    // Bytes as elements: one alltoallv for every data type.
+    static uint8_t nothing;
+    gloo::AlltoallvOptions opts(context);
+    const void* input = entry.input ? entry.input : &nothing;
+    opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)),
+                  sent);
+    opts.setOutput(result.data->empty() ? &nothing : result.data->data(),
+                   received);
+    gloo::alltoallv(opts);
   });
   return result;
 }

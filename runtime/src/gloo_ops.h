@@ -1,9 +1,11 @@
 // The collectives on host memory, on Gloo's algorithms (the gloo::allreduce,
-// allgatherv, broadcast and barrier API; never the older algorithm classes,
-// which must not share a context with it). Each runs one negotiated entry on
-// every rank and returns its result; Gloo's exceptions become statuses.
+// allgatherv, alltoallv, broadcast and barrier API; never the older
+// algorithm classes, which must not share a context with it). Each runs
+// negotiated entries on every member of a process set (`context` is the
+// set's) and returns their results; Gloo's exceptions become statuses.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -14,22 +16,32 @@
 
 namespace hvd::runtime {
 
-OpResult RunAllreduce(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry);
-// Tensor fusion: allreduces that agree on everything but their shape are
-// copied into `buffer` (grown as needed, reused across cycles), reduced with
-// one Gloo call and copied out. Returns the one status of them all.
-bool CanFuse(const Request& a, const Request& b);
-common::Status RunFusedAllreduce(const std::shared_ptr<gloo::Context>& context,
-                                 const std::vector<TensorEntry>& entries,
-                                 std::vector<uint8_t>* buffer);
-// `first_dims`: dimension 0 of every rank's tensor, from the negotiation.
-OpResult RunAllgather(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry,
-                      const std::vector<int64_t>& first_dims);
+// Runs a unit of one or more allreduce, reducescatter or allgather entries
+// of one type, data type and reduce parameters (see fusion_plan.h):
+// entries[i] answers responses[i]. More than one entry go through `buffer`
+// (grown as needed, reused across cycles) and one Gloo call. On success
+// fills `results` (one per entry); the status is that of them all.
+// `phase`, if set, hears each step start: the copy into the fusion buffer,
+// the collective, the copy out (timeline activity names).
+using PhaseFn = std::function<void(const char* activity)>;
+common::Status RunFusable(const std::shared_ptr<gloo::Context>& context,
+                          const std::vector<const TensorEntry*>& entries,
+                          const std::vector<const Response*>& responses,
+                          std::vector<uint8_t>* buffer,
+                          std::vector<OpResult>* results,
+                          const PhaseFn& phase = {});
+
 OpResult RunBroadcast(const std::shared_ptr<gloo::Context>& context,
                       const TensorEntry& entry);
+// `matrix`: rows rank s sends to rank r at [s * size + r].
+OpResult RunAlltoall(const std::shared_ptr<gloo::Context>& context,
+                     const TensorEntry& entry,
+                     const std::vector<int64_t>& matrix);
 OpResult RunBarrier(const std::shared_ptr<gloo::Context>& context);
+
+// Reducescatter splits dimension 0 as evenly as it can; the first
+// (rows % size) ranks get one row more.
+std::vector<int64_t> ReducescatterRows(int64_t rows, int size);
 
 // Multiplies `count` elements in place by factor / divisor. Integers are
 // scaled in double precision and rounded toward zero, so Average of integers

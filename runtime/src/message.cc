@@ -104,22 +104,41 @@ class Reader {
 constexpr int kCodeCount = static_cast<int>(common::Code::kInternal) + 1;
 constexpr int kKindCount = 2;
 
+void Put(Writer& w, const Request& r) {
+  w.Int(static_cast<uint8_t>(r.type));
+  w.Int(static_cast<uint8_t>(r.dtype));
+  w.Int(static_cast<uint8_t>(r.op));
+  w.Int(r.root);
+  w.Double(r.prescale);
+  w.Double(r.postscale);
+  w.String(r.name);
+  w.Int64s(r.shape);
+  w.Int64s(r.splits);
+  w.String(r.group);
+}
+
+Request GetRequest(Reader& r) {
+  Request q;
+  q.type = r.Enum<OpType>(kOpTypeCount);
+  q.dtype = r.Enum<DataType>(kDataTypeCount);
+  q.op = r.Enum<ReduceOp>(kReduceOpCount);
+  q.root = r.Int<int32_t>();
+  q.prescale = r.Double();
+  q.postscale = r.Double();
+  q.name = r.String();
+  q.shape = r.Int64s();
+  q.splits = r.Int64s();
+  q.group = r.String();
+  return q;
+}
+
 }  // namespace
 
 std::string Encode(const RequestList& list) {
   Writer w;
   w.Int(static_cast<uint8_t>(list.shutdown));
   w.Int(static_cast<uint32_t>(list.requests.size()));
-  for (const Request& r : list.requests) {
-    w.Int(static_cast<uint8_t>(r.type));
-    w.Int(static_cast<uint8_t>(r.dtype));
-    w.Int(static_cast<uint8_t>(r.op));
-    w.Int(r.root);
-    w.Double(r.prescale);
-    w.Double(r.postscale);
-    w.String(r.name);
-    w.Int64s(r.shape);
-  }
+  for (const Request& r : list.requests) Put(w, r);
   return w.Take();
 }
 
@@ -129,16 +148,7 @@ Status Decode(const std::string& bytes, RequestList* list) {
   uint32_t count = r.Int<uint32_t>();
   list->requests.clear();
   for (uint32_t i = 0; i < count && r.Have(1); ++i) {
-    Request q;
-    q.type = r.Enum<OpType>(kOpTypeCount);
-    q.dtype = r.Enum<DataType>(kDataTypeCount);
-    q.op = r.Enum<ReduceOp>(kReduceOpCount);
-    q.root = r.Int<int32_t>();
-    q.prescale = r.Double();
-    q.postscale = r.Double();
-    q.name = r.String();
-    q.shape = r.Int64s();
-    list->requests.push_back(std::move(q));
+    list->requests.push_back(GetRequest(r));
   }
   return r.Finish("request list");
 }
@@ -146,12 +156,12 @@ Status Decode(const std::string& bytes, RequestList* list) {
 std::string Encode(const ResponseList& list) {
   Writer w;
   w.Int(static_cast<uint8_t>(list.shutdown));
+  w.String(list.stop);
   w.Int(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
     w.Int(static_cast<uint8_t>(r.kind));
-    w.Int(static_cast<uint8_t>(r.type));
-    w.String(r.name);
-    w.Int64s(r.first_dims);
+    Put(w, r.request);
+    w.Int64s(r.sizes);
     w.Int(static_cast<uint8_t>(r.error_code));
     w.String(r.error_message);
   }
@@ -161,14 +171,14 @@ std::string Encode(const ResponseList& list) {
 Status Decode(const std::string& bytes, ResponseList* list) {
   Reader r(bytes);
   list->shutdown = r.Int<uint8_t>() != 0;
+  list->stop = r.String();
   uint32_t count = r.Int<uint32_t>();
   list->responses.clear();
   for (uint32_t i = 0; i < count && r.Have(1); ++i) {
     Response p;
     p.kind = r.Enum<Response::Kind>(kKindCount);
-    p.type = r.Enum<OpType>(kOpTypeCount);
-    p.name = r.String();
-    p.first_dims = r.Int64s();
+    p.request = GetRequest(r);
+    p.sizes = r.Int64s();
     p.error_code = r.Enum<common::Code>(kCodeCount);
     p.error_message = r.String();
     list->responses.push_back(std::move(p));

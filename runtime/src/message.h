@@ -23,6 +23,12 @@ struct Request {
   double postscale = 1.0;
   std::string name;
   std::vector<int64_t> shape;
+  // Alltoall: rows of dimension 0 sent to each rank of the set, in set rank
+  // order. Add process set: the member ranks.
+  std::vector<int64_t> splits;
+  // Grouped ops: the group this tensor belongs to ("" for none). A group is
+  // enqueued at once and executed (and fused) together.
+  std::string group;
 };
 
 struct RequestList {
@@ -33,10 +39,13 @@ struct RequestList {
 struct Response {
   enum class Kind : uint8_t { kRun = 0, kError = 1 };
   Kind kind = Kind::kRun;
-  OpType type = OpType::kAllreduce;
-  std::string name;
-  // Allgather: dimension 0 of each rank's tensor, by rank.
-  std::vector<int64_t> first_dims;
+  // The agreed request (as the first rank that submitted it sent it): what
+  // every rank runs, and what a rank that has joined runs with zeros.
+  Request request;
+  // Allgather: dimension 0 of each rank's tensor, by set rank. Alltoall: the
+  // split matrix, rows rank s sends to rank r at [s * size + r]. Join: the
+  // rank that joined last.
+  std::vector<int64_t> sizes;
   // Error: the code every rank's handle fails with, and why.
   common::Code error_code = common::Code::kOk;
   std::string error_message;
@@ -45,6 +54,9 @@ struct Response {
 struct ResponseList {
   bool shutdown = false;
   std::vector<Response> responses;
+  // Non-empty: the coordinator's stall inspector stops every rank's
+  // collectives, for this reason.
+  std::string stop;
 };
 
 std::string Encode(const RequestList& list);

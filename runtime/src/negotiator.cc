@@ -45,8 +45,9 @@ uint32_t GetLength(const char* at) {
 
 }  // namespace
 
-Negotiator::Negotiator(std::shared_ptr<gloo::Context> context)
-    : context_(std::move(context)), coordinator_(context_->size) {}
+Negotiator::Negotiator(std::shared_ptr<gloo::Context> context,
+                       std::vector<int> global_ranks)
+    : context_(std::move(context)), coordinator_(std::move(global_ranks)) {}
 
 Status Negotiator::Gather(std::vector<char>& in, std::vector<char>* out) {
   if (context_->size == 1) {

@@ -19,11 +19,16 @@ namespace hvd::runtime {
 
 class Negotiator {
  public:
-  // Uses `context` (the global one) for its collectives only.
-  explicit Negotiator(std::shared_ptr<gloo::Context> context);
+  // Uses `context` (the process set's) for its collectives only;
+  // `global_ranks` are the set's members, named in error messages.
+  Negotiator(std::shared_ptr<gloo::Context> context,
+             std::vector<int> global_ranks);
 
   // One cycle, on every rank: what to run now, identical on every rank.
   common::Result<ResponseList> Exchange(const RequestList& mine);
+
+  // The message table; meaningful on the set's first rank only.
+  Coordinator& coordinator() { return coordinator_; }
 
  private:
   // Gloo gather to rank 0 (`out` is filled there only) and broadcast from

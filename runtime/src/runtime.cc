@@ -3,11 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <numeric>
 #include <thread>
 
 #include "background_loop.h"
 #include "gloo_contexts.h"
+#include "gloo_ops.h"
 #include "handle_table.h"
+#include "process_set.h"
 #include "tensor_queue.h"
 
 namespace hvd::runtime {
@@ -15,121 +18,312 @@ namespace hvd::runtime {
 using common::Result;
 using common::Status;
 
+namespace {
+
+constexpr int32_t kGlobalSet = 0;
+
+LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
+  LoopOptions options;
+  options.cycle_time = config.cycle_time;
+  options.fusion.threshold = static_cast<size_t>(config.fusion_threshold);
+  options.fusion.group_fusion = !config.disable_group_fusion;
+  options.controller.cache_capacity =
+      static_cast<size_t>(config.cache_capacity);
+  options.controller.stall_check = config.stall_check;
+  options.controller.stall.warn_after = config.stall_check_time;
+  options.controller.stall.shutdown_after = config.stall_shutdown_time;
+  return options;
+}
+
+std::string RanksString(const std::vector<int64_t>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
 class Runtime::Impl {
  public:
-  Impl(RuntimeConfig config, GlooContexts contexts)
+  Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts)
       : config_(std::move(config)),
+        generation_(generation),
         contexts_(std::move(contexts)),
-        loop_(contexts_, &queue_, &handles_, config_.cycle_time,
-              config_.fusion_threshold) {
-    thread_ = std::thread([this] { loop_.Run(); });
+        options_(LoopOptionsOf(config_)) {
+    sockets_.Add(contexts_.global_sockets);
   }
 
   ~Impl() { Shutdown(); }
 
+  // Builds the global set and the user's sets 1, 2, ...; connects the sets
+  // this rank belongs to.
+  Status CreateSets(const std::vector<std::vector<int>>& process_sets) {
+    std::vector<int> all(config_.size);
+    std::iota(all.begin(), all.end(), 0);
+    auto global = std::make_shared<ProcessSet>();
+    global->ranks = all;
+    global->rank = config_.rank;
+    global->context = contexts_.global;
+    global->queue = std::make_unique<TensorQueue>(&signal_);
+    global->controller = std::make_unique<Controller>(contexts_.global, all,
+                                                      options_.controller);
+    sets_.Insert(global);
+    for (size_t i = 0; i < process_sets.size(); ++i) {
+      const int32_t id = static_cast<int32_t>(i + 1);
+      auto ranks = NormalizeRanks(process_sets[i], config_.size);
+      if (!ranks.ok()) {
+        return ranks.status().WithContext("process set " + std::to_string(id));
+      }
+      if (auto same = sets_.FindByRanks(*ranks); same && same->id != 0) {
+        return Status::InvalidArgument(
+            "process sets " + std::to_string(same->id) + " and " +
+            std::to_string(id) + " have the same ranks");
+      }
+      std::vector<SocketId> sockets;
+      auto set =
+          ConnectProcessSet(config_, contexts_.device, generation_, id, *ranks,
+                            &signal_, options_.controller, &sockets);
+      sockets_.Add(sockets);
+      if (!set.ok()) return set.status();
+      sets_.Insert(*set);
+    }
+    return Status::Ok();
+  }
+
+  void StartLoop() {
+    LoopParts parts;
+    parts.config = &config_;
+    parts.generation = generation_;
+    parts.device = contexts_.device;
+    parts.sets = &sets_;
+    parts.handles = &handles_;
+    parts.signal = &signal_;
+    parts.sockets = &sockets_;
+    parts.timeline = &timeline_;
+    loop_ = std::make_unique<BackgroundLoop>(parts, options_);
+    thread_ = std::thread([this] { loop_->Run(); });
+  }
+
   void Shutdown() {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
     if (!thread_.joinable()) return;
-    queue_.RequestShutdown();
+    signal_.RequestShutdown();
     thread_.join();
-    {
-      std::lock_guard<std::mutex> sockets(sockets_mu_);
-      contexts_.global_sockets.clear();
-    }
+    sockets_.Clear();
     // Closes every Gloo pair (and its socket) of this generation.
+    for (const auto& set : sets_.All()) sets_.Remove(set->id);
     contexts_ = GlooContexts();
   }
 
-  Result<Handle> Enqueue(OpType type, const TensorSpec& spec, const void* input,
-                         void* output, const AllreduceArgs& args, int root) {
-    Status valid = Validate(type, spec, root);
-    if (!valid.ok()) return valid;
-    TensorEntry entry;
-    Request& r = entry.request;
-    r.type = type;
-    r.dtype = spec.dtype;
-    r.op = args.op;
-    r.prescale = args.prescale;
-    r.postscale = args.postscale;
-    r.root = root;
-    r.shape = spec.shape;
-    r.name = spec.name.empty() ? std::string(OpTypeName(type)) + ".noname." +
-                                     std::to_string(++unnamed_)
-                               : spec.name;
-    entry.input = input;
-    entry.output = output;
-    entry.handle = handles_.Create();
-    Handle handle = entry.handle;
-    Status added = queue_.Add(std::move(entry));
+  // Validates and enqueues one tensor or a group of them in one set.
+  Result<std::vector<Handle>> Submit(int32_t set_id,
+                                     std::vector<TensorEntry> entries) {
+    auto set = sets_.Find(set_id);
+    if (!set) {
+      return Status::InvalidArgument(
+          "process set " + std::to_string(set_id) +
+          " does not exist (use the id hvd.add_process_set gave, or a "
+          "ProcessSet registered with hvd.init)");
+    }
+    if (!set->member()) {
+      std::vector<int64_t> ranks(set->ranks.begin(), set->ranks.end());
+      return Status::InvalidArgument(
+          "rank " + std::to_string(config_.rank) + " is not in process set " +
+          std::to_string(set_id) + " (ranks " + RanksString(ranks) + ")");
+    }
+    for (TensorEntry& entry : entries) {
+      Status valid = Validate(*set, &entry.request);
+      if (!valid.ok()) return valid;
+    }
+    // Only valid requests take a number, so that every member counts alike.
+    for (TensorEntry& entry : entries) {
+      Request& r = entry.request;
+      if (r.name.empty()) {
+        r.name = std::string(OpTypeName(r.type)) + ".noname." +
+                 std::to_string(++set->unnamed);
+      }
+    }
+    if (entries.size() > 1) {
+      // A group is named after its first tensor and its size, which every
+      // rank gives alike.
+      const std::string group = entries.front().request.name + "+" +
+                                std::to_string(entries.size() - 1);
+      for (TensorEntry& entry : entries) entry.request.group = group;
+    }
+    std::vector<Handle> created;
+    for (TensorEntry& entry : entries) {
+      entry.handle = handles_.Create();
+      created.push_back(entry.handle);
+    }
+    Status added = set->queue->Add(std::move(entries));
     if (!added.ok()) {
-      handles_.Complete(handle, OpResult{added, nullptr, {}});
-      (void)handles_.Wait(handle);  // forgets it
+      for (Handle handle : created) {
+        handles_.Complete(handle, OpResult{added, nullptr, {}, {}});
+        (void)handles_.Wait(handle);  // forgets it
+      }
       return added;
     }
-    return handle;
+    return created;
+  }
+
+  Result<Handle> SubmitOne(int32_t set_id, TensorEntry entry) {
+    std::vector<TensorEntry> entries;
+    entries.push_back(std::move(entry));
+    auto handles = Submit(set_id, std::move(entries));
+    if (!handles.ok()) return handles.status();
+    return handles->front();
   }
 
   void Abort(const std::string& reason) {
-    std::lock_guard<std::mutex> lock(sockets_mu_);
-    if (contexts_.global_sockets.empty()) return;
-    spdlog::warn("aborting this generation's collectives: {}", reason);
-    ShutdownSockets(contexts_.global_sockets);
-    contexts_.global_sockets.clear();
+    if (sockets_.ShutdownAll()) {
+      spdlog::warn("aborting this generation's collectives: {}", reason);
+    }
   }
+
+  std::map<int32_t, std::vector<int>> ProcessSets() const {
+    std::map<int32_t, std::vector<int>> out;
+    for (const auto& set : sets_.All()) out[set->id] = set->ranks;
+    return out;
+  }
+
+  Result<NegotiationStats> Stats(int32_t id) const {
+    auto set = sets_.Find(id);
+    if (!set || !set->member()) {
+      return Status::InvalidArgument("this rank is in no process set " +
+                                     std::to_string(id));
+    }
+    return set->controller->stats();
+  }
+
+  Status StartTimeline(const std::string& path, bool mark_cycles) {
+    if (config_.rank != 0) return Status::Ok();
+    timeline_.Set(nullptr);  // one writer per file: close the old one first
+    auto timeline = Timeline::Open(path, mark_cycles);
+    if (!timeline.ok()) return timeline.status();
+    timeline_.Set(std::move(*timeline));
+    return Status::Ok();
+  }
+
+  void StopTimeline() { timeline_.Set(nullptr); }
 
   const RuntimeConfig& config() const { return config_; }
   HandleTable& handles() { return handles_; }
 
  private:
-  Status Validate(OpType type, const TensorSpec& spec, int root) const {
+  // Checks one request against its set and puts it in the set's terms
+  // (broadcast root and alltoall splits).
+  Status Validate(const ProcessSet& set, Request* r) const {
     const std::string what =
-        std::string(OpTypeName(type)) + " '" + spec.name + "'";
-    if (static_cast<int>(spec.dtype) >= kDataTypeCount) {
+        r->name.empty()
+            ? std::string("unnamed ") + OpTypeName(r->type)
+            : std::string(OpTypeName(r->type)) + " '" + r->name + "'";
+    if (static_cast<int>(r->dtype) >= kDataTypeCount) {
       return Status::InvalidArgument(what + ": unsupported data type");
     }
-    for (int64_t dim : spec.shape) {
+    for (int64_t dim : r->shape) {
       if (dim < 0)
         return Status::InvalidArgument(what + ": negative dimension");
     }
-    if (type == OpType::kAllgather && spec.shape.empty()) {
+    const bool needs_rows = r->type == OpType::kAllgather ||
+                            r->type == OpType::kAlltoall ||
+                            r->type == OpType::kReducescatter;
+    if (needs_rows && r->shape.empty()) {
       return Status::InvalidArgument(
-          what +
-          ": allgather needs at least one dimension to concatenate "
-          "along; reshape a scalar to [1]");
+          what + ": " + OpTypeName(r->type) +
+          " needs at least one dimension to split or concatenate along; "
+          "reshape a scalar to [1]");
     }
-    if (type == OpType::kBroadcast && (root < 0 || root >= config_.size)) {
-      return Status::InvalidArgument(what + ": root rank " +
-                                     std::to_string(root) + " is not in [0, " +
-                                     std::to_string(config_.size) + ")");
+    if (r->type == OpType::kReducescatter && r->op != ReduceOp::kSum &&
+        r->op != ReduceOp::kAverage) {
+      return Status::InvalidArgument(what +
+                                     ": reducescatter supports Sum and "
+                                     "Average only");
+    }
+    if (r->type == OpType::kBroadcast) {
+      auto at = std::find(set.ranks.begin(), set.ranks.end(), r->root);
+      if (at == set.ranks.end()) {
+        std::vector<int64_t> ranks(set.ranks.begin(), set.ranks.end());
+        return Status::InvalidArgument(
+            what + ": root rank " + std::to_string(r->root) + " is not in " +
+            (set.id == 0 ? "[0, " + std::to_string(config_.size) + ")"
+                         : "process set " + std::to_string(set.id) + " " +
+                               RanksString(ranks)));
+      }
+      r->root = static_cast<int32_t>(at - set.ranks.begin());
+    }
+    if (r->type == OpType::kAlltoall) return CheckSplits(set, what, r);
+    return Status::Ok();
+  }
+
+  Status CheckSplits(const ProcessSet& set, const std::string& what,
+                     Request* r) const {
+    const int64_t rows = r->shape[0];
+    const int size = set.size();
+    if (r->splits.empty()) {
+      if (rows % size != 0) {
+        return Status::InvalidArgument(
+            what + ": dimension 0 (" + std::to_string(rows) +
+            ") does not divide into " + std::to_string(size) +
+            " equal parts; pass splits");
+      }
+      r->splits.assign(size, rows / size);
+      return Status::Ok();
+    }
+    if (static_cast<int>(r->splits.size()) != size) {
+      return Status::InvalidArgument(
+          what + ": " + std::to_string(r->splits.size()) + " splits for " +
+          std::to_string(size) + " ranks");
+    }
+    int64_t sum = 0;
+    for (int64_t split : r->splits) {
+      if (split < 0) return Status::InvalidArgument(what + ": negative split");
+      sum += split;
+    }
+    if (sum != rows) {
+      return Status::InvalidArgument(
+          what + ": splits add up to " + std::to_string(sum) +
+          ", but dimension 0 is " + std::to_string(rows));
     }
     return Status::Ok();
   }
 
   RuntimeConfig config_;
+  int64_t generation_;
   GlooContexts contexts_;
-  TensorQueue queue_;
+  LoopOptions options_;
+  WorkSignal signal_;
+  ProcessSetTable sets_;
   HandleTable handles_;
-  BackgroundLoop loop_;
+  SocketRegistry sockets_;
+  TimelineSlot timeline_;
+  std::unique_ptr<BackgroundLoop> loop_;
   std::thread thread_;
   std::mutex shutdown_mu_;
-  // Guards contexts_.global_sockets, which Abort reads from another thread
-  // while the background thread may be blocked in a collective.
-  std::mutex sockets_mu_;
-  std::atomic<int64_t> unnamed_{0};
 };
 
-Result<std::unique_ptr<Runtime>> Runtime::Start(const RuntimeConfig& config,
-                                                int64_t generation) {
-  for (const std::string& name : config.unimplemented) {
-    spdlog::warn("{} is set but hvd does not implement it yet; ignored", name);
-  }
+Result<std::unique_ptr<Runtime>> Runtime::Start(
+    const RuntimeConfig& config, int64_t generation,
+    const std::vector<std::vector<int>>& process_sets) {
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
                 config.size, contexts->global_sockets.size());
-  return std::unique_ptr<Runtime>(
-      new Runtime(std::make_unique<Impl>(config, std::move(*contexts))));
+  auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts));
+  Status sets = impl->CreateSets(process_sets);
+  if (!sets.ok()) return sets;
+  if (!config.timeline.empty()) {
+    // A diagnostic: training goes on without it.
+    Status timeline =
+        impl->StartTimeline(config.timeline, config.timeline_mark_cycles);
+    if (!timeline.ok()) {
+      spdlog::error("no timeline: {}", timeline.ToString());
+    }
+  }
+  impl->StartLoop();
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -137,24 +331,171 @@ Runtime::~Runtime() = default;
 
 const RuntimeConfig& Runtime::config() const { return impl_->config(); }
 
+namespace {
+
+TensorEntry Entry(OpType type, const TensorSpec& spec, const void* input,
+                  void* output, const AllreduceArgs& args = {}, int root = 0) {
+  TensorEntry entry;
+  Request& r = entry.request;
+  r.type = type;
+  r.dtype = spec.dtype;
+  r.op = args.op;
+  r.prescale = args.prescale;
+  r.postscale = args.postscale;
+  r.root = root;
+  r.shape = spec.shape;
+  r.name = spec.name;
+  entry.input = input;
+  entry.output = output;
+  return entry;
+}
+
+Status SameSet(const std::vector<TensorSpec>& specs) {
+  if (specs.empty()) {
+    return Status::InvalidArgument("a grouped collective needs tensors");
+  }
+  for (const TensorSpec& spec : specs) {
+    if (spec.process_set != specs.front().process_set) {
+      return Status::InvalidArgument(
+          "the tensors of a grouped collective must share a process set");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Handle> Runtime::Allreduce(const TensorSpec& spec, const void* input,
                                   void* output, const AllreduceArgs& args) {
-  return impl_->Enqueue(OpType::kAllreduce, spec, input, output, args, 0);
+  return impl_->SubmitOne(spec.process_set,
+                          Entry(OpType::kAllreduce, spec, input, output, args));
 }
 
 Result<Handle> Runtime::Allgather(const TensorSpec& spec, const void* input) {
-  return impl_->Enqueue(OpType::kAllgather, spec, input, nullptr, {}, 0);
+  return impl_->SubmitOne(spec.process_set,
+                          Entry(OpType::kAllgather, spec, input, nullptr));
 }
 
 Result<Handle> Runtime::Broadcast(const TensorSpec& spec, void* buffer,
                                   int root) {
-  return impl_->Enqueue(OpType::kBroadcast, spec, buffer, buffer, {}, root);
+  return impl_->SubmitOne(spec.process_set, Entry(OpType::kBroadcast, spec,
+                                                  buffer, buffer, {}, root));
 }
 
-Result<Handle> Runtime::Barrier() {
+Result<Handle> Runtime::Alltoall(const TensorSpec& spec, const void* input,
+                                 std::vector<int64_t> splits) {
+  TensorEntry entry = Entry(OpType::kAlltoall, spec, input, nullptr);
+  entry.request.splits = std::move(splits);
+  return impl_->SubmitOne(spec.process_set, std::move(entry));
+}
+
+Result<Handle> Runtime::Reducescatter(const TensorSpec& spec, const void* input,
+                                      const AllreduceArgs& args) {
+  return impl_->SubmitOne(spec.process_set, Entry(OpType::kReducescatter, spec,
+                                                  input, nullptr, args));
+}
+
+Result<std::vector<Handle>> Runtime::GroupedAllreduce(
+    const std::vector<TensorSpec>& specs,
+    const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+    const AllreduceArgs& args) {
+  Status same = SameSet(specs);
+  if (!same.ok()) return same;
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    entries.push_back(
+        Entry(OpType::kAllreduce, specs[i], inputs[i], outputs[i], args));
+  }
+  return impl_->Submit(specs.front().process_set, std::move(entries));
+}
+
+Result<std::vector<Handle>> Runtime::GroupedAllgather(
+    const std::vector<TensorSpec>& specs,
+    const std::vector<const void*>& inputs) {
+  Status same = SameSet(specs);
+  if (!same.ok()) return same;
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    entries.push_back(Entry(OpType::kAllgather, specs[i], inputs[i], nullptr));
+  }
+  return impl_->Submit(specs.front().process_set, std::move(entries));
+}
+
+Result<std::vector<Handle>> Runtime::GroupedReducescatter(
+    const std::vector<TensorSpec>& specs,
+    const std::vector<const void*>& inputs, const AllreduceArgs& args) {
+  Status same = SameSet(specs);
+  if (!same.ok()) return same;
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    entries.push_back(
+        Entry(OpType::kReducescatter, specs[i], inputs[i], nullptr, args));
+  }
+  return impl_->Submit(specs.front().process_set, std::move(entries));
+}
+
+Result<Handle> Runtime::Barrier(int32_t process_set) {
   TensorSpec spec;
   spec.dtype = DataType::kUInt8;
-  return impl_->Enqueue(OpType::kBarrier, spec, nullptr, nullptr, {}, 0);
+  return impl_->SubmitOne(process_set,
+                          Entry(OpType::kBarrier, spec, nullptr, nullptr));
+}
+
+Result<Handle> Runtime::Join(int32_t process_set) {
+  TensorSpec spec;
+  spec.dtype = DataType::kUInt8;
+  spec.name = "join";
+  return impl_->SubmitOne(process_set,
+                          Entry(OpType::kJoin, spec, nullptr, nullptr));
+}
+
+Result<Handle> Runtime::AddProcessSet(std::vector<int> ranks) {
+  const RuntimeConfig& config = impl_->config();
+  if (!config.dynamic_process_sets) {
+    return Status::InvalidArgument(
+        "adding a process set after hvd.init() needs "
+        "HOROVOD_DYNAMIC_PROCESS_SETS=1; or pass it to hvd.init(process_sets="
+        "[...])");
+  }
+  auto sorted = NormalizeRanks(std::move(ranks), config.size);
+  if (!sorted.ok()) return sorted.status();
+  TensorSpec spec;
+  spec.dtype = DataType::kUInt8;
+  TensorEntry entry = Entry(OpType::kAddProcessSet, spec, nullptr, nullptr);
+  entry.request.splits.assign(sorted->begin(), sorted->end());
+  entry.request.name = "add_process_set" + RanksString(entry.request.splits);
+  return impl_->SubmitOne(kGlobalSet, std::move(entry));
+}
+
+Result<Handle> Runtime::RemoveProcessSet(int32_t id) {
+  if (!impl_->config().dynamic_process_sets) {
+    return Status::InvalidArgument(
+        "removing a process set needs HOROVOD_DYNAMIC_PROCESS_SETS=1");
+  }
+  if (id == kGlobalSet) {
+    return Status::InvalidArgument(
+        "the global process set 0 cannot be "
+        "removed");
+  }
+  TensorSpec spec;
+  spec.dtype = DataType::kUInt8;
+  spec.name = "remove_process_set." + std::to_string(id);
+  return impl_->SubmitOne(kGlobalSet, Entry(OpType::kRemoveProcessSet, spec,
+                                            nullptr, nullptr, {}, id));
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  return impl_->StartTimeline(path, mark_cycles);
+}
+
+void Runtime::StopTimeline() { impl_->StopTimeline(); }
+
+std::map<int32_t, std::vector<int>> Runtime::ProcessSets() const {
+  return impl_->ProcessSets();
+}
+
+Result<NegotiationStats> Runtime::Stats(int32_t process_set) const {
+  return impl_->Stats(process_set);
 }
 
 Result<bool> Runtime::Poll(Handle handle) {

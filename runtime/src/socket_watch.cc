@@ -49,4 +49,27 @@ void ShutdownSockets(const std::vector<SocketId>& sockets) {
   }
 }
 
+void SocketRegistry::Add(const std::vector<SocketId>& sockets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sockets_.insert(sockets_.end(), sockets.begin(), sockets.end());
+}
+
+bool SocketRegistry::ShutdownAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sockets_.empty()) return false;
+  ShutdownSockets(sockets_);
+  sockets_.clear();
+  return true;
+}
+
+void SocketRegistry::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sockets_.clear();
+}
+
+size_t SocketRegistry::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sockets_.size();
+}
+
 }  // namespace hvd::runtime

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <mutex>
 #include <vector>
 
 namespace hvd::runtime {
@@ -26,5 +27,20 @@ std::vector<SocketId> NewConnectedSockets(const std::vector<int>& before);
 // shutdown(2) on each socket that still has its inode; never closes (the
 // owner does), so a descriptor number reused since is left alone.
 void ShutdownSockets(const std::vector<SocketId>& sockets);
+
+// The connections of a generation's contexts, which grow when a process
+// set is added; Abort (from any thread) shuts them all down once.
+class SocketRegistry {
+ public:
+  void Add(const std::vector<SocketId>& sockets);
+  // Returns false when there was nothing left to shut down.
+  bool ShutdownAll();
+  void Clear();
+  size_t size();
+
+ private:
+  std::mutex mu_;
+  std::vector<SocketId> sockets_;
+};
 
 }  // namespace hvd::runtime

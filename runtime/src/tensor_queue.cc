@@ -4,44 +4,63 @@ namespace hvd::runtime {
 
 using common::Status;
 
-Status TensorQueue::Add(TensorEntry entry) {
+void WorkSignal::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = true;
+  }
+  cv_.notify_one();
+}
+
+void WorkSignal::WaitFor(std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return pending_ || shutdown_; });
+  pending_ = false;
+}
+
+void WorkSignal::RequestShutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool WorkSignal::shutdown_requested() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutdown_;
+}
+
+Status TensorQueue::Add(std::vector<TensorEntry> entries) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (is_closed_) return closed_;
-    const std::string& name = entry.request.name;
-    if (entries_.count(name) != 0) {
-      return Status::InvalidArgument(
-          "a collective named '" + name +
-          "' is already in flight on this rank; names must be unique until "
-          "their handle is synchronized");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string& name = entries[i].request.name;
+      bool twice = false;
+      for (size_t k = 0; k < i; ++k) twice |= entries[k].request.name == name;
+      if (twice || entries_.count(name) != 0) {
+        return Status::InvalidArgument(
+            "a collective named '" + name +
+            "' is already in flight on this rank; names must be unique until "
+            "their handle is synchronized");
+      }
     }
-    new_requests_.push_back(entry.request);
-    entries_.emplace(name, std::move(entry));
+    for (TensorEntry& entry : entries) {
+      new_requests_.push_back(entry.request);
+      std::string name = entry.request.name;
+      entries_.emplace(std::move(name), std::move(entry));
+    }
   }
-  work_.notify_one();
+  signal_->Notify();
   return Status::Ok();
 }
 
-void TensorQueue::WaitForWork(std::chrono::microseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  work_.wait_for(lock, timeout,
-                 [&] { return !new_requests_.empty() || shutdown_requested_; });
-}
-
-RequestList TensorQueue::PopRequests() {
+std::vector<Request> TensorQueue::PopRequests() {
   std::lock_guard<std::mutex> lock(mu_);
-  RequestList list;
-  list.shutdown = shutdown_requested_;
-  list.requests.swap(new_requests_);
-  return list;
-}
-
-void TensorQueue::RequestShutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    shutdown_requested_ = true;
-  }
-  work_.notify_one();
+  std::vector<Request> requests;
+  requests.swap(new_requests_);
+  return requests;
 }
 
 std::optional<TensorEntry> TensorQueue::Take(const std::string& name) {
@@ -51,6 +70,11 @@ std::optional<TensorEntry> TensorQueue::Take(const std::string& name) {
   TensorEntry entry = std::move(it->second);
   entries_.erase(it);
   return entry;
+}
+
+bool TensorQueue::Has(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.count(name) != 0;
 }
 
 std::vector<TensorEntry> TensorQueue::Close(const Status& status) {

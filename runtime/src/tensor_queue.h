@@ -1,12 +1,14 @@
-// The tensor queue between the threads that call collectives and the
-// background thread: Add() records a collective under its name; each cycle
-// the background thread pops the new requests to negotiate, and takes the
-// entries back by name when rank 0 says to run them. Once closed (shutdown
-// or a transport error), it refuses new work with the closing status.
+// The tensor queue of one process set, between the threads that call
+// collectives and the background thread: Add() records collectives under
+// their names; each cycle the background thread pops the new requests to
+// negotiate, and takes the entries back by name when the set's coordinator
+// says to run them. Once closed (shutdown, a transport error, the set
+// removed), it refuses new work with the closing status.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,30 +27,45 @@ struct TensorEntry {
   void* output = nullptr;  // allreduce output; broadcast buffer
 };
 
+// Wakes the background thread when any queue gets work, or on shutdown.
+class WorkSignal {
+ public:
+  void Notify();
+  // Waits up to `timeout` for a Notify() since the last wait, or shutdown.
+  void WaitFor(std::chrono::microseconds timeout);
+  void RequestShutdown();
+  bool shutdown_requested();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool pending_ = false;
+  bool shutdown_ = false;
+};
+
 class TensorQueue {
  public:
-  // Refuses a name already in flight (kInvalidArgument) and, once closed,
-  // everything (with the closing status).
-  common::Status Add(TensorEntry entry);
+  explicit TensorQueue(WorkSignal* signal) : signal_(signal) {}
 
-  // Waits up to `timeout` for new requests or a shutdown request.
-  void WaitForWork(std::chrono::microseconds timeout);
+  // Adds entries at once (a grouped op's tensors are negotiated in the same
+  // cycle). Refuses a name already in flight (kInvalidArgument) and, once
+  // closed, everything (with the closing status); then adds none.
+  common::Status Add(std::vector<TensorEntry> entries);
 
   // The requests added since the last call, in the order they were added.
-  RequestList PopRequests();
-  void RequestShutdown();
+  std::vector<Request> PopRequests();
 
   std::optional<TensorEntry> Take(const std::string& name);
+  bool Has(const std::string& name);
 
   // Refuses all later work with `status` and returns what was in flight.
   std::vector<TensorEntry> Close(const common::Status& status);
 
  private:
+  WorkSignal* signal_;
   std::mutex mu_;
-  std::condition_variable work_;
   std::unordered_map<std::string, TensorEntry> entries_;
   std::vector<Request> new_requests_;
-  bool shutdown_requested_ = false;
   common::Status closed_;
   bool is_closed_ = false;
 };

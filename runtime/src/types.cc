@@ -65,6 +65,16 @@ const char* OpTypeName(OpType type) {
       return "broadcast";
     case OpType::kBarrier:
       return "barrier";
+    case OpType::kAlltoall:
+      return "alltoall";
+    case OpType::kReducescatter:
+      return "reducescatter";
+    case OpType::kJoin:
+      return "join";
+    case OpType::kAddProcessSet:
+      return "add_process_set";
+    case OpType::kRemoveProcessSet:
+      return "remove_process_set";
   }
   return "unknown";
 }

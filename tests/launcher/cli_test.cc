@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
+
+#include "worker_env.h"
 
 namespace hvd::launcher {
 namespace {
@@ -42,6 +45,90 @@ TEST(CliTest, HostsDefaultNpToAllSlotsAndKnobsParse) {
   EXPECT_EQ(*out.config->cache_capacity, 0);
   EXPECT_EQ(*out.config->gloo_timeout_seconds, 9);
   EXPECT_EQ(out.config->ssh_port, 2222);
+}
+
+// The worker environment that `args` (before the command) produce, or an
+// empty map when parsing fails.
+std::map<std::string, std::string> EnvOf(std::vector<std::string> args) {
+  args.insert(args.begin(), {"-np", "1"});
+  args.push_back("cmd");
+  CliOutcome out = Parse(args);
+  EXPECT_TRUE(out.config) << args[2];
+  if (!out.config) return {};
+  SlotAssignment slot{"localhost", 0, 1, 0, 1, 0, 1};
+  EnvList env = WorkerEnvironment(slot, {"127.0.0.1", 1, "s"}, *out.config);
+  return {env.begin(), env.end()};
+}
+
+TEST(CliTest, TimelineAndCacheFlagsReachTheWorkers) {
+  auto env = EnvOf({"--timeline-filename", "/tmp/t.json",
+                    "--timeline-mark-cycles", "--disable-cache"});
+  EXPECT_EQ(env["HOROVOD_TIMELINE"], "/tmp/t.json");
+  EXPECT_EQ(env["HOROVOD_TIMELINE_MARK_CYCLES"], "1");
+  EXPECT_EQ(env["HOROVOD_CACHE_CAPACITY"], "0");
+  env = EnvOf({"--cache-capacity", "512"});
+  EXPECT_EQ(env["HOROVOD_CACHE_CAPACITY"], "512");
+  EXPECT_EQ(env.count("HOROVOD_TIMELINE_MARK_CYCLES"), 0u);
+}
+
+TEST(CliTest, AutotuneFlagsReachTheWorkers) {
+  auto env =
+      EnvOf({"--autotune", "--autotune-log-file", "/tmp/tune.csv",
+             "--autotune-warmup-samples", "0", "--autotune-steps-per-sample",
+             "5", "--autotune-bayes-opt-max-samples", "30"});
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_LOG"], "/tmp/tune.csv");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"], "0");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE"], "5");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"], "30");
+  env = EnvOf({"--autotune"});
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
+  for (const char* name :
+       {"HOROVOD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
+        "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+        "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"}) {
+    EXPECT_EQ(env.count(name), 0u) << name;
+  }
+  env = EnvOf({});
+  EXPECT_EQ(env.count("HOROVOD_AUTOTUNE"), 0u);
+}
+
+TEST(CliTest, StallCheckFlagsReachTheWorkers) {
+  auto env = EnvOf({"--stall-check-warning-time-seconds", "30",
+                    "--stall-check-shutdown-time-seconds", "120"});
+  EXPECT_EQ(env["HOROVOD_STALL_CHECK_TIME_SECONDS"], "30");
+  EXPECT_EQ(env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"], "120");
+  EXPECT_EQ(env.count("HOROVOD_STALL_CHECK_DISABLE"), 0u);
+  env = EnvOf({"--stall-check-shutdown-time-seconds", "0"});
+  EXPECT_EQ(env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"], "0");
+  env = EnvOf({"--no-stall-check"});
+  EXPECT_EQ(env["HOROVOD_STALL_CHECK_DISABLE"], "1");
+  EXPECT_EQ(env.count("HOROVOD_STALL_CHECK_TIME_SECONDS"), 0u);
+}
+
+TEST(CliTest, BadTuningFlagsAreUsageErrors) {
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {"--disable-cache", "--cache-capacity", "10"},
+           {"--autotune-log-file", "/tmp/x.csv"},  // needs --autotune
+           {"--autotune-warmup-samples", "2"},
+           {"--autotune", "--autotune-warmup-samples", "-1"},
+           {"--autotune", "--autotune-steps-per-sample", "0"},
+           {"--autotune", "--autotune-steps-per-sample", "x"},
+           {"--autotune", "--autotune-bayes-opt-max-samples", "0"},
+           {"--no-stall-check", "--stall-check-warning-time-seconds", "5"},
+           {"--no-stall-check", "--stall-check-shutdown-time-seconds", "5"},
+           {"--stall-check-warning-time-seconds", "0"},
+           {"--stall-check-shutdown-time-seconds", "-1"},
+           {"--stall-check-warning-time-seconds", "60",
+            "--stall-check-shutdown-time-seconds", "30"},
+       }) {
+    std::vector<std::string> args = {"-np", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("cmd");
+    CliOutcome out = Parse(args);
+    EXPECT_FALSE(out.config) << flags[0] << " " << flags[1];
+    EXPECT_EQ(out.exit_code, 2);
+  }
 }
 
 TEST(CliTest, BadValuesAreUsageErrors) {

@@ -33,6 +33,40 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
   EXPECT_EQ(env.count("HOROVOD_CACHE_CAPACITY"), 0u);
 }
 
+TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
+  SlotAssignment slot{"node2", 0, 1, 0, 1, 0, 1};
+  LaunchConfig config;
+  auto env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config));
+  for (const char* name :
+       {"HOROVOD_TIMELINE_MARK_CYCLES", "HOROVOD_AUTOTUNE",
+        "HOROVOD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
+        "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE",
+        "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "HOROVOD_STALL_CHECK_DISABLE",
+        "HOROVOD_STALL_CHECK_TIME_SECONDS",
+        "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"}) {
+    EXPECT_EQ(env.count(name), 0u) << name << " set by default";
+  }
+  config.timeline_mark_cycles = true;
+  config.autotune = true;
+  config.autotune_log_file = "tune.csv";
+  config.autotune_warmup_samples = 0;
+  config.autotune_steps_per_sample = 4;
+  config.autotune_max_samples = 7;
+  config.stall_check_disable = true;
+  config.stall_check_warning_seconds = 9;
+  config.stall_check_shutdown_seconds = 0;
+  env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config));
+  EXPECT_EQ(env["HOROVOD_TIMELINE_MARK_CYCLES"], "1");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_LOG"], "tune.csv");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"], "0");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE"], "4");
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"], "7");
+  EXPECT_EQ(env["HOROVOD_STALL_CHECK_DISABLE"], "1");
+  EXPECT_EQ(env["HOROVOD_STALL_CHECK_TIME_SECONDS"], "9");
+  EXPECT_EQ(env["HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"], "0");
+}
+
 TEST(WorkerEnvTest, SshCommandKeepsTheSecretOffTheCommandLine) {
   SlotAssignment slot{"node2", 0, 1, 0, 1, 0, 1};
   LaunchConfig config;

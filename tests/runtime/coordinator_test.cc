@@ -14,6 +14,12 @@ Request Allreduce(const std::string& name, std::vector<int64_t> shape = {4}) {
   return r;
 }
 
+std::vector<int> Ranks(int size) {
+  std::vector<int> ranks;
+  for (int rank = 0; rank < size; ++rank) ranks.push_back(rank);
+  return ranks;
+}
+
 RequestList List(std::vector<Request> requests, bool shutdown = false) {
   RequestList list;
   list.shutdown = shutdown;
@@ -22,7 +28,7 @@ RequestList List(std::vector<Request> requests, bool shutdown = false) {
 }
 
 TEST(CoordinatorTest, ReadyOnlyWhenEveryRankAsked) {
-  Coordinator c(3);
+  Coordinator c(Ranks(3));
   c.Add(0, List({Allreduce("a"), Allreduce("b")}));
   c.Add(1, List({Allreduce("b")}));
   EXPECT_TRUE(c.TakeReady().responses.empty());
@@ -30,35 +36,35 @@ TEST(CoordinatorTest, ReadyOnlyWhenEveryRankAsked) {
   c.Add(1, List({Allreduce("a")}));
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.responses.size(), 1u);
-  EXPECT_EQ(ready.responses[0].name, "b");
+  EXPECT_EQ(ready.responses[0].request.name, "b");
   EXPECT_EQ(ready.responses[0].kind, Response::Kind::kRun);
   c.Add(2, List({Allreduce("a")}));
   ready = c.TakeReady();
   ASSERT_EQ(ready.responses.size(), 1u);
-  EXPECT_EQ(ready.responses[0].name, "a");
+  EXPECT_EQ(ready.responses[0].request.name, "a");
   EXPECT_TRUE(c.TakeReady().responses.empty()) << "answered once only";
 }
 
 TEST(CoordinatorTest, ReadyInTheOrderTheyCompleted) {
-  Coordinator c(2);
+  Coordinator c(Ranks(2));
   c.Add(0, List({Allreduce("x"), Allreduce("y"), Allreduce("z")}));
   c.Add(1, List({Allreduce("z"), Allreduce("x"), Allreduce("y")}));
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.responses.size(), 3u);
-  EXPECT_EQ(ready.responses[0].name, "z");
-  EXPECT_EQ(ready.responses[1].name, "x");
-  EXPECT_EQ(ready.responses[2].name, "y");
+  EXPECT_EQ(ready.responses[0].request.name, "z");
+  EXPECT_EQ(ready.responses[1].request.name, "x");
+  EXPECT_EQ(ready.responses[2].request.name, "y");
 }
 
 TEST(CoordinatorTest, AnyShutdownIsEveryonesShutdown) {
-  Coordinator c(2);
+  Coordinator c(Ranks(2));
   c.Add(0, List({}));
   c.Add(1, List({}, true));
   EXPECT_TRUE(c.TakeReady().shutdown);
 }
 
 TEST(CoordinatorTest, TwiceFromOneRankIsAnError) {
-  Coordinator c(2);
+  Coordinator c(Ranks(2));
   c.Add(0, List({Allreduce("a")}));
   c.Add(0, List({Allreduce("a")}));
   auto ready = c.TakeReady();
@@ -111,7 +117,7 @@ TEST(CheckAgreementTest, AllgatherAllowsDifferentFirstDimension) {
   }
   Response ok = CheckAgreement(by_rank);
   EXPECT_EQ(ok.kind, Response::Kind::kRun);
-  EXPECT_EQ(ok.first_dims, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(ok.sizes, (std::vector<int64_t>{0, 1, 2}));
   by_rank[2].shape = {2, 6};
   Response bad = CheckAgreement(by_rank);
   EXPECT_EQ(bad.error_message,
@@ -126,6 +132,103 @@ TEST(CheckAgreementTest, BroadcastRoot) {
   EXPECT_EQ(CheckAgreement(by_rank).error_message,
             "broadcast 'b': ranks disagree on the root rank: rank 0 has 0; "
             "rank 1 has 1");
+}
+
+Request Join() {
+  Request r;
+  r.type = OpType::kJoin;
+  r.name = "join";
+  return r;
+}
+
+TEST(CoordinatorTest, JoinedRanksDoNotHoldOthersBack) {
+  Coordinator c(Ranks(3));
+  c.Add(0, List({Allreduce("a")}));
+  c.Add(2, List({Join()}));
+  EXPECT_TRUE(c.TakeReady().responses.empty());
+  c.Add(1, List({Allreduce("a")}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].kind, Response::Kind::kRun);
+  EXPECT_EQ(ready.responses[0].request.shape, (std::vector<int64_t>{4}))
+      << "the joined rank runs it from the response's request";
+  c.Add(0, List({Join()}));
+  EXPECT_TRUE(c.TakeReady().responses.empty()) << "rank 1 has not joined";
+  c.Add(1, List({Join()}));
+  ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].request.type, OpType::kJoin);
+  EXPECT_EQ(ready.responses[0].sizes, (std::vector<int64_t>{1}))
+      << "rank 1 joined last";
+  c.Add(0, List({Allreduce("b")}));
+  EXPECT_TRUE(c.TakeReady().responses.empty()) << "joins are over";
+}
+
+TEST(CoordinatorTest, AJoinReleasesWaitingNamesInOrder) {
+  Coordinator c(Ranks(2));
+  c.Add(0, List({Allreduce("x"), Allreduce("y")}));
+  c.Add(1, List({Join()}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 2u);
+  EXPECT_EQ(ready.responses[0].request.name, "x");
+  EXPECT_EQ(ready.responses[1].request.name, "y");
+}
+
+TEST(CoordinatorTest, BroadcastWhileJoinedIsRefusedOnEveryRank) {
+  Coordinator c(Ranks(2));
+  c.Add(1, List({Join()}));
+  Request b = Allreduce("b");
+  b.type = OpType::kBroadcast;
+  c.Add(0, List({b}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].kind, Response::Kind::kError);
+  EXPECT_NE(ready.responses[0].error_message.find("rank(s) 1 have joined"),
+            std::string::npos);
+}
+
+TEST(CoordinatorTest, AllgatherOfAJoinedRankHasNoRows) {
+  Coordinator c(Ranks(2));
+  Request g = Allreduce("g", {3, 2});
+  g.type = OpType::kAllgather;
+  c.Add(1, List({Join()}));
+  c.Add(0, List({g}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].sizes, (std::vector<int64_t>{3, 0}));
+}
+
+TEST(CoordinatorTest, PendingNamesTheMissingGlobalRanks) {
+  Coordinator c({4, 7, 9});
+  const auto t0 = std::chrono::steady_clock::now();
+  c.Add(1, List({Allreduce("late")}), t0);
+  c.Add(0, List({Allreduce("late"), Allreduce("later")}),
+        t0 + std::chrono::seconds(1));
+  auto pending = c.Pending();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].name, "late");
+  EXPECT_EQ(pending[0].first_seen, t0);
+  EXPECT_EQ(pending[0].missing, (std::vector<int>{9}));
+  EXPECT_EQ(pending[1].missing, (std::vector<int>{7, 9}));
+}
+
+TEST(CheckAgreementTest, AlltoallGathersTheSplitMatrix) {
+  std::vector<Request> by_rank(2, Allreduce("a", {3, 2}));
+  for (auto& r : by_rank) r.type = OpType::kAlltoall;
+  by_rank[0].splits = {1, 2};
+  by_rank[1].shape = {5, 2};
+  by_rank[1].splits = {4, 1};
+  Response ok = CheckAgreement(by_rank);
+  EXPECT_EQ(ok.kind, Response::Kind::kRun);
+  EXPECT_EQ(ok.sizes, (std::vector<int64_t>{1, 2, 4, 1}));
+}
+
+TEST(CheckAgreementTest, GroupMembershipMustAgree) {
+  std::vector<Request> by_rank(2, Allreduce("t"));
+  by_rank[0].group = "t+1";
+  EXPECT_NE(CheckAgreement(by_rank).error_message.find(
+                "the group: rank 0 has 't+1'; rank 1 has none"),
+            std::string::npos);
 }
 
 }  // namespace

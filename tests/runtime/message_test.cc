@@ -43,12 +43,14 @@ TEST(MessageTest, RequestListRoundTrips) {
 TEST(MessageTest, ResponseListRoundTrips) {
   ResponseList list;
   Response run;
-  run.type = OpType::kAllgather;
-  run.name = "gather.me";
-  run.first_dims = {0, 5, 2};
+  run.request = Sample("gather.me");
+  run.request.type = OpType::kAlltoall;
+  run.request.splits = {1, 0, 2};
+  run.request.group = "gather.me+2";
+  run.sizes = {0, 5, 2};
   Response error;
   error.kind = Response::Kind::kError;
-  error.name = "bad";
+  error.request.name = "bad";
   error.error_code = common::Code::kMismatch;
   error.error_message = "ranks disagree";
   list.responses = {run, error};
@@ -57,8 +59,11 @@ TEST(MessageTest, ResponseListRoundTrips) {
   EXPECT_FALSE(back.shutdown);
   ASSERT_EQ(back.responses.size(), 2u);
   EXPECT_EQ(back.responses[0].kind, Response::Kind::kRun);
-  EXPECT_EQ(back.responses[0].type, OpType::kAllgather);
-  EXPECT_EQ(back.responses[0].first_dims, run.first_dims);
+  EXPECT_EQ(back.responses[0].request.type, OpType::kAlltoall);
+  EXPECT_EQ(back.responses[0].request.splits, run.request.splits);
+  EXPECT_EQ(back.responses[0].request.group, run.request.group);
+  EXPECT_EQ(back.responses[0].request.shape, run.request.shape);
+  EXPECT_EQ(back.responses[0].sizes, run.sizes);
   EXPECT_EQ(back.responses[1].kind, Response::Kind::kError);
   EXPECT_EQ(back.responses[1].error_code, common::Code::kMismatch);
   EXPECT_EQ(back.responses[1].error_message, "ranks disagree");

@@ -3,12 +3,14 @@
 // are measured against. One worker per rank, started by hvdrun:
 //
 //   hvdrun -np N hvd_gloo_allreduce_bench [--sizes B,B,...]
-//       [--min-seconds S] [--warmup W]
+//       [--min-seconds S] [--warmup W] [--steps K]
 //
 // Float32 sum, Gloo's ring allreduce through the gloo::allreduce options
 // API, in place. The method is the one torch_allreduce_bench.py and
 // hvd_allreduce_bench.py share through bench_method.py; keep them in step.
-// Rank 0 prints one JSON line per size.
+// Rank 0 prints one JSON line per size. With --steps K it times K single
+// ops instead and prints their median, the step-time form of
+// scripts/bench/fusion (one flat buffer per training step).
 #include <gloo/allreduce.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
@@ -36,7 +38,7 @@ using namespace std::chrono_literals;
 
 constexpr char kUsage[] =
     "usage: hvd_gloo_allreduce_bench [--sizes B,B,...] [--min-seconds S] "
-    "[--warmup W]";
+    "[--warmup W] [--steps K]";
 // Iterations beyond this add nothing at the smallest sizes but time.
 constexpr int kMaxIters = 200000;
 constexpr int kMinIters = 5;
@@ -50,6 +52,8 @@ struct Options {
                                4 << 20, 16 << 20, 64 << 20, 256 << 20};
   double min_seconds = 0.5;
   int warmup = 3;
+  // > 0: time this many single ops per size and report their median.
+  int steps = 0;
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -96,6 +100,9 @@ Options ParseArgs(int argc, char** argv) {
     } else if (flag == "--warmup") {
       options.warmup = static_cast<int>(
           Ok(hvd::common::ParseInt(value, "--warmup", 1, 1000)));
+    } else if (flag == "--steps") {
+      options.steps = static_cast<int>(
+          Ok(hvd::common::ParseInt(value, "--steps", 1, kMaxIters)));
     } else {
       Die(std::string(kUsage) + "\nunknown flag " + flag);
     }
@@ -174,6 +181,32 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// --steps: each op timed alone, as a training step is; rank 0 prints the
+// median, mean, min and max in scripts/bench/fusion's JSON form.
+void TimeSteps(const std::shared_ptr<gloo::Context>& context,
+               const Options& options, std::vector<float>& data) {
+  SumOverRanks(context, 0.0f);  // lines the ranks up before the first step
+  std::vector<double> times;
+  for (int i = 0; i < options.steps; ++i) {
+    auto start = Clock::now();
+    Allreduce(context, data.data(), data.size(), kDataTag);
+    times.push_back(Seconds(Clock::now() - start));
+  }
+  if (context->rank != 0) return;
+  double mean = 0;
+  for (double t : times) mean += t / times.size();
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  std::printf(
+      "{\"impl\": \"gloo\", \"np\": %d, \"tensors\": 1, \"bytes\": %zu, "
+      "\"steps\": %zu, \"median_s\": %.9g, \"mean_s\": %.9g, "
+      "\"min_s\": %.9g, \"max_s\": %.9g}\n",
+      context->size, data.size() * sizeof(float), n, median, mean,
+      times.front(), times.back());
+  std::fflush(stdout);
+}
+
 void BenchSize(const std::shared_ptr<gloo::Context>& context,
                const Options& options, size_t bytes) {
   const int rank = context->rank;
@@ -194,6 +227,10 @@ void BenchSize(const std::shared_ptr<gloo::Context>& context,
 
   for (int i = 0; i < options.warmup; ++i) {
     Allreduce(context, data.data(), elements, kDataTag);
+  }
+  if (options.steps > 0) {
+    TimeSteps(context, options, data);
+    return;
   }
   // A few warm-up ops misjudge a small size's op time by 2x or more, so
   // batches double until the ranks' mean batch time is a tenth of the

@@ -47,5 +47,31 @@ inline constexpr char kFusionThreshold[] = "HOROVOD_FUSION_THRESHOLD";
 inline constexpr char kCycleTime[] = "HOROVOD_CYCLE_TIME";
 inline constexpr char kCacheCapacity[] = "HOROVOD_CACHE_CAPACITY";
 inline constexpr char kTimeline[] = "HOROVOD_TIMELINE";
+// 1: the timeline also marks the start of every background cycle
+// (hvdrun --timeline-mark-cycles).
+inline constexpr char kTimelineMarkCycles[] = "HOROVOD_TIMELINE_MARK_CYCLES";
+// 1: tensors of a grouped op are fused only with each other, never with
+// other ready tensors.
+inline constexpr char kDisableGroupFusion[] = "HOROVOD_DISABLE_GROUP_FUSION";
+// 1: process sets may be added and removed after init.
+inline constexpr char kDynamicProcessSets[] = "HOROVOD_DYNAMIC_PROCESS_SETS";
+// Autotune (hvdrun --autotune, --autotune-log-file, ...): rank 0 tunes the
+// fusion threshold, cycle time and cache on/off from measured throughput.
+inline constexpr char kAutotune[] = "HOROVOD_AUTOTUNE";
+inline constexpr char kAutotuneLog[] = "HOROVOD_AUTOTUNE_LOG";
+inline constexpr char kAutotuneWarmupSamples[] =
+    "HOROVOD_AUTOTUNE_WARMUP_SAMPLES";
+inline constexpr char kAutotuneStepsPerSample[] =
+    "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE";
+inline constexpr char kAutotuneMaxSamples[] =
+    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES";
+// Stall inspector: rank 0 warns when some ranks have submitted a tensor and
+// others have not for this many seconds, and with a shutdown time set,
+// stops every rank's collectives (HorovodInternalError) after that long.
+inline constexpr char kStallCheckDisable[] = "HOROVOD_STALL_CHECK_DISABLE";
+inline constexpr char kStallCheckTimeSeconds[] =
+    "HOROVOD_STALL_CHECK_TIME_SECONDS";
+inline constexpr char kStallShutdownTimeSeconds[] =
+    "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS";
 
 }  // namespace hvd::common::env_vars

@@ -41,14 +41,33 @@ struct RuntimeConfig {
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
   int64_t fusion_threshold = 128 << 20;
-  // Horovod settings this runtime accepts but does not implement yet
-  // (HOROVOD_TIMELINE, HOROVOD_CACHE_CAPACITY), when set; Start() warns.
-  std::vector<std::string> unimplemented;
+  // Tensors of a grouped op fuse only with each other
+  // (HOROVOD_DISABLE_GROUP_FUSION=1).
+  bool disable_group_fusion = false;
+  // Response cache entries per process set (HOROVOD_CACHE_CAPACITY; 0 turns
+  // the cache off).
+  int64_t cache_capacity = 1024;
+  // Process sets may be added and removed after init
+  // (HOROVOD_DYNAMIC_PROCESS_SETS=1).
+  bool dynamic_process_sets = false;
+  // Stall inspector (on the first rank of each set): warn when a tensor has
+  // waited this long for some ranks (HOROVOD_STALL_CHECK_TIME_SECONDS,
+  // default 60; HOROVOD_STALL_CHECK_DISABLE=1 turns it off), and stop every
+  // rank's collectives after `stall_shutdown_time`
+  // (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS; 0, the default, never).
+  bool stall_check = true;
+  std::chrono::milliseconds stall_check_time{60000};
+  std::chrono::milliseconds stall_shutdown_time{0};
+  // Rank 0 writes a Chrome-trace timeline here (HOROVOD_TIMELINE; empty:
+  // none), with a mark at every cycle (HOROVOD_TIMELINE_MARK_CYCLES=1).
+  std::string timeline;
+  bool timeline_mark_cycles = false;
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
   // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
   // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS,
-  // HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD and HVD_SECRET_KEY. Without
+  // HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD, the cache, group fusion,
+  // process set and stall settings above and HVD_SECRET_KEY. Without
   // HOROVOD_RANK the worker runs alone (size 1, no rendezvous), as `python
   // train.py` does under Horovod. Malformed or inconsistent values are
   // kInvalidArgument naming the variable.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct TensorSpec {
   std::string name;
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;
+  // The process set the collective runs in (0: every rank); this rank must
+  // be a member.
+  int32_t process_set = 0;
 };
 
 struct AllreduceArgs {
@@ -38,19 +42,32 @@ struct AllreduceArgs {
   double postscale = 1.0;
 };
 
-// A completed handle's result. `data`/`shape` are set for allgather, whose
-// output size is known only after negotiation.
+// A completed handle's result. `data`/`shape` are set for allgather,
+// alltoall and reducescatter, whose output size is known only after
+// negotiation.
 struct OpResult {
   common::Status status;
   std::shared_ptr<std::vector<uint8_t>> data;
   std::vector<int64_t> shape;
+  // Alltoall: rows received from each rank of the set. Join: the rank that
+  // joined last. Adding a process set: its id.
+  std::vector<int64_t> sizes;
+};
+
+// How a process set's negotiation went so far on this rank.
+struct NegotiationStats {
+  int64_t cycles = 0;
+  int64_t coordinator_rounds = 0;  // cycles that went to the coordinator
+  int64_t cache_hits = 0;          // responses run from the response cache
 };
 
 class Runtime {
  public:
-  // Connects generation `generation` of the job described by `config`.
+  // Connects generation `generation` of the job described by `config`,
+  // with `process_sets` (global ranks each) as sets 1, 2, ... in order.
   static common::Result<std::unique_ptr<Runtime>> Start(
-      const RuntimeConfig& config, int64_t generation = 0);
+      const RuntimeConfig& config, int64_t generation = 0,
+      const std::vector<std::vector<int>>& process_sets = {});
   ~Runtime();  // Shutdown(), then frees everything.
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -62,10 +79,52 @@ class Runtime {
                                    void* output, const AllreduceArgs& args);
   // Concatenates along dimension 0, which may differ between ranks.
   common::Result<Handle> Allgather(const TensorSpec& spec, const void* input);
-  // In place: `buffer` is the input on `root` and the output elsewhere.
+  // In place: `buffer` is the input on `root` (a global rank in the spec's
+  // set) and the output elsewhere.
   common::Result<Handle> Broadcast(const TensorSpec& spec, void* buffer,
                                    int root);
-  common::Result<Handle> Barrier();
+  // Sends splits[r] rows of dimension 0 to the set's rank r (empty: equal
+  // parts); the result holds the rows received, by sender, and their counts.
+  common::Result<Handle> Alltoall(const TensorSpec& spec, const void* input,
+                                  std::vector<int64_t> splits);
+  // Reduces across the set and keeps this rank's block of dimension 0 (see
+  // ReducescatterRows); Sum or Average.
+  common::Result<Handle> Reducescatter(const TensorSpec& spec,
+                                       const void* input,
+                                       const AllreduceArgs& args);
+  // Grouped ops: the tensors are negotiated together and run as one fused
+  // unit (HOROVOD_DISABLE_GROUP_FUSION keeps other tensors out of it).
+  // Specs must share a process set. One handle per tensor.
+  common::Result<std::vector<Handle>> GroupedAllreduce(
+      const std::vector<TensorSpec>& specs,
+      const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+      const AllreduceArgs& args);
+  common::Result<std::vector<Handle>> GroupedAllgather(
+      const std::vector<TensorSpec>& specs,
+      const std::vector<const void*>& inputs);
+  common::Result<std::vector<Handle>> GroupedReducescatter(
+      const std::vector<TensorSpec>& specs,
+      const std::vector<const void*>& inputs, const AllreduceArgs& args);
+  common::Result<Handle> Barrier(int32_t process_set = 0);
+  // This rank has no more data: until every rank of the set has joined, it
+  // takes part in the others' allreduces and reducescatters with zeros and
+  // in their allgathers with no rows. The result names the last rank to
+  // join.
+  common::Result<Handle> Join(int32_t process_set = 0);
+
+  // Dynamic process sets (HOROVOD_DYNAMIC_PROCESS_SETS=1): every rank calls
+  // these in the same order. Adding returns the new id in the result.
+  common::Result<Handle> AddProcessSet(std::vector<int> ranks);
+  common::Result<Handle> RemoveProcessSet(int32_t id);
+  // Rank 0 records a Chrome-trace timeline into `path` (appending to one
+  // it wrote before) until StopTimeline(); other ranks do nothing.
+  common::Status StartTimeline(const std::string& path, bool mark_cycles);
+  void StopTimeline();
+
+  // Every process set now: id -> global ranks.
+  std::map<int32_t, std::vector<int>> ProcessSets() const;
+  // kInvalidArgument unless this rank is in the set.
+  common::Result<NegotiationStats> Stats(int32_t process_set = 0) const;
 
   // True once the handle has completed (successfully or not).
   common::Result<bool> Poll(Handle handle);

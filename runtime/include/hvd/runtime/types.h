@@ -34,8 +34,14 @@ enum class OpType : uint8_t {
   kAllgather = 1,
   kBroadcast = 2,
   kBarrier = 3,
+  kAlltoall = 4,
+  kReducescatter = 5,
+  kJoin = 6,
+  // Changes to the table of process sets, negotiated on the global set.
+  kAddProcessSet = 7,
+  kRemoveProcessSet = 8,
 };
-inline constexpr int kOpTypeCount = 4;
+inline constexpr int kOpTypeCount = 9;
 
 size_t DataTypeSize(DataType type);
 const char* DataTypeName(DataType type);  // numpy's names: "float32", ...

@@ -1,0 +1,199 @@
+#include "controller.h"
+
+#include <gloo/allreduce.h>
+
+#include <algorithm>
+
+#include "gloo_call.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+// Flags in word 0 of the bit vector. The vector is reduced with AND alone,
+// so a flag that must be ORed travels inverted (NOT of the OR of x is the
+// AND of NOT x), as do the invalid bits.
+constexpr uint64_t kNoRoundNeeded = 1;  // inverted "needs a coordinator round"
+constexpr uint64_t kNoneJoined = 2;     // inverted "has joined"
+
+void BitwiseAnd(void* out, const void* a, const void* b, size_t words) {
+  auto* o = static_cast<uint64_t*>(out);
+  auto* x = static_cast<const uint64_t*>(a);
+  auto* y = static_cast<const uint64_t*>(b);
+  for (size_t i = 0; i < words; ++i) o[i] = x[i] & y[i];
+}
+
+bool Cacheable(const Response& r) {
+  if (r.kind != Response::Kind::kRun) return false;
+  switch (r.request.type) {
+    case OpType::kAllreduce:
+    case OpType::kAllgather:
+    case OpType::kBroadcast:
+    case OpType::kAlltoall:
+    case OpType::kReducescatter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Controller::Controller(std::shared_ptr<gloo::Context> context,
+                       std::vector<int> global_ranks,
+                       const ControllerOptions& options)
+    : context_(context),
+      negotiator_(context, std::move(global_ranks)),
+      cache_(options.cache_capacity),
+      stall_time_(options.stall_check
+                      ? options.stall.warn_after
+                      : std::chrono::steady_clock::duration::max()) {
+  if (options.stall_check && context_->rank == 0) {
+    inspector_ = std::make_unique<StallInspector>(options.stall);
+  }
+}
+
+NegotiationStats Controller::stats() const {
+  NegotiationStats stats;
+  stats.cycles = cycles_.load();
+  stats.coordinator_rounds = coordinator_rounds_.load();
+  stats.cache_hits = cache_hits_.load();
+  return stats;
+}
+
+bool Controller::InspectStalls() {
+  if (!inspector_) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_inspection_ < std::chrono::seconds(1)) return false;
+  last_inspection_ = now;
+  auto stop = inspector_->Check(negotiator_.coordinator().Pending(), now);
+  if (!stop) return false;
+  negotiator_.coordinator().Stop(*stop);
+  return true;
+}
+
+Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
+                                       bool shutdown, bool force_round) {
+  ++cycles_;
+  force_round = InspectStalls() || force_round;
+  for (const Request& r : requests) {
+    if (r.type == OpType::kJoin) joined_ = true;
+  }
+  if (!cache_.enabled()) {
+    ++coordinator_rounds_;
+    for (const Request& r : requests) sent_[r.name] = r;
+    RequestList mine{shutdown, std::move(requests)};
+    auto list = negotiator_.Exchange(mine);
+    if (list.ok()) Remember(list->responses, 0);
+    return list;
+  }
+
+  // Classify this rank's requests against the cache.
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<Waiting> candidates = std::move(waiting_hits_);
+  waiting_hits_.clear();
+  for (Request& r : requests) candidates.push_back({std::move(r), now});
+  const size_t bit_words = (cache_.capacity() + 63) / 64;
+  std::vector<uint64_t> bits(1 + 2 * bit_words, 0);
+  uint64_t* hit = &bits[1];
+  uint64_t* valid = &bits[1 + bit_words];
+  for (size_t w = 0; w < bit_words; ++w) valid[w] = ~uint64_t{0};
+  std::vector<Request> misses;
+  std::vector<Waiting> hits;
+  for (Waiting& c : candidates) {
+    auto found = cache_.Find(c.request);
+    // A hit the other members have not matched for the stall time goes to
+    // the coordinator, whose stall inspector can then name who is missing.
+    if (found.state == ResponseCache::State::kHit &&
+        now - c.since >= stall_time_) {
+      found.state = ResponseCache::State::kInvalid;
+    }
+    switch (found.state) {
+      case ResponseCache::State::kHit:
+        hit[found.bit / 64] |= uint64_t{1} << (found.bit % 64);
+        hits.push_back(std::move(c));
+        break;
+      case ResponseCache::State::kInvalid:
+        valid[found.bit / 64] &= ~(uint64_t{1} << (found.bit % 64));
+        misses.push_back(std::move(c.request));
+        break;
+      case ResponseCache::State::kMiss:
+        misses.push_back(std::move(c.request));
+        break;
+    }
+  }
+  const bool want_round = !misses.empty() || shutdown || joined_ || force_round;
+  bits[0] = (want_round ? 0 : kNoRoundNeeded) | (joined_ ? 0 : kNoneJoined);
+  if (context_->size > 1) {
+    Status status = GlooCall("response cache bit exchange", [&] {
+      gloo::AllreduceOptions opts(context_);
+      opts.setOutput(bits.data(), bits.size());
+      opts.setReduceFunction(&BitwiseAnd);
+      gloo::allreduce(opts);
+    });
+    if (!status.ok()) return status;
+  }
+  const bool round = (bits[0] & kNoRoundNeeded) == 0;
+  const bool any_joined = (bits[0] & kNoneJoined) == 0;
+
+  // Entries some member found invalid go on every member, in bit order.
+  for (uint32_t bit = 0; bit < cache_.capacity(); ++bit) {
+    if ((valid[bit / 64] & (uint64_t{1} << (bit % 64))) == 0) cache_.Erase(bit);
+  }
+  // While a member has joined it submits nothing, so no hit can be common:
+  // everything goes to the coordinator, which knows who joined.
+  std::vector<uint32_t> common_bits;
+  for (Waiting& h : hits) {
+    auto found = cache_.Find(h.request);
+    if (any_joined || found.state != ResponseCache::State::kHit) {
+      misses.push_back(std::move(h.request));
+    } else if (hit[found.bit / 64] & (uint64_t{1} << (found.bit % 64))) {
+      common_bits.push_back(found.bit);
+    } else {
+      waiting_hits_.push_back(std::move(h));
+    }
+  }
+  if (!misses.empty() && !round) {
+    return Status::Internal(
+        "response cache: a request the cache cannot answer, but no member "
+        "asked for a coordinator round");
+  }
+  std::sort(common_bits.begin(), common_bits.end());
+  ResponseList out;
+  for (uint32_t bit : common_bits)
+    out.responses.push_back(cache_.response(bit));
+  cache_hits_ += static_cast<int64_t>(common_bits.size());
+  const size_t cached = out.responses.size();
+  if (round) {
+    ++coordinator_rounds_;
+    for (const Request& r : misses) sent_[r.name] = r;
+    RequestList mine{shutdown, std::move(misses)};
+    auto list = negotiator_.Exchange(mine);
+    if (!list.ok()) return list.status();
+    for (Response& r : list->responses) out.responses.push_back(std::move(r));
+    out.shutdown = list->shutdown;
+    out.stop = std::move(list->stop);
+  }
+  if (!any_joined) {
+    for (size_t i = 0; i < cached; ++i) cache_.Touch(common_bits[i]);
+  }
+  Remember(out.responses, any_joined ? out.responses.size() : cached);
+  return out;
+}
+
+void Controller::Remember(const std::vector<Response>& responses,
+                          size_t cached) {
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Response& r = responses[i];
+    if (r.request.type == OpType::kJoin) joined_ = false;
+    auto mine = sent_.find(r.request.name);
+    if (mine == sent_.end()) continue;
+    if (i >= cached && Cacheable(r)) cache_.Put(r, mine->second);
+    sent_.erase(mine);
+  }
+}
+
+}  // namespace hvd::runtime

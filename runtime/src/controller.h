@@ -1,0 +1,81 @@
+// A process set's controller: each cycle it turns this rank's new requests
+// into the list of responses every member runs now, identical on every
+// member. With the response cache on, members first AND their cache-hit
+// bit vectors and OR their invalid bit vectors (one Gloo allreduce); hits
+// common to all run straight from the cache, and the round trip to the
+// coordinator (Negotiator) happens only when some member has a request the
+// cache cannot answer, or wants the round for another reason.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <gloo/context.h>
+
+#include "hvd/common/status.h"
+#include "hvd/runtime/runtime.h"
+#include "message.h"
+#include "negotiator.h"
+#include "response_cache.h"
+#include "stall_inspector.h"
+
+namespace hvd::runtime {
+
+struct ControllerOptions {
+  size_t cache_capacity = 1024;  // 0: no cache
+  // The stall inspector runs on the set's first rank. A cache hit that
+  // waits `stall.warn_after` for the other members goes to the coordinator
+  // instead, so that the inspector sees it.
+  bool stall_check = true;
+  StallOptions stall;
+};
+
+class Controller {
+ public:
+  Controller(std::shared_ptr<gloo::Context> context,
+             std::vector<int> global_ranks, const ControllerOptions& options);
+
+  // One cycle on every member: `requests` are those added since the last
+  // cycle; `force_round` makes this cycle go to the coordinator (rank 0
+  // has something to say).
+  common::Result<ResponseList> Cycle(std::vector<Request> requests,
+                                     bool shutdown, bool force_round);
+
+  ResponseCache& cache() { return cache_; }
+  // Safe from any thread.
+  NegotiationStats stats() const;
+
+ private:
+  struct Waiting {
+    Request request;
+    std::chrono::steady_clock::time_point since;
+  };
+  // Caches the new responses (with this rank's own request for each) and
+  // freshens the ones that ran from the cache, in response order.
+  void Remember(const std::vector<Response>& responses, size_t cached);
+  // The set's first rank: runs the stall inspector about once a second;
+  // true when it says to stop (the coordinator then tells every rank).
+  bool InspectStalls();
+
+  std::shared_ptr<gloo::Context> context_;
+  Negotiator negotiator_;
+  ResponseCache cache_;
+  std::chrono::steady_clock::duration stall_time_;
+  std::unique_ptr<StallInspector> inspector_;  // first rank only
+  SteadyTime last_inspection_;
+  // Cache hits of this rank that not every member has submitted yet.
+  std::vector<Waiting> waiting_hits_;
+  // Requests sent to the coordinator and not answered yet, by name.
+  std::unordered_map<std::string, Request> sent_;
+  // This rank has joined and its join has not completed.
+  bool joined_ = false;
+  std::atomic<int64_t> cycles_{0};
+  std::atomic<int64_t> coordinator_rounds_{0};
+  std::atomic<int64_t> cache_hits_{0};
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,95 @@
+#include "process_set.h"
+
+#include <algorithm>
+
+#include "gloo_contexts.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
+                                        int world_size) {
+  if (ranks.empty()) {
+    return Status::InvalidArgument("a process set needs at least one rank");
+  }
+  std::sort(ranks.begin(), ranks.end());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= world_size) {
+      return Status::InvalidArgument(
+          "process set names rank " + std::to_string(ranks[i]) +
+          ", but the job has ranks 0 to " + std::to_string(world_size - 1));
+    }
+    if (i > 0 && ranks[i] == ranks[i - 1]) {
+      return Status::InvalidArgument("process set names rank " +
+                                     std::to_string(ranks[i]) + " twice");
+    }
+  }
+  return ranks;
+}
+
+Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    int32_t id, std::vector<int> ranks, WorkSignal* signal,
+    const ControllerOptions& options, std::vector<SocketId>* sockets) {
+  auto set = std::make_shared<ProcessSet>();
+  set->id = id;
+  set->ranks = std::move(ranks);
+  auto at = std::find(set->ranks.begin(), set->ranks.end(), config.rank);
+  if (at == set->ranks.end()) return set;
+  set->rank = static_cast<int>(at - set->ranks.begin());
+  auto context = ConnectSetContext(config, device, generation, id, set->rank,
+                                   set->size(), sockets);
+  if (!context.ok()) return context.status();
+  set->context = *context;
+  set->queue = std::make_unique<TensorQueue>(signal);
+  set->controller =
+      std::make_unique<Controller>(set->context, set->ranks, options);
+  return set;
+}
+
+void ProcessSetTable::Insert(std::shared_ptr<ProcessSet> set) {
+  std::lock_guard<std::mutex> lock(mu_);
+  next_id_ = std::max(next_id_, set->id + 1);
+  sets_[set->id] = std::move(set);
+}
+
+std::shared_ptr<ProcessSet> ProcessSetTable::Find(int32_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sets_.find(id);
+  return it == sets_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<ProcessSet> ProcessSetTable::FindByRanks(
+    const std::vector<int>& ranks) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, set] : sets_) {
+    if (set->ranks == ranks) return set;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<ProcessSet> ProcessSetTable::Remove(int32_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return nullptr;
+  auto set = std::move(it->second);
+  sets_.erase(it);
+  return set;
+}
+
+std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::All() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<ProcessSet>> all;
+  for (const auto& [id, set] : sets_) all.push_back(set);
+  return all;
+}
+
+int32_t ProcessSetTable::next_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_id_;
+}
+
+}  // namespace hvd::runtime

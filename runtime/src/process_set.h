@@ -1,0 +1,72 @@
+// Process sets: subsets of the job's ranks that run collectives among
+// themselves. Every rank keeps the same table (ids, member ranks); a member
+// also holds the set's Gloo context, tensor queue and negotiator, so each
+// set negotiates and runs on its own. Set 0 is every rank.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <gloo/context.h>
+#include <gloo/transport/device.h>
+
+#include "controller.h"
+#include "hvd/common/status.h"
+#include "hvd/runtime/config.h"
+#include "socket_watch.h"
+#include "tensor_queue.h"
+
+namespace hvd::runtime {
+
+struct ProcessSet {
+  int32_t id = 0;
+  std::vector<int> ranks;  // global ranks, ascending
+  int rank = -1;           // this worker's rank in the set; -1: not a member
+  // Members only:
+  std::shared_ptr<gloo::Context> context;
+  std::unique_ptr<TensorQueue> queue;
+  std::unique_ptr<Controller> controller;
+  // Unnamed collectives get "<op>.noname.<n>" from this: every member
+  // issues the set's unnamed collectives in the same order.
+  std::atomic<int64_t> unnamed{0};
+
+  bool member() const { return rank >= 0; }
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+// Checks a user's rank list against a job of `world_size` ranks: not
+// empty, every rank in range, none twice. Returns it sorted.
+common::Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
+                                                int world_size);
+
+// Builds set `id`; a member connects its context (every member calls this
+// in the same cycle) and records its connections in `sockets`.
+common::Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    int32_t id, std::vector<int> ranks, WorkSignal* signal,
+    const ControllerOptions& options, std::vector<SocketId>* sockets);
+
+// The table, read by the threads that enqueue and changed by the background
+// thread only.
+class ProcessSetTable {
+ public:
+  void Insert(std::shared_ptr<ProcessSet> set);
+  std::shared_ptr<ProcessSet> Find(int32_t id) const;
+  std::shared_ptr<ProcessSet> FindByRanks(const std::vector<int>& ranks) const;
+  std::shared_ptr<ProcessSet> Remove(int32_t id);
+  std::vector<std::shared_ptr<ProcessSet>> All() const;  // by id
+  // The id the next added set gets; every rank counts the same way.
+  int32_t next_id() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int32_t, std::shared_ptr<ProcessSet>> sets_;
+  int32_t next_id_ = 0;
+};
+
+}  // namespace hvd::runtime
