@@ -103,7 +103,27 @@ Status BackgroundLoop::Cycles() {
       status = SetCycle(*set, false, &stop);
       if (!status.ok()) return status;
     }
+    if (parts_.tuner && cycle_bytes_ > 0 &&
+        parts_.tuner->Record(cycle_bytes_, std::chrono::steady_clock::now())) {
+      const TunableParams& next = parts_.tuner->current();
+      parts_.sets->Find(0)->controller->Announce(Tuning{
+          next.fusion_threshold, next.cycle_time.count(), next.cache_enabled});
+    }
+    cycle_bytes_ = 0;
   }
+}
+
+void BackgroundLoop::Apply(const Tuning& tuning) {
+  options_.fusion.threshold = static_cast<size_t>(tuning.fusion_threshold);
+  options_.cycle_time = std::chrono::microseconds(tuning.cycle_time_us);
+  for (const auto& set : parts_.sets->All()) {
+    if (set->member())
+      set->controller->cache().set_enabled(tuning.cache_enabled);
+  }
+  spdlog::debug(
+      "autotune: fusion threshold {} bytes, cycle time {} us, cache {}",
+      tuning.fusion_threshold, tuning.cycle_time_us,
+      tuning.cache_enabled ? "on" : "off");
 }
 
 Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
@@ -124,6 +144,7 @@ Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
     }
   }
   if (!responses->stop.empty()) return Status::Timeout(responses->stop);
+  if (responses->tuning) Apply(*responses->tuning);
   Status status = ExecuteAll(set, responses->responses);
   if (!status.ok()) return status;
   *stop = responses->shutdown;
@@ -161,8 +182,13 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     stand_ins.emplace_back(bytes, 0);
     stand_in.output = stand_ins.back().data();
   }
-  FusionOptions fusion = options_.fusion;
-  for (const std::vector<size_t>& unit : PlanFusion(responses, fusion)) {
+  for (const Response& r : responses) {
+    if (r.kind == Response::Kind::kRun) {
+      cycle_bytes_ += static_cast<int64_t>(FusionBytes(r));
+    }
+  }
+  for (const std::vector<size_t>& unit :
+       PlanFusion(responses, options_.fusion)) {
     const Response& head = responses[unit.front()];
     std::vector<std::string> rows;
     if (timeline_) {

@@ -19,6 +19,7 @@
 #include "fusion_plan.h"
 #include "handle_table.h"
 #include "hvd/runtime/config.h"
+#include "parameter_manager.h"
 #include "process_set.h"
 #include "socket_watch.h"
 #include "tensor_queue.h"
@@ -42,6 +43,8 @@ struct LoopParts {
   WorkSignal* signal = nullptr;
   SocketRegistry* sockets = nullptr;
   TimelineSlot* timeline = nullptr;
+  // Rank 0 with autotune on; null elsewhere.
+  std::unique_ptr<ParameterManager> tuner;
 };
 
 class BackgroundLoop {
@@ -61,6 +64,8 @@ class BackgroundLoop {
                             const std::vector<Response>& responses);
   common::Status ExecuteOne(ProcessSet& set, const Response& response,
                             const TensorEntry& entry);
+  // Every rank: adopts rank 0's tuning for this and every other set.
+  void Apply(const Tuning& tuning);
   // Add or remove a process set (on the global set only).
   common::Status ChangeSets(const Response& response, const TensorEntry& entry);
 
@@ -70,6 +75,8 @@ class BackgroundLoop {
   // negotiation it has begun.
   std::shared_ptr<Timeline> timeline_;
   std::unordered_set<std::string> negotiating_;
+  // Bytes this cycle's collectives moved (autotune's measure).
+  int64_t cycle_bytes_ = 0;
   // The fusion buffer of the one device the Gloo ops use (host memory),
   // reused across cycles and sets.
   std::vector<uint8_t> fusion_buffer_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <tuple>
 
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
@@ -30,6 +31,23 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
                                   0, int64_t(1) << 40);
   if (!fusion.ok()) return fusion.status();
   config.fusion_threshold = *fusion;
+  config.fusion_threshold_set =
+      common::GetEnv(ev::kFusionThreshold).has_value();
+  config.cycle_time_set = common::GetEnv(ev::kCycleTime).has_value();
+  auto autotune = common::GetEnvBool(ev::kAutotune, false);
+  if (!autotune.ok()) return autotune.status();
+  config.autotune = *autotune;
+  config.autotune_log = common::GetEnvString(ev::kAutotuneLog, "");
+  for (auto [name, field, min] :
+       {std::tuple{ev::kAutotuneWarmupSamples, &config.autotune_warmup_samples,
+                   0},
+        std::tuple{ev::kAutotuneStepsPerSample,
+                   &config.autotune_cycles_per_sample, 1},
+        std::tuple{ev::kAutotuneMaxSamples, &config.autotune_max_samples, 1}}) {
+    auto value = common::GetEnvInt(name, *field, min, 1 << 20);
+    if (!value.ok()) return value.status();
+    *field = static_cast<int>(*value);
+  }
   auto cache = common::GetEnvInt(ev::kCacheCapacity, config.cache_capacity, 0,
                                  int64_t(1) << 20);
   if (!cache.ok()) return cache.status();

@@ -78,12 +78,16 @@ bool Controller::InspectStalls() {
 Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
                                        bool shutdown, bool force_round) {
   ++cycles_;
-  force_round = InspectStalls() || force_round;
+  force_round = InspectStalls() || announcing_ || force_round;
+  announcing_ = false;
   for (const Request& r : requests) {
     if (r.type == OpType::kJoin) joined_ = true;
   }
   if (!cache_.enabled()) {
     ++coordinator_rounds_;
+    // Hits left waiting when autotune switched the cache off.
+    for (Waiting& w : waiting_hits_) requests.push_back(std::move(w.request));
+    waiting_hits_.clear();
     for (const Request& r : requests) sent_[r.name] = r;
     RequestList mine{shutdown, std::move(requests)};
     auto list = negotiator_.Exchange(mine);
@@ -176,12 +180,18 @@ Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
     for (Response& r : list->responses) out.responses.push_back(std::move(r));
     out.shutdown = list->shutdown;
     out.stop = std::move(list->stop);
+    out.tuning = list->tuning;
   }
   if (!any_joined) {
     for (size_t i = 0; i < cached; ++i) cache_.Touch(common_bits[i]);
   }
   Remember(out.responses, any_joined ? out.responses.size() : cached);
   return out;
+}
+
+void Controller::Announce(const Tuning& tuning) {
+  negotiator_.coordinator().Announce(tuning);
+  announcing_ = true;
 }
 
 void Controller::Remember(const std::vector<Response>& responses,

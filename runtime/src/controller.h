@@ -46,6 +46,9 @@ class Controller {
                                      bool shutdown, bool force_round);
 
   ResponseCache& cache() { return cache_; }
+  // The set's first rank: the next cycle goes to the coordinator and brings
+  // `tuning` to every member.
+  void Announce(const Tuning& tuning);
   // Safe from any thread.
   NegotiationStats stats() const;
 
@@ -73,6 +76,7 @@ class Controller {
   std::unordered_map<std::string, Request> sent_;
   // This rank has joined and its join has not completed.
   bool joined_ = false;
+  bool announcing_ = false;
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> coordinator_rounds_{0};
   std::atomic<int64_t> cache_hits_{0};

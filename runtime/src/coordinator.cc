@@ -184,6 +184,8 @@ ResponseList Coordinator::TakeReady() {
   ResponseList out;
   out.shutdown = shutdown_;
   out.stop = stop_;
+  out.tuning = tuning_;
+  tuning_.reset();
   out.responses = std::move(errors_);
   errors_.clear();
   for (const std::string& name : ready_) {

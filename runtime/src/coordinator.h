@@ -46,6 +46,8 @@ class Coordinator {
 
   // Every later answer tells every rank to stop, for `reason`.
   void Stop(std::string reason) { stop_ = std::move(reason); }
+  // The next answer carries `tuning` to every rank.
+  void Announce(const Tuning& tuning) { tuning_ = tuning; }
 
  private:
   struct Entry {
@@ -67,6 +69,7 @@ class Coordinator {
   std::vector<Response> errors_;
   bool shutdown_ = false;
   std::string stop_;
+  std::optional<Tuning> tuning_;
   // Join: which ranks have joined since the last join completed, and the
   // last of them.
   std::vector<bool> joined_;

@@ -157,6 +157,12 @@ std::string Encode(const ResponseList& list) {
   Writer w;
   w.Int(static_cast<uint8_t>(list.shutdown));
   w.String(list.stop);
+  w.Int(static_cast<uint8_t>(list.tuning.has_value()));
+  if (list.tuning) {
+    w.Int(list.tuning->fusion_threshold);
+    w.Int(list.tuning->cycle_time_us);
+    w.Int(static_cast<uint8_t>(list.tuning->cache_enabled));
+  }
   w.Int(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
     w.Int(static_cast<uint8_t>(r.kind));
@@ -172,6 +178,14 @@ Status Decode(const std::string& bytes, ResponseList* list) {
   Reader r(bytes);
   list->shutdown = r.Int<uint8_t>() != 0;
   list->stop = r.String();
+  list->tuning.reset();
+  if (r.Int<uint8_t>() != 0) {
+    Tuning t;
+    t.fusion_threshold = r.Int<int64_t>();
+    t.cycle_time_us = r.Int<int64_t>();
+    t.cache_enabled = r.Int<uint8_t>() != 0;
+    list->tuning = t;
+  }
   uint32_t count = r.Int<uint32_t>();
   list->responses.clear();
   for (uint32_t i = 0; i < count && r.Have(1); ++i) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,18 @@ struct Response {
   std::string error_message;
 };
 
+// Autotune's choice, which rank 0 announces and every rank applies after
+// the global set's cycle that brings it.
+struct Tuning {
+  int64_t fusion_threshold = 0;
+  int64_t cycle_time_us = 0;
+  bool cache_enabled = true;
+};
+
 struct ResponseList {
   bool shutdown = false;
   std::vector<Response> responses;
+  std::optional<Tuning> tuning;
   // Non-empty: the coordinator's stall inspector stops every rank's
   // collectives, for this reason.
   std::string stop;

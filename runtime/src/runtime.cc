@@ -57,6 +57,26 @@ class Runtime::Impl {
 
   ~Impl() { Shutdown(); }
 
+  // Rank 0 with HOROVOD_AUTOTUNE: the tuner, handed to the loop.
+  Status CreateTuner() {
+    if (!config_.autotune || config_.rank != 0) return Status::Ok();
+    ParameterManager::Options options;
+    options.initial.fusion_threshold = config_.fusion_threshold;
+    options.initial.cycle_time = config_.cycle_time;
+    options.initial.cache_enabled = config_.cache_capacity > 0;
+    options.tune_fusion_threshold = !config_.fusion_threshold_set;
+    options.tune_cycle_time = !config_.cycle_time_set;
+    options.tune_cache = config_.cache_capacity > 0;
+    options.warmup_samples = config_.autotune_warmup_samples;
+    options.cycles_per_sample = config_.autotune_cycles_per_sample;
+    options.max_samples = config_.autotune_max_samples;
+    options.log_path = config_.autotune_log;
+    auto tuner = ParameterManager::Create(options);
+    if (!tuner.ok()) return tuner.status().WithContext("autotune");
+    tuner_ = std::move(*tuner);
+    return Status::Ok();
+  }
+
   // Builds the global set and the user's sets 1, 2, ...; connects the sets
   // this rank belongs to.
   Status CreateSets(const std::vector<std::vector<int>>& process_sets) {
@@ -102,7 +122,8 @@ class Runtime::Impl {
     parts.signal = &signal_;
     parts.sockets = &sockets_;
     parts.timeline = &timeline_;
-    loop_ = std::make_unique<BackgroundLoop>(parts, options_);
+    parts.tuner = std::move(tuner_);
+    loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
     thread_ = std::thread([this] { loop_->Run(); });
   }
 
@@ -298,6 +319,7 @@ class Runtime::Impl {
   HandleTable handles_;
   SocketRegistry sockets_;
   TimelineSlot timeline_;
+  std::unique_ptr<ParameterManager> tuner_;
   std::unique_ptr<BackgroundLoop> loop_;
   std::thread thread_;
   std::mutex shutdown_mu_;
@@ -314,6 +336,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(
   auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts));
   Status sets = impl->CreateSets(process_sets);
   if (!sets.ok()) return sets;
+  Status tuner = impl->CreateTuner();
+  if (!tuner.ok()) return tuner;
   if (!config.timeline.empty()) {
     // A diagnostic: training goes on without it.
     Status timeline =

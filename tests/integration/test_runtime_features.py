@@ -195,3 +195,27 @@ def test_timeline_is_valid_json_after_rank_0_is_killed(hvdrun, tmp_path):
     proc.communicate(timeout=60)
     rows, _ = rows_of(events_of(path))
     assert rows["grad.0"].count("ALLREDUCE") >= 5, rows
+
+
+def test_autotune_tries_settings_logs_them_and_keeps_results_right(
+        hvdrun, tmp_path):
+    """A small budget, so that the tuner finishes within the loop; every
+    step's results are still checked by the worker while the settings
+    change under it."""
+    log = tmp_path / "autotune.csv"
+    env = {"HOROVOD_AUTOTUNE": "1", "HOROVOD_AUTOTUNE_LOG": str(log),
+           "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+           "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2",
+           "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "4"}
+    stats = steady_stats(hvdrun, env)
+    assert stats[0]["coordinator_rounds"] == stats[1]["coordinator_rounds"]
+    lines = log.read_text().splitlines()
+    assert lines[0] == ("trial,fusion_threshold_bytes,cycle_time_ms,"
+                        "cache_enabled,throughput_bytes_per_s,best"), lines
+    trials = [l.split(",") for l in lines[1:]]
+    assert 2 <= len(trials) <= 5, lines
+    assert [t[-1] for t in trials[:-1]] == ["0"] * (len(trials) - 1), lines
+    assert trials[-1][-1] == "1", "the chosen settings close the log"
+    settings = {tuple(t[1:4]) for t in trials[:-1]}
+    assert len(settings) == len(trials) - 1, "each trial tries new settings"
+    assert tuple(trials[-1][1:4]) in settings

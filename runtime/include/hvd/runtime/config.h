@@ -62,6 +62,19 @@ struct RuntimeConfig {
   // none), with a mark at every cycle (HOROVOD_TIMELINE_MARK_CYCLES=1).
   std::string timeline;
   bool timeline_mark_cycles = false;
+  // Autotune (HOROVOD_AUTOTUNE=1): rank 0 tunes the fusion threshold, the
+  // cycle time and the cache on/off from measured throughput and tells the
+  // other ranks (runtime/src/parameter_manager.h). A knob set explicitly
+  // (HOROVOD_FUSION_THRESHOLD, HOROVOD_CYCLE_TIME, a cache capacity of 0)
+  // stays as set. A sample is HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE cycles that
+  // moved data; HOROVOD_AUTOTUNE_LOG gets one CSV line per trial.
+  bool autotune = false;
+  std::string autotune_log;
+  int autotune_warmup_samples = 3;
+  int autotune_cycles_per_sample = 10;
+  int autotune_max_samples = 20;
+  bool fusion_threshold_set = false;
+  bool cycle_time_set = false;
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
   // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
