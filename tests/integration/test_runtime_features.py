@@ -219,3 +219,35 @@ def test_autotune_tries_settings_logs_them_and_keeps_results_right(
     settings = {tuple(t[1:4]) for t in trials[:-1]}
     assert len(settings) == len(trials) - 1, "each trial tries new settings"
     assert tuple(trials[-1][1:4]) in settings
+
+
+def elastic_sets_job(hvdrun, tmp_path, sets):
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("localhost:2\n127.0.0.1:1\n")
+    discover = tmp_path / "discover.sh"
+    discover.write_text(f"#!/bin/sh\ncat {hosts}\n")
+    discover.chmod(0o755)
+    # A failed slot's host is blacklisted; a short elastic timeout ends the
+    # job soon after, instead of waiting for hosts that never come.
+    return hvdrun(["-np", "3", "--min-np", "2", "--elastic-timeout", "3",
+                   "--host-discovery-script", str(discover), PYTHON,
+                   str(WORKERS / "elastic_sets_worker.py"), str(hosts),
+                   json.dumps(sets)], timeout=120)
+
+
+def test_process_sets_are_recreated_after_an_elastic_reset(hvdrun, tmp_path):
+    result = elastic_sets_job(hvdrun, tmp_path, [[0, 1], [1]])
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(2):
+        assert rank_lines(result.stdout, rank) == [
+            "done size 2 sets [(1, [0, 1]), (2, [1])]"], result.stdout
+
+
+def test_a_process_set_the_new_world_lacks_is_a_clear_error(hvdrun,
+                                                           tmp_path):
+    result = elastic_sets_job(hvdrun, tmp_path, [[0, 1], [1, 2]])
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "process set names rank 2, but the job has ranks 0 to 1" in \
+        result.stderr, result.stderr
+    assert "The registered process sets are [[0, 1], [1, 2]]" in \
+        result.stderr, result.stderr

@@ -4,12 +4,22 @@ A pure-Python layer over the numpy-level ``hvd`` package: torch tensors are
 handed to the core as numpy arrays that share their memory (CPU tensors;
 CUDA collectives come with the NCCL backend). Modules:
 
-* ``async_ops``: ``*_async`` collectives, ``poll``, ``synchronize``.
-* ``mpi_ops``: synchronous and autograd-aware collectives.
+* ``async_ops``: allreduce/allgather/broadcast ``*_async``, ``poll``,
+  ``synchronize``.
+* ``scatter_async``: ``alltoall_async``, ``reducescatter_async``.
+* ``grouped_async``: ``grouped_*_async`` (a list of tensors as one unit).
+* ``mpi_ops``: synchronous, autograd-aware collectives; ``join``,
+  ``barrier``.
+* ``grouped_ops``: synchronous, autograd-aware grouped collectives.
+* ``autograd``: the autograd Functions of the single-tensor collectives.
 * ``compression``: ``Compression.none``, ``Compression.fp16``.
 * ``functions``: ``broadcast_parameters``, ``broadcast_optimizer_state``,
   ``broadcast_object``, ``allgather_object``.
 * ``optimizer``: ``DistributedOptimizer``.
+* process sets (from ``hvd``): ``ProcessSet``, ``global_process_set``,
+  ``add_process_set``, ``remove_process_set``,
+  ``get_process_set_ids_and_ranks``; ``init(process_sets=...)``. Every
+  collective takes ``process_set=``.
 
 Typical use::
 
@@ -22,9 +32,11 @@ Typical use::
 """
 
 from hvd import (Average, HorovodInternalError, HostsUpdatedInterrupt, Max,
-                 Min, MismatchError, Product, Sum, barrier, cross_rank,
-                 cross_size, init, is_initialized, local_rank, local_size,
-                 rank, shutdown, size)
+                 Min, MismatchError, Product, ProcessSet, Sum,
+                 add_process_set, cross_rank, cross_size,
+                 get_process_set_ids_and_ranks, global_process_set, init,
+                 is_initialized, local_rank, local_size, rank,
+                 remove_process_set, shutdown, size)
 
 from .async_ops import (Handle, allgather_async, allreduce_async,
                         allreduce_async_, broadcast_async, broadcast_async_,
@@ -32,19 +44,33 @@ from .async_ops import (Handle, allgather_async, allreduce_async,
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
-from .mpi_ops import allgather, allreduce, allreduce_, broadcast, broadcast_
+from .grouped_async import (grouped_allgather_async, grouped_allreduce_async,
+                            grouped_allreduce_async_,
+                            grouped_reducescatter_async)
+from .grouped_ops import (grouped_allgather, grouped_allreduce,
+                          grouped_allreduce_, grouped_reducescatter)
+from .mpi_ops import (allgather, allreduce, allreduce_, alltoall, barrier,
+                      broadcast, broadcast_, join, reducescatter)
 from .optimizer import DistributedOptimizer
+from .scatter_async import alltoall_async, reducescatter_async
 from . import elastic
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank",
-    "local_size", "cross_rank", "cross_size", "barrier",
+    "local_size", "cross_rank", "cross_size", "barrier", "join",
+    "ProcessSet", "global_process_set", "add_process_set",
+    "remove_process_set", "get_process_set_ids_and_ranks",
     "Sum", "Average", "Min", "Max", "Product",
     "HorovodInternalError", "HostsUpdatedInterrupt", "MismatchError",
     "Handle", "poll", "synchronize",
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "allgather", "allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async",
+    "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
+    "grouped_allreduce_async_", "grouped_allgather",
+    "grouped_allgather_async", "grouped_reducescatter",
+    "grouped_reducescatter_async",
     "Compression", "DistributedOptimizer",
     "broadcast_parameters", "broadcast_optimizer_state",
     "broadcast_object", "allgather_object",

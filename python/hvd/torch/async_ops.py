@@ -13,6 +13,11 @@ Calling protocol (as in horovod.torch):
   everywhere; a named one is matched by name (``allreduce.<name>`` here, as
   horovod prefixes names with the op) and must be unique among the
   operations in flight.
+* ``process_set=`` (every function here and in the other op modules)
+  limits a collective to the ranks of an ``hvd.ProcessSet`` registered with
+  ``hvd.init(process_sets=...)`` or ``hvd.add_process_set``; only those
+  ranks call it, and root ranks are global ranks. The default,
+  ``hvd.global_process_set``, is every rank.
 * A handle keeps its tensors alive until it is synchronized. Do not read or
   write a tensor given to an in-place op before its handle is synchronized.
 * Errors come from the core unchanged: ``hvd.HorovodInternalError`` when a
@@ -26,7 +31,7 @@ are.
 """
 
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 import torch
 
@@ -53,8 +58,16 @@ def resolve_op(op: Optional[Any], average: Optional[bool], fn: str) -> Any:
     return _hvd.Average if op is None else op
 
 
-def _op_name(kind: str, name: Optional[str]) -> Optional[str]:
+def op_name(kind: str, name: Optional[str]) -> Optional[str]:
+    """The core's name for a named collective: ``<kind>.<name>``."""
     return None if name is None else f"{kind}.{name}"
+
+
+def set_ranks(process_set: Any) -> List[int]:
+    """The global ranks of ``process_set`` (a ProcessSet or a set id)."""
+    if isinstance(process_set, _hvd.ProcessSet):
+        return list(process_set.ranks)
+    return list(_hvd.get_process_set_ids_and_ranks()[int(process_set)])
 
 
 class Handle:
@@ -85,8 +98,11 @@ class Handle:
 def poll(handle: Any) -> bool:
     """Whether the operation behind ``handle`` has finished (never blocks).
 
-    Accepts the handles of this module and those of the numpy-level ``hvd``.
+    Accepts the handles of this module and those of the numpy-level ``hvd``,
+    and lists of them (a grouped op's): True once all have finished.
     """
+    if isinstance(handle, list):
+        return all(poll(h) for h in handle)
     return _hvd.poll(handle._core if isinstance(handle, Handle) else handle)
 
 
@@ -95,22 +111,42 @@ def synchronize(handle: Any) -> Any:
 
     Returns:
         A torch tensor for a :class:`Handle`: the input tensor for in-place
-        ops, a new tensor otherwise. A numpy-level ``hvd`` handle gives its
-        numpy array.
+        ops, a new tensor otherwise; for an alltoall given splits, a tuple
+        (output, received_splits). A numpy-level ``hvd`` handle gives its
+        numpy array. A list of handles (a grouped op's) gives the list of
+        their results, in order; every handle is waited on even if one
+        fails, and the first failure is raised.
 
     Raises:
         hvd.HorovodInternalError, hvd.MismatchError: the collective failed.
         ValueError: the handle was already synchronized.
     """
+    if isinstance(handle, list):
+        return _synchronize_all(handle)
     if isinstance(handle, Handle):
         return handle._wait()
     return _hvd.synchronize(handle)
 
 
+def _synchronize_all(handles: List[Any]) -> List[Any]:
+    """Waits for every handle, so none is left holding its tensors."""
+    results, error = [], None
+    for h in handles:
+        try:
+            results.append(synchronize(h))
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            results.append(None)
+            error = error or e
+    if error is not None:
+        raise error
+    return results
+
+
 def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None,
                     name: Optional[str] = None, op: Optional[Any] = None,
                     prescale_factor: float = 1.0,
-                    postscale_factor: float = 1.0, *,
+                    postscale_factor: float = 1.0,
+                    process_set: Any = _hvd.global_process_set, *,
                     compression: Compressor = Compression.none) -> Handle:
     """Starts a reduction of ``tensor`` over all ranks into a new tensor.
 
@@ -124,16 +160,18 @@ def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None,
     compressed, ctx = compression.compress(tensor)
     staged = OutOfPlace(compressed, "allreduce_async", reduction=True)
     core = _hvd.allreduce_async_(staged.array,
-                                 name=_op_name("allreduce", name), op=op,
+                                 name=op_name("allreduce", name), op=op,
                                  prescale_factor=prescale_factor,
-                                 postscale_factor=postscale_factor)
+                                 postscale_factor=postscale_factor,
+                                 process_set=process_set)
     return Handle(core, staged, lambda out: compression.decompress(out, ctx))
 
 
 def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None,
                      name: Optional[str] = None, op: Optional[Any] = None,
                      prescale_factor: float = 1.0,
-                     postscale_factor: float = 1.0, *,
+                     postscale_factor: float = 1.0,
+                     process_set: Any = _hvd.global_process_set, *,
                      compression: Compressor = Compression.none) -> Handle:
     """Like :func:`allreduce_async`, but writes the result into ``tensor``."""
     op = resolve_op(op, average, "allreduce_async_")
@@ -141,9 +179,10 @@ def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None,
     compressed, ctx = compression.compress(tensor)
     staged = InPlace(compressed, "allreduce_async_", reduction=True)
     core = _hvd.allreduce_async_(staged.array,
-                                 name=_op_name("allreduce", name), op=op,
+                                 name=op_name("allreduce", name), op=op,
                                  prescale_factor=prescale_factor,
-                                 postscale_factor=postscale_factor)
+                                 postscale_factor=postscale_factor,
+                                 process_set=process_set)
 
     def post(out: torch.Tensor) -> torch.Tensor:
         result = compression.decompress(out, ctx)
@@ -154,31 +193,39 @@ def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None,
     return Handle(core, staged, post)
 
 
-def allgather_async(tensor: torch.Tensor,
-                    name: Optional[str] = None) -> Handle:
+def allgather_async(tensor: torch.Tensor, name: Optional[str] = None,
+                    process_set: Any = _hvd.global_process_set) -> Handle:
     """Starts concatenating every rank's ``tensor`` along dimension 0.
 
     The first dimension may differ between ranks; the others must agree.
     """
     staged = Gathered(tensor, "allgather_async")
     core = _hvd.allgather_async(staged.array,
-                                name=_op_name("allgather", name))
+                                name=op_name("allgather", name),
+                                process_set=process_set)
     return Handle(core, staged)
 
 
 def broadcast_async(tensor: torch.Tensor, root_rank: int,
-                    name: Optional[str] = None) -> Handle:
-    """Starts sending ``root_rank``'s tensor to every rank, as a new tensor."""
+                    name: Optional[str] = None,
+                    process_set: Any = _hvd.global_process_set) -> Handle:
+    """Starts sending ``root_rank``'s tensor to every rank, as a new tensor.
+
+    ``root_rank`` is a global rank (a member of ``process_set``).
+    """
     staged = OutOfPlace(tensor, "broadcast_async", reduction=False)
     core = _hvd.broadcast_async_(staged.array, root_rank,
-                                 name=_op_name("broadcast", name))
+                                 name=op_name("broadcast", name),
+                                 process_set=process_set)
     return Handle(core, staged)
 
 
 def broadcast_async_(tensor: torch.Tensor, root_rank: int,
-                     name: Optional[str] = None) -> Handle:
+                     name: Optional[str] = None,
+                     process_set: Any = _hvd.global_process_set) -> Handle:
     """Like :func:`broadcast_async`, but writes the result into ``tensor``."""
     staged = InPlace(tensor, "broadcast_async_", reduction=False)
     core = _hvd.broadcast_async_(staged.array, root_rank,
-                                 name=_op_name("broadcast", name))
+                                 name=op_name("broadcast", name),
+                                 process_set=process_set)
     return Handle(core, staged)

@@ -4,43 +4,84 @@
 root's. ``broadcast_optimizer_state`` makes every rank's optimizer state,
 including scalar state (``step``) and the param-group options (``lr``,
 ``momentum``, ``betas``, ...), equal to the root's. ``broadcast_object`` and
-``allgather_object`` move picklable objects (they delegate to ``hvd``).
+``allgather_object`` move picklable objects, as uint8 tensors.
 
-All of these are collective: every rank calls them, in the same order.
+All of these are collective: every rank of the process set (default:
+every rank) calls them, in the same order. Root ranks are global ranks.
 """
 
+import pickle
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
+import numpy as np
 import torch
 
 import hvd as _hvd
 
-from .async_ops import broadcast_async_, synchronize
+from .async_ops import allgather_async, broadcast_async_, synchronize
+
+GLOBAL = _hvd.global_process_set
+
+
+def _part(name: Optional[str], suffix: str) -> Optional[str]:
+    return None if name is None else f"{name}.{suffix}"
+
+
+def _pickled(obj: Any) -> torch.Tensor:
+    return torch.from_numpy(np.frombuffer(pickle.dumps(obj),
+                                          dtype=np.uint8).copy())
 
 
 def broadcast_object(obj: Any, root_rank: int = 0,
-                     name: Optional[str] = None) -> Any:
-    """Returns ``root_rank``'s ``obj`` (pickled) on every rank."""
-    return _hvd.broadcast_object(obj, root_rank=root_rank, name=name)
+                     name: Optional[str] = None,
+                     process_set: Any = GLOBAL) -> Any:
+    """Returns ``root_rank``'s ``obj`` (pickled) on every rank of the set.
+
+    Only the root's ``obj`` is read; the others may pass None.
+    """
+    is_root = _hvd.rank() == root_rank
+    payload = _pickled(obj) if is_root else None
+    length = torch.tensor([payload.numel() if is_root else 0],
+                          dtype=torch.int64)
+    synchronize(broadcast_async_(length, root_rank, _part(name, "length"),
+                                 process_set))
+    if not is_root:
+        payload = torch.empty(int(length[0]), dtype=torch.uint8)
+    synchronize(broadcast_async_(payload, root_rank, _part(name, "payload"),
+                                 process_set))
+    return pickle.loads(payload.numpy().tobytes())
 
 
-def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
-    """Returns the list of every rank's ``obj``, in rank order."""
-    return _hvd.allgather_object(obj, name=name)
+def allgather_object(obj: Any, name: Optional[str] = None,
+                     process_set: Any = GLOBAL) -> List[Any]:
+    """Returns the list of the set's ranks' ``obj``, in rank order."""
+    payload = _pickled(obj)
+    lengths = synchronize(allgather_async(
+        torch.tensor([payload.numel()], dtype=torch.int64),
+        _part(name, "lengths"), process_set))
+    gathered = synchronize(allgather_async(
+        payload, _part(name, "payload"), process_set)).numpy().tobytes()
+    objects, start = [], 0
+    for length in lengths.tolist():
+        objects.append(pickle.loads(gathered[start:start + length]))
+        start += length
+    return objects
 
 
 ParamsArg = Union[dict, Iterable[Union[torch.Tensor,
                                        Tuple[str, torch.Tensor]]]]
 
 
-def broadcast_parameters(params: ParamsArg, root_rank: int) -> None:
+def broadcast_parameters(params: ParamsArg, root_rank: int,
+                         process_set: Any = GLOBAL) -> None:
     """Overwrites ``params`` in place with ``root_rank``'s values.
 
     Args:
         params: ``model.state_dict()`` (or any dict of name to tensor), or
             ``model.named_parameters()`` / ``model.parameters()`` (or a list
             of tensors or (name, tensor) pairs).
-        root_rank: the rank whose values every rank gets.
+        root_rank: the (global) rank whose values every rank gets.
+        process_set: the ranks taking part (default: every rank).
 
     Raises:
         ValueError: ``params`` is not one of the above.
@@ -57,7 +98,8 @@ def broadcast_parameters(params: ParamsArg, root_rank: int) -> None:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"broadcast_parameters: {name!r} is a "
                             f"{type(tensor).__name__}, not a tensor")
-    handles = [broadcast_async_(tensor, root_rank, name=name)
+    handles = [broadcast_async_(tensor, root_rank, name=name,
+                                process_set=process_set)
                for name, tensor in items]
     for handle in handles:
         synchronize(handle)
@@ -109,7 +151,8 @@ def _join(skeleton: Any, tensors: List[torch.Tensor]) -> Any:
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
-                              root_rank: int) -> None:
+                              root_rank: int,
+                              process_set: Any = GLOBAL) -> None:
     """Makes every rank's optimizer state equal to ``root_rank``'s.
 
     Covers the per-parameter state (tensors such as momentum buffers and
@@ -129,12 +172,14 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
     tensors: List[Tuple[str, torch.Tensor]] = []
     skeleton = _split(optimizer.state_dict(), "", tensors)
     received = broadcast_object(skeleton if is_root else None, root_rank,
-                                name="optimizer_state.skeleton")
+                                name="optimizer_state.skeleton",
+                                process_set=process_set)
     if not is_root:
         skeleton = received
         tensors = []
         _collect_specs(skeleton, "", tensors)
-    handles = [broadcast_async_(t, root_rank, name=f"optimizer_state{path}")
+    handles = [broadcast_async_(t, root_rank, name=f"optimizer_state{path}",
+                                process_set=process_set)
                for path, t in tensors]
     for handle in handles:
         synchronize(handle)

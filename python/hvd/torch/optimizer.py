@@ -22,6 +22,11 @@ several backward passes are summed locally (scale the loss accordingly),
 then averaged over ranks. With a single rank (outside an elastic job) no
 hooks are installed and nothing is communicated: the results are those of
 the wrapped optimizer.
+
+With ``process_set=`` the gradients are averaged over the ranks of that set
+only, as in horovod: every rank of the set steps together; a rank outside
+the set installs no hooks, communicates nothing and steps on its own
+gradients.
 """
 
 import os
@@ -33,7 +38,7 @@ import torch
 
 import hvd as _hvd
 
-from .async_ops import Handle, allreduce_async_, synchronize
+from .async_ops import Handle, allreduce_async_, set_ranks, synchronize
 from .compression import Compression, Compressor
 
 
@@ -47,9 +52,11 @@ class _DistributedMixin(torch.optim.Optimizer):
     def __init__(self, params: Any,
                  named_parameters: Optional[Iterable[Tuple[str, Any]]],
                  compression: Compressor, backward_passes_per_step: int,
-                 op: Any, gradient_predivide_factor: float):
+                 op: Any, gradient_predivide_factor: float,
+                 process_set: Any):
         super().__init__(params)
         self._compression = compression
+        self.process_set = process_set
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.backward_passes_per_step = backward_passes_per_step
@@ -86,8 +93,12 @@ class _DistributedMixin(torch.optim.Optimizer):
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
-        if _hvd.size() > 1 or os.environ.get("HOROVOD_ELASTIC") == "1":
+        if self._included() and (_hvd.size() > 1 or
+                                 os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
+
+    def _included(self) -> bool:
+        return _hvd.rank() in set_ranks(self.process_set)
 
     # -- hooks ---------------------------------------------------------------
 
@@ -138,7 +149,8 @@ class _DistributedMixin(torch.optim.Optimizer):
         compressed, ctx = self._compression.compress(p.grad)
         handle = allreduce_async_(compressed, name=self._parameter_names[p],
                                   op=self.op, prescale_factor=prescale,
-                                  postscale_factor=postscale)
+                                  postscale_factor=postscale,
+                                  process_set=self.process_set)
         return handle, ctx
 
     # -- public API ----------------------------------------------------------
@@ -147,8 +159,12 @@ class _DistributedMixin(torch.optim.Optimizer):
         """Waits for every gradient's allreduce and writes the results.
 
         Starts the allreduce of any gradient whose hook has not fired yet
-        (fewer backward passes than expected, or unused parameters).
+        (fewer backward passes than expected, or unused parameters). A rank
+        outside the optimizer's process set has nothing to wait for.
         """
+        if not self._grad_accs:  # no hooks: one rank, or outside the set
+            self._synchronized = True
+            return
         for p in self._requires_update - set(self._handles):
             self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
@@ -230,7 +246,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          compression: Compressor = Compression.none,
                          backward_passes_per_step: int = 1,
                          op: Any = None,
-                         gradient_predivide_factor: float = 1.0
+                         gradient_predivide_factor: float = 1.0,
+                         process_set: Any = _hvd.global_process_set
                          ) -> torch.optim.Optimizer:
     """Wraps ``optimizer`` so that gradients are allreduced before each step.
 
@@ -246,6 +263,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         op: ``hvd.Average`` (default) or ``hvd.Sum`` (or Min/Max/Product).
         gradient_predivide_factor: with Average, gradients are multiplied by
             ``1 / f`` before the sum and by ``f / size()`` after it.
+        process_set: average over the ranks of this ``hvd.ProcessSet`` only
+            (default: every rank). Ranks outside it do not communicate.
 
     Returns:
         An instance of a subclass of ``type(optimizer)``.
@@ -267,6 +286,7 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     cls = type(base.__name__, (_DistributedMixin, base),
                {"__module__": _DistributedMixin.__module__})
     wrapped = cls(optimizer.param_groups, named_parameters, compression,
-                  backward_passes_per_step, op, gradient_predivide_factor)
+                  backward_passes_per_step, op, gradient_predivide_factor,
+                  process_set)
     wrapped.state.update(optimizer.state)
     return wrapped

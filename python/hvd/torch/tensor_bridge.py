@@ -153,21 +153,28 @@ class OutOfPlace:
 
 
 class Gathered:
-    """Input of an allgather (read-only, shared when possible) and its result.
+    """Input of an op whose output the core allocates (allgather, alltoall,
+    reducescatter): read-only, shared when possible; and its result.
 
-    A 0-dim tensor is gathered as a 1-element vector, so the result has
-    shape ``(size,)``.
+    A 0-dim tensor travels as a 1-element vector, so an allgather of scalars
+    has shape ``(size,)``.
     """
 
-    def __init__(self, tensor: torch.Tensor, op: str):
+    def __init__(self, tensor: torch.Tensor, op: str,
+                 reduction: bool = False):
         check_tensor(tensor, op)
         self.tensor = tensor
         self.buffer, _ = _to_wire(
-            tensor, wire_dtype(tensor.dtype, op, reduction=False))
+            tensor, wire_dtype(tensor.dtype, op, reduction))
         self.array: np.ndarray = self.buffer.numpy()
 
     def finish(self, result: np.ndarray) -> torch.Tensor:
-        out = torch.from_numpy(result)
-        if self.tensor.dtype in _REINTERPRETED:
-            return out.view(self.tensor.dtype)
-        return out.to(self.tensor.dtype)
+        return from_core(result, self.tensor.dtype)
+
+
+def from_core(result: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor of ``dtype`` over an array the core allocated (wire dtype)."""
+    out = torch.from_numpy(result)
+    if dtype in _REINTERPRETED:
+        return out.view(dtype)
+    return out.to(dtype)
