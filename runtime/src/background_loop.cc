@@ -87,7 +87,7 @@ Status BackgroundLoop::Run() {
 
 Status BackgroundLoop::Cycles() {
   while (true) {
-    parts_.signal->WaitFor(options_.cycle_time);
+    parts_.signal->WaitFor(options_.cycle_time, options_.burst_quiet);
     timeline_ = parts_.timeline ? parts_.timeline->Get() : nullptr;
     if (timeline_) timeline_->MarkCycle();
     const bool shutdown = parts_.signal->shutdown_requested();

@@ -29,6 +29,8 @@ namespace hvd::runtime {
 
 struct LoopOptions {
   std::chrono::microseconds cycle_time{1000};
+  // A burst of enqueues ends after this long without one (see WorkSignal).
+  std::chrono::microseconds burst_quiet{100};
   FusionOptions fusion;
   ControllerOptions controller;
 };

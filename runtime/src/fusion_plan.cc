@@ -13,11 +13,6 @@ bool Fusable(const Response& r) {
           r.request.type == OpType::kAllgather);
 }
 
-bool Solo(const Response& r, const FusionOptions& options) {
-  return r.request.type == OpType::kAllreduce && r.request.group.empty() &&
-         FusionBytes(r) >= options.solo_bytes;
-}
-
 bool Compatible(const Response& a, const Response& b) {
   const Request& x = a.request;
   const Request& y = b.request;
@@ -57,7 +52,7 @@ std::vector<std::vector<size_t>> PlanFusion(
   for (size_t i = 0; i < n; ++i) {
     if (assigned[i]) continue;
     const Response& head = responses[i];
-    if (!Fusable(head) || Solo(head, options)) {
+    if (!Fusable(head)) {
       assigned[i] = true;
       units.push_back({i});
       continue;
@@ -71,10 +66,7 @@ std::vector<std::vector<size_t>> PlanFusion(
     }
     if (!grouped || options.group_fusion) {
       for (size_t j = i + 1; j < n; ++j) {
-        if (assigned[j] || !Compatible(head, responses[j]) ||
-            Solo(responses[j], options)) {
-          continue;
-        }
+        if (assigned[j] || !Compatible(head, responses[j])) continue;
         std::vector<size_t> more{j};
         if (!responses[j].request.group.empty()) {
           if (!options.group_fusion) continue;

@@ -17,15 +17,11 @@ struct FusionOptions {
   // Grouped ops' tensors may join other ready tensors (false with
   // HOROVOD_DISABLE_GROUP_FUSION=1). A group always runs as one unit.
   bool group_fusion = true;
-  // An allreduce of at least this many bytes that is not in a group runs
-  // alone, in place: on the hosts measured (docs/benchmarks.md) copying it
-  // into the fusion buffer and back costs more than one more Gloo call.
-  size_t solo_bytes = 1 << 20;
 };
 
 // Allreduce, reducescatter and allgather responses of the same data type
 // (and reduce operation and scale factors) fuse; a group's tensors always
-// run together whatever their size; a large ungrouped allreduce runs alone. Returns units of response indices in
+// run together whatever their size. Returns units of response indices in
 // execution order (each unit ascending); every index appears once.
 std::vector<std::vector<size_t>> PlanFusion(
     const std::vector<Response>& responses, const FusionOptions& options);

@@ -1,5 +1,7 @@
 #include "tensor_queue.h"
 
+#include <algorithm>
+
 namespace hvd::runtime {
 
 using common::Status;
@@ -8,13 +10,25 @@ void WorkSignal::Notify() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = true;
+    ++notified_;
   }
   cv_.notify_one();
 }
 
-void WorkSignal::WaitFor(std::chrono::microseconds timeout) {
+void WorkSignal::WaitFor(std::chrono::microseconds timeout,
+                         std::chrono::microseconds quiet) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return pending_ || shutdown_; });
+  cv_.wait_until(lock, deadline, [&] { return pending_ || shutdown_; });
+  while (pending_ && !shutdown_ && quiet.count() > 0) {
+    const uint64_t seen = notified_;
+    const auto until =
+        std::min(deadline, std::chrono::steady_clock::now() + quiet);
+    if (!cv_.wait_until(lock, until,
+                        [&] { return notified_ != seen || shutdown_; })) {
+      break;  // quiet for `quiet`, or out of time
+    }
+  }
   pending_ = false;
 }
 

@@ -31,8 +31,12 @@ struct TensorEntry {
 class WorkSignal {
  public:
   void Notify();
-  // Waits up to `timeout` for a Notify() since the last wait, or shutdown.
-  void WaitFor(std::chrono::microseconds timeout);
+  // Waits up to `timeout` for a Notify() since the last wait, or shutdown;
+  // after a Notify(), keeps waiting while more arrive less than `quiet`
+  // apart (still within `timeout`), so that a burst of enqueues, such as a
+  // backward pass's gradients, is negotiated in one cycle.
+  void WaitFor(std::chrono::microseconds timeout,
+               std::chrono::microseconds quiet);
   void RequestShutdown();
   bool shutdown_requested();
 
@@ -40,6 +44,7 @@ class WorkSignal {
   std::mutex mu_;
   std::condition_variable cv_;
   bool pending_ = false;
+  uint64_t notified_ = 0;
   bool shutdown_ = false;
 };
 

@@ -123,18 +123,6 @@ TEST(FusionPlanTest, AGroupRunsTogetherWhateverTheThreshold) {
   EXPECT_EQ(units[1], (std::vector<size_t>{1, 2}));
 }
 
-TEST(FusionPlanTest, LargeUngroupedAllreducesRunAloneInPlace) {
-  std::vector<Request> requests = {Req("small"), Req("big", {1 << 18}),
-                                   Req("small2"), Req("g0", {1 << 18}),
-                                   Req("g1")};
-  requests[3].group = requests[4].group = "g0+1";
-  auto units = PlanFusion(Responses(requests), FusionOptions{});
-  ASSERT_EQ(units.size(), 2u);
-  EXPECT_EQ(units[0], (std::vector<size_t>{0, 2, 3, 4}))
-      << "a group stays whole, 1 MiB member and all";
-  EXPECT_EQ(units[1], (std::vector<size_t>{1})) << "1 MiB: alone";
-}
-
 TEST(FusionPlanTest, OtherOpsAndErrorsRunAlone) {
   auto responses = Responses(
       {Req("a"), Req("b", {4}, OpType::kBroadcast), Req("c"), Req("e")});
