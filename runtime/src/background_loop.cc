@@ -210,9 +210,10 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
       status = RunFusable(set.context, unit_entries, unit_responses,
                           &fusion_buffer_, &results,
                           [&](const char* activity) { trace.Step(activity); });
-      for (size_t k = 0; status.ok() && k < unit.size(); ++k) {
-        parts_.handles->Complete(entries[unit[k]].handle,
-                                 std::move(results[k]));
+      if (status.ok()) {
+        std::vector<Handle> handles;
+        for (size_t i : unit) handles.push_back(entries[i].handle);
+        parts_.handles->CompleteAll(handles, std::move(results));
       }
     } else {
       trace.Step(OpActivityName(head.request.type));

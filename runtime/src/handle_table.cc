@@ -32,6 +32,18 @@ void HandleTable::Complete(Handle handle, OpResult result) {
   completed_.notify_all();
 }
 
+void HandleTable::CompleteAll(const std::vector<Handle>& handles,
+                              std::vector<OpResult> results) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < handles.size(); ++i) {
+      auto it = results_.find(handles[i]);
+      if (it != results_.end()) it->second = std::move(results[i]);
+    }
+  }
+  completed_.notify_all();
+}
+
 Result<bool> HandleTable::Poll(Handle handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = results_.find(handle);

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "hvd/runtime/runtime.h"
 
@@ -16,6 +17,10 @@ class HandleTable {
  public:
   Handle Create();
   void Complete(Handle handle, OpResult result);
+  // Completes a fused unit's handles at once: one lock and one wake-up of
+  // the waiting threads instead of one per tensor.
+  void CompleteAll(const std::vector<Handle>& handles,
+                   std::vector<OpResult> results);
   common::Result<bool> Poll(Handle handle);
   common::Result<OpResult> Wait(Handle handle);
 
