@@ -1,6 +1,7 @@
 #include "controller.h"
 
-#include <gloo/allgather.h>
+#include <gloo/broadcast.h>
+#include <gloo/gather.h>
 
 #include <algorithm>
 
@@ -132,19 +133,26 @@ Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
   const bool want_round = !misses.empty() || shutdown || joined_ || force_round;
   bits[0] = (want_round ? 0 : kNoRoundNeeded) | (joined_ ? 0 : kNoneJoined);
   if (context_->size > 1) {
-    // Every member's vector, ANDed here: one allgather, which costs less
-    // than Gloo's ring allreduce on a vector this small.
-    std::vector<uint64_t> all(bits.size() * context_->size);
+    // The first rank gathers every member's vector, ANDs them and
+    // broadcasts the result: two steps whatever the set's size (Gloo's ring
+    // allreduce and allgather take size - 1 steps, each a round trip).
+    std::vector<uint64_t> all(context_->rank == 0 ? bits.size() * context_->size
+                                                  : 0);
     Status status = GlooCall("response cache bit exchange", [&] {
-      gloo::AllgatherOptions opts(context_);
-      opts.setInput(bits.data(), bits.size());
-      opts.setOutput(all.data(), all.size());
-      gloo::allgather(opts);
+      gloo::GatherOptions gather(context_);
+      gather.setInput(bits.data(), bits.size());
+      if (context_->rank == 0) gather.setOutput(all.data(), all.size());
+      gather.setRoot(0);
+      gloo::gather(gather);
+      for (size_t r = 1; r < all.size() / bits.size(); ++r) {
+        BitwiseAnd(bits.data(), bits.data(), &all[r * bits.size()],
+                   bits.size());
+      }
+      gloo::BroadcastOptions broadcast(context_);
+      broadcast.setOutput(bits.data(), bits.size());
+      broadcast.setRoot(0);
+      gloo::broadcast(broadcast);
     });
-    for (int rank = 0; rank < context_->size; ++rank) {
-      BitwiseAnd(bits.data(), bits.data(), &all[rank * bits.size()],
-                 bits.size());
-    }
     if (!status.ok()) return status;
   }
   const bool round = (bits[0] & kNoRoundNeeded) == 0;

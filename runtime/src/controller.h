@@ -1,8 +1,8 @@
 // A process set's controller: each cycle it turns this rank's new requests
 // into the list of responses every member runs now, identical on every
 // member. With the response cache on, members first AND their cache-hit
-// bit vectors and OR their invalid bit vectors (one Gloo allgather of the
-// vectors, combined on every member); hits
+// bit vectors and OR their invalid bit vectors (the first rank gathers and
+// combines them and broadcasts the result); hits
 // common to all run straight from the cache, and the round trip to the
 // coordinator (Negotiator) happens only when some member has a request the
 // cache cannot answer, or wants the round for another reason.

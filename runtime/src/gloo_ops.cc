@@ -143,6 +143,21 @@ void Say(const PhaseFn& phase, const char* activity) {
   if (phase) phase(activity);
 }
 
+// Copies every input into `buffer` and reduces it there, telling `phase`
+// each step (`activity` names the collective).
+Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
+                     const std::vector<const TensorEntry*>& entries,
+                     std::vector<uint8_t>* buffer, const PhaseFn& phase,
+                     const char* activity) {
+  Say(phase, kActivityMemcpyInFusionBuffer);
+  const size_t total = Pack(entries, buffer);
+  Say(phase, activity);
+  Status status = ReduceInPlace(context, entries.front()->request,
+                                buffer->data(), total, UnitName(entries));
+  if (status.ok()) Say(phase, kActivityMemcpyOutFusionBuffer);
+  return status;
+}
+
 Status Allreduce(const std::shared_ptr<gloo::Context>& context,
                  const std::vector<const TensorEntry*>& entries,
                  std::vector<uint8_t>* buffer, const PhaseFn& phase) {
@@ -157,13 +172,9 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& context,
     }
     return ReduceInPlace(context, r, first.output, count, UnitName(entries));
   }
-  Say(phase, kActivityMemcpyInFusionBuffer);
-  const size_t total = Pack(entries, buffer);
-  Say(phase, kActivityAllreduce);
   Status status =
-      ReduceInPlace(context, r, buffer->data(), total, UnitName(entries));
+      PackAndReduce(context, entries, buffer, phase, kActivityAllreduce);
   if (!status.ok()) return status;
-  Say(phase, kActivityMemcpyOutFusionBuffer);
   const uint8_t* at = buffer->data();
   for (const TensorEntry* e : entries) {
     const size_t bytes = ElementCount(e->request.shape) * DataTypeSize(r.dtype);
@@ -179,14 +190,9 @@ Status Reducescatter(const std::shared_ptr<gloo::Context>& context,
                      const std::vector<const TensorEntry*>& entries,
                      std::vector<uint8_t>* buffer,
                      std::vector<OpResult>* results, const PhaseFn& phase) {
-  const Request& r = entries.front()->request;
-  Say(phase, kActivityMemcpyInFusionBuffer);
-  const size_t total = Pack(entries, buffer);
-  Say(phase, kActivityReducescatter);
   Status status =
-      ReduceInPlace(context, r, buffer->data(), total, UnitName(entries));
+      PackAndReduce(context, entries, buffer, phase, kActivityReducescatter);
   if (!status.ok()) return status;
-  Say(phase, kActivityMemcpyOutFusionBuffer);
   const uint8_t* at = buffer->data();
   for (const TensorEntry* e : entries) {
     const Request& q = e->request;

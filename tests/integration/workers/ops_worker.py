@@ -137,6 +137,24 @@ def new_ops(rank, size, step):
     return checked + 2
 
 
+def changing_shapes(rank, size):
+    """One name whose shape and dtype change between steps: the cached
+    response must not be reused for the new request."""
+    for step, (rows, dtype) in enumerate([(3, np.float32), (3, np.float32),
+                                          (5, np.float32), (5, np.int64),
+                                          (2, np.float64), (2, np.float64)]):
+        got = hvd.allreduce(np.full((rows, 2), rank + step, dtype),
+                            name="changing", op=hvd.Sum)
+        check(f"changing shape, step {step}", got,
+              np.full((rows, 2), sum(r + step for r in range(size)), dtype))
+        gathered = hvd.allgather(np.full((rank + step % 2, 1), rank, dtype),
+                                 name="changing.rows")
+        check(f"changing rows, step {step}", gathered,
+              np.concatenate([np.full((r + step % 2, 1), r, dtype)
+                              for r in range(size)]))
+    return 12
+
+
 def join(rank, size):
     """Rank r runs r + 1 steps, then joins: step k sums over the ranks that
     still submit (joined ranks add zeros) and gathers their rows only."""
@@ -170,6 +188,7 @@ def main():
     if mode == "ops":
         for step in range(3):
             checked += new_ops(rank, size, step)
+        checked += changing_shapes(rank, size)
     elif mode == "join":
         checked += join(rank, size)
         checked += join(rank, size)  # a second round of joins
