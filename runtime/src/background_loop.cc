@@ -134,7 +134,7 @@ Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
       negotiating_.insert(Row(set, r.name));
     }
   }
-  auto responses = set.controller->Cycle(std::move(requests), shutdown, false);
+  auto responses = set.controller->Cycle(std::move(requests), shutdown);
   if (!responses.ok()) return responses.status();
   if (timeline_) {
     for (const Response& r : responses->responses) {

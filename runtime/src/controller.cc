@@ -77,9 +77,10 @@ bool Controller::InspectStalls() {
 }
 
 Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
-                                       bool shutdown, bool force_round) {
+                                       bool shutdown) {
   ++cycles_;
-  force_round = InspectStalls() || announcing_ || force_round;
+  // The first rank has something to say through the coordinator.
+  const bool force_round = InspectStalls() || announcing_;
   announcing_ = false;
   for (const Request& r : requests) {
     if (r.type == OpType::kJoin) joined_ = true;

@@ -41,10 +41,9 @@ class Controller {
              std::vector<int> global_ranks, const ControllerOptions& options);
 
   // One cycle on every member: `requests` are those added since the last
-  // cycle; `force_round` makes this cycle go to the coordinator (rank 0
-  // has something to say).
+  // cycle; `shutdown` asks every member to stop.
   common::Result<ResponseList> Cycle(std::vector<Request> requests,
-                                     bool shutdown, bool force_round);
+                                     bool shutdown);
 
   ResponseCache& cache() { return cache_; }
   // The set's first rank: the next cycle goes to the coordinator and brings
