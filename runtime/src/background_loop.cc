@@ -14,14 +14,6 @@ namespace {
 
 constexpr char kJoinName[] = "join";
 
-std::string RanksString(const std::vector<int>& ranks) {
-  std::string out = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  }
-  return out + "]";
-}
-
 // A tensor's row on the timeline: its name, prefixed with its set outside
 // the global one (names repeat across sets).
 std::string Row(const ProcessSet& set, const std::string& name) {

@@ -9,6 +9,27 @@ namespace hvd::runtime {
 using common::Result;
 using common::Status;
 
+namespace {
+
+template <typename Int>
+std::string JoinRanks(const std::vector<Int>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string RanksString(const std::vector<int>& ranks) {
+  return JoinRanks(ranks);
+}
+
+std::string RanksString(const std::vector<int64_t>& ranks) {
+  return JoinRanks(ranks);
+}
+
 Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
                                         int world_size) {
   if (ranks.empty()) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <gloo/context.h>
@@ -37,6 +38,10 @@ struct ProcessSet {
   bool member() const { return rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }
 };
+
+// "[0, 2, 3]", for messages and names.
+std::string RanksString(const std::vector<int>& ranks);
+std::string RanksString(const std::vector<int64_t>& ranks);
 
 // Checks a user's rank list against a job of `world_size` ranks: not
 // empty, every rank in range, none twice. Returns it sorted.

@@ -11,6 +11,7 @@
 #include "gloo_ops.h"
 #include "handle_table.h"
 #include "process_set.h"
+#include "request_checks.h"
 #include "tensor_queue.h"
 
 namespace hvd::runtime {
@@ -33,14 +34,6 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
   options.controller.stall.warn_after = config.stall_check_time;
   options.controller.stall.shutdown_after = config.stall_shutdown_time;
   return options;
-}
-
-std::string RanksString(const std::vector<int64_t>& ranks) {
-  std::string out = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  }
-  return out + "]";
 }
 
 }  // namespace
@@ -155,7 +148,7 @@ class Runtime::Impl {
           std::to_string(set_id) + " (ranks " + RanksString(ranks) + ")");
     }
     for (TensorEntry& entry : entries) {
-      Status valid = Validate(*set, &entry.request);
+      Status valid = CheckRequest(*set, config_.size, &entry.request);
       if (!valid.ok()) return valid;
     }
     // Only valid requests take a number, so that every member counts alike.
@@ -233,83 +226,6 @@ class Runtime::Impl {
   HandleTable& handles() { return handles_; }
 
  private:
-  // Checks one request against its set and puts it in the set's terms
-  // (broadcast root and alltoall splits).
-  Status Validate(const ProcessSet& set, Request* r) const {
-    const std::string what =
-        r->name.empty()
-            ? std::string("unnamed ") + OpTypeName(r->type)
-            : std::string(OpTypeName(r->type)) + " '" + r->name + "'";
-    if (static_cast<int>(r->dtype) >= kDataTypeCount) {
-      return Status::InvalidArgument(what + ": unsupported data type");
-    }
-    for (int64_t dim : r->shape) {
-      if (dim < 0)
-        return Status::InvalidArgument(what + ": negative dimension");
-    }
-    const bool needs_rows = r->type == OpType::kAllgather ||
-                            r->type == OpType::kAlltoall ||
-                            r->type == OpType::kReducescatter;
-    if (needs_rows && r->shape.empty()) {
-      return Status::InvalidArgument(
-          what + ": " + OpTypeName(r->type) +
-          " needs at least one dimension to split or concatenate along; "
-          "reshape a scalar to [1]");
-    }
-    if (r->type == OpType::kReducescatter && r->op != ReduceOp::kSum &&
-        r->op != ReduceOp::kAverage) {
-      return Status::InvalidArgument(what +
-                                     ": reducescatter supports Sum and "
-                                     "Average only");
-    }
-    if (r->type == OpType::kBroadcast) {
-      auto at = std::find(set.ranks.begin(), set.ranks.end(), r->root);
-      if (at == set.ranks.end()) {
-        std::vector<int64_t> ranks(set.ranks.begin(), set.ranks.end());
-        return Status::InvalidArgument(
-            what + ": root rank " + std::to_string(r->root) + " is not in " +
-            (set.id == 0 ? "[0, " + std::to_string(config_.size) + ")"
-                         : "process set " + std::to_string(set.id) + " " +
-                               RanksString(ranks)));
-      }
-      r->root = static_cast<int32_t>(at - set.ranks.begin());
-    }
-    if (r->type == OpType::kAlltoall) return CheckSplits(set, what, r);
-    return Status::Ok();
-  }
-
-  Status CheckSplits(const ProcessSet& set, const std::string& what,
-                     Request* r) const {
-    const int64_t rows = r->shape[0];
-    const int size = set.size();
-    if (r->splits.empty()) {
-      if (rows % size != 0) {
-        return Status::InvalidArgument(
-            what + ": dimension 0 (" + std::to_string(rows) +
-            ") does not divide into " + std::to_string(size) +
-            " equal parts; pass splits");
-      }
-      r->splits.assign(size, rows / size);
-      return Status::Ok();
-    }
-    if (static_cast<int>(r->splits.size()) != size) {
-      return Status::InvalidArgument(
-          what + ": " + std::to_string(r->splits.size()) + " splits for " +
-          std::to_string(size) + " ranks");
-    }
-    int64_t sum = 0;
-    for (int64_t split : r->splits) {
-      if (split < 0) return Status::InvalidArgument(what + ": negative split");
-      sum += split;
-    }
-    if (sum != rows) {
-      return Status::InvalidArgument(
-          what + ": splits add up to " + std::to_string(sum) +
-          ", but dimension 0 is " + std::to_string(rows));
-    }
-    return Status::Ok();
-  }
-
   RuntimeConfig config_;
   int64_t generation_;
   GlooContexts contexts_;
