@@ -174,9 +174,11 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     stand_ins.emplace_back(bytes, 0);
     stand_in.output = stand_ins.back().data();
   }
-  for (const Response& r : responses) {
-    if (r.kind == Response::Kind::kRun) {
-      cycle_bytes_ += static_cast<int64_t>(FusionBytes(r));
+  if (parts_.tuner) {
+    for (const Response& r : responses) {
+      if (r.kind == Response::Kind::kRun) {
+        cycle_bytes_ += static_cast<int64_t>(FusionBytes(r));
+      }
     }
   }
   for (const std::vector<size_t>& unit :

@@ -160,8 +160,11 @@ Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
   const bool any_joined = (bits[0] & kNoneJoined) == 0;
 
   // Entries some member found invalid go on every member, in bit order.
-  for (uint32_t bit = 0; bit < cache_.capacity(); ++bit) {
-    if ((valid[bit / 64] & (uint64_t{1} << (bit % 64))) == 0) cache_.Erase(bit);
+  for (size_t w = 0; w < bit_words; ++w) {
+    if (valid[w] == ~uint64_t{0}) continue;  // the common case: none
+    for (uint32_t bit = w * 64; bit < (w + 1) * 64; ++bit) {
+      if ((valid[w] & (uint64_t{1} << (bit % 64))) == 0) cache_.Erase(bit);
+    }
   }
   // While a member has joined it submits nothing, so no hit can be common:
   // everything goes to the coordinator, which knows who joined.

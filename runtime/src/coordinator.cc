@@ -136,8 +136,6 @@ bool Coordinator::Ready(const Entry& entry) const {
   return true;
 }
 
-void Coordinator::MarkReady(const std::string& name) { ready_.push_back(name); }
-
 void Coordinator::Add(int rank, const RequestList& list, SteadyTime now) {
   shutdown_ = shutdown_ || list.shutdown;
   for (const Request& request : list.requests) {
@@ -156,7 +154,7 @@ void Coordinator::Add(int rank, const RequestList& list, SteadyTime now) {
         }
       }
       std::sort(now_ready.begin(), now_ready.end());
-      for (auto& [order, name] : now_ready) MarkReady(name);
+      for (auto& [order, name] : now_ready) ready_.push_back(name);
       continue;
     }
     Entry& entry = table_[request.name];
@@ -176,7 +174,7 @@ void Coordinator::Add(int rank, const RequestList& list, SteadyTime now) {
     entry.seen[rank] = true;
     entry.by_rank[rank] = request;
     ++entry.count;
-    if (Ready(entry)) MarkReady(request.name);
+    if (Ready(entry)) ready_.push_back(request.name);
   }
 }
 

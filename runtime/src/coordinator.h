@@ -58,7 +58,6 @@ class Coordinator {
     SteadyTime first_seen;
   };
   bool Ready(const Entry& entry) const;
-  void MarkReady(const std::string& name);
 
   std::vector<int> global_ranks_;
   int size_;

@@ -27,10 +27,6 @@ const Response& ResponseCache::response(uint32_t bit) const {
   return slots_[bit]->response;
 }
 
-const Request& ResponseCache::request(uint32_t bit) const {
-  return slots_[bit]->mine;
-}
-
 void ResponseCache::Put(const Response& response, const Request& mine) {
   if (!enabled()) return;
   auto named = by_name_.find(mine.name);

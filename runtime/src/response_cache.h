@@ -33,7 +33,6 @@ class ResponseCache {
   Lookup Find(const Request& request) const;
 
   const Response& response(uint32_t bit) const;
-  const Request& request(uint32_t bit) const;  // this rank's
 
   // Caches a response that ran, with this rank's own request for it (an
   // allgather's shape differs between ranks). The least recently used entry
@@ -44,7 +43,6 @@ class ResponseCache {
   void Clear();
 
   size_t capacity() const { return slots_.size(); }
-  size_t size() const { return by_name_.size(); }
   // Whether the cache may be used (capacity > 0 and not switched off by
   // autotune).
   bool enabled() const { return enabled_ && !slots_.empty(); }

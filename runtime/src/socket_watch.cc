@@ -67,9 +67,4 @@ void SocketRegistry::Clear() {
   sockets_.clear();
 }
 
-size_t SocketRegistry::size() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return sockets_.size();
-}
-
 }  // namespace hvd::runtime

@@ -36,7 +36,6 @@ class SocketRegistry {
   // Returns false when there was nothing left to shut down.
   bool ShutdownAll();
   void Clear();
-  size_t size();
 
  private:
   std::mutex mu_;

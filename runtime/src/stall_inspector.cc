@@ -49,7 +49,8 @@ std::optional<std::string> StallInspector::Check(
         "not (a rank skipped one, or is stuck outside hvd):" +
         stalled;
     spdlog::warn("{}", warning);
-    warnings_.push_back(std::move(warning));
+    last_warning_ = std::move(warning);
+    ++warning_count_;
   }
   if (!stop) return std::nullopt;
   std::string reason;

@@ -32,14 +32,16 @@ class StallInspector {
   std::optional<std::string> Check(const std::vector<PendingTensor>& pending,
                                    SteadyTime now);
 
-  // The warnings logged so far (for tests and the log).
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  // The last warning logged, and how many there were (for tests).
+  const std::string& last_warning() const { return last_warning_; }
+  int warning_count() const { return warning_count_; }
 
  private:
   StallOptions options_;
   // When each stalled tensor was last warned about.
   std::unordered_map<std::string, SteadyTime> warned_;
-  std::vector<std::string> warnings_;
+  std::string last_warning_;
+  int warning_count_ = 0;
 };
 
 }  // namespace hvd::runtime

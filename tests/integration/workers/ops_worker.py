@@ -64,7 +64,7 @@ def alltoall_input(sender, size, dtype):
     return np.array(rows, dtype=dtype).reshape(-1, 3)
 
 
-def new_ops(rank, size, step):
+def new_ops(rank, size):
     checked = 0
     for dtype in DTYPES:
         name = np.dtype(dtype).name
@@ -187,7 +187,7 @@ def main():
     checked = 0
     if mode == "ops":
         for step in range(3):
-            checked += new_ops(rank, size, step)
+            checked += new_ops(rank, size)
         checked += changing_shapes(rank, size)
     elif mode == "join":
         checked += join(rank, size)
