@@ -4,32 +4,21 @@
 root's. ``broadcast_optimizer_state`` makes every rank's optimizer state,
 including scalar state (``step``) and the param-group options (``lr``,
 ``momentum``, ``betas``, ...), equal to the root's. ``broadcast_object`` and
-``allgather_object`` move picklable objects, as uint8 tensors.
+``allgather_object`` move picklable objects (the numpy level's).
 
 All of these are collective: every rank of the process set (default:
 every rank) calls them, in the same order. Root ranks are global ranks.
 """
 
-import pickle
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
-import numpy as np
 import torch
 
 import hvd as _hvd
 
-from .async_ops import allgather_async, broadcast_async_, synchronize
+from .async_ops import broadcast_async_, synchronize
 
 GLOBAL = _hvd.global_process_set
-
-
-def _part(name: Optional[str], suffix: str) -> Optional[str]:
-    return None if name is None else f"{name}.{suffix}"
-
-
-def _pickled(obj: Any) -> torch.Tensor:
-    return torch.from_numpy(np.frombuffer(pickle.dumps(obj),
-                                          dtype=np.uint8).copy())
 
 
 def broadcast_object(obj: Any, root_rank: int = 0,
@@ -39,33 +28,13 @@ def broadcast_object(obj: Any, root_rank: int = 0,
 
     Only the root's ``obj`` is read; the others may pass None.
     """
-    is_root = _hvd.rank() == root_rank
-    payload = _pickled(obj) if is_root else None
-    length = torch.tensor([payload.numel() if is_root else 0],
-                          dtype=torch.int64)
-    synchronize(broadcast_async_(length, root_rank, _part(name, "length"),
-                                 process_set))
-    if not is_root:
-        payload = torch.empty(int(length[0]), dtype=torch.uint8)
-    synchronize(broadcast_async_(payload, root_rank, _part(name, "payload"),
-                                 process_set))
-    return pickle.loads(payload.numpy().tobytes())
+    return _hvd.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj: Any, name: Optional[str] = None,
                      process_set: Any = GLOBAL) -> List[Any]:
     """Returns the list of the set's ranks' ``obj``, in rank order."""
-    payload = _pickled(obj)
-    lengths = synchronize(allgather_async(
-        torch.tensor([payload.numel()], dtype=torch.int64),
-        _part(name, "lengths"), process_set))
-    gathered = synchronize(allgather_async(
-        payload, _part(name, "payload"), process_set)).numpy().tobytes()
-    objects, start = [], 0
-    for length in lengths.tolist():
-        objects.append(pickle.loads(gathered[start:start + length]))
-        start += length
-    return objects
+    return _hvd.allgather_object(obj, name, process_set)
 
 
 ParamsArg = Union[dict, Iterable[Union[torch.Tensor,
