@@ -158,26 +158,57 @@ Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
   return status;
 }
 
+// The start of the entries' outputs when they lie back to back in the
+// unit's order, each input either its own output or outside them all, as
+// gradients that are views of one flat buffer do (see optimizer.py); else
+// null. The layout of a unit is its response order on every rank, so one
+// rank may take this path while another packs a fusion buffer.
+uint8_t* AdjacentOutputs(const std::vector<const TensorEntry*>& entries,
+                         size_t element) {
+  uint8_t* start = nullptr;
+  uint8_t* end = nullptr;
+  for (const TensorEntry* e : entries) {
+    const size_t bytes = ElementCount(e->request.shape) * element;
+    if (bytes == 0) continue;
+    auto* out = static_cast<uint8_t*>(e->output);
+    if (start != nullptr && out != end) return nullptr;
+    if (start == nullptr) start = out;
+    end = out + bytes;
+  }
+  for (const TensorEntry* e : entries) {
+    const auto* in = static_cast<const uint8_t*>(e->input);
+    if (in != e->output &&
+        in + ElementCount(e->request.shape) * element > start && in < end) {
+      return nullptr;
+    }
+  }
+  return start;
+}
+
 Status Allreduce(const std::shared_ptr<gloo::Context>& context,
                  const std::vector<const TensorEntry*>& entries,
                  std::vector<uint8_t>* buffer, const PhaseFn& phase) {
   const TensorEntry& first = *entries.front();
   const Request& r = first.request;
-  if (entries.size() == 1) {
+  const size_t element = DataTypeSize(r.dtype);
+  if (uint8_t* outputs = AdjacentOutputs(entries, element)) {
     Say(phase, kActivityAllreduce);
-    const size_t count = ElementCount(r.shape);
-    const size_t bytes = count * DataTypeSize(r.dtype);
-    if (first.output != first.input && bytes > 0) {
-      std::memcpy(first.output, first.input, bytes);
+    size_t total = 0;
+    for (const TensorEntry* e : entries) {
+      const size_t bytes = ElementCount(e->request.shape) * element;
+      if (e->output != e->input && bytes > 0) {
+        std::memcpy(e->output, e->input, bytes);
+      }
+      total += bytes / element;
     }
-    return ReduceInPlace(context, r, first.output, count, UnitName(entries));
+    return ReduceInPlace(context, r, outputs, total, UnitName(entries));
   }
   Status status =
       PackAndReduce(context, entries, buffer, phase, kActivityAllreduce);
   if (!status.ok()) return status;
   const uint8_t* at = buffer->data();
   for (const TensorEntry* e : entries) {
-    const size_t bytes = ElementCount(e->request.shape) * DataTypeSize(r.dtype);
+    const size_t bytes = ElementCount(e->request.shape) * element;
     if (bytes > 0) std::memcpy(e->output, at, bytes);
     at += bytes;
   }

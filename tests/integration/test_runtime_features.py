@@ -167,6 +167,21 @@ def test_timeline_records_every_activity_per_tensor(hvdrun, tmp_path):
     assert rows["grad.0"].count("ALLREDUCE") == 40, rows["grad.0"]
 
 
+@pytest.mark.parametrize("layout", ["views", "separate"])
+def test_adjacent_tensors_are_reduced_without_the_fusion_buffer(
+        hvdrun, tmp_path, layout):
+    path = tmp_path / "timeline.json"
+    result = run_worker(hvdrun, 2, "timeline_worker.py", layout,
+                        env={"HOROVOD_TIMELINE": str(path)})
+    assert_checks_passed(result, 2)
+    rows, _ = rows_of(events_of(path))
+    assert len(rows) == 4, rows
+    for activities in rows.values():
+        assert activities.count("ALLREDUCE") == 10, activities
+        copies = activities.count("MEMCPY_IN_FUSION_BUFFER")
+        assert copies == (0 if layout == "views" else 10), activities
+
+
 def test_timeline_started_and_stopped_from_python(hvdrun, tmp_path):
     path = tmp_path / "api.json"
     run_worker(hvdrun, 2, "timeline_worker.py", "api", str(path))

@@ -5,7 +5,9 @@ must equal those of plain single-process training on the whole global
 batch, computed here in the test process from the same code.
 """
 
+import collections
 import json
+import os
 import sys
 
 import pytest
@@ -48,6 +50,8 @@ passes = int(sys.argv[1])
 compression = getattr(hvd.Compression, sys.argv[2])
 predivide = float(sys.argv[3])
 out_dir = sys.argv[4]
+views = sys.argv[5] == "views"
+set_to_none = sys.argv[6] == "set_to_none"
 
 hvd.init()
 assert hvd.size() == 2, hvd.size()
@@ -61,18 +65,22 @@ opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
 opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
                                compression=compression,
                                backward_passes_per_step=passes,
-                               gradient_predivide_factor=predivide)
+                               gradient_predivide_factor=predivide,
+                               gradients_as_buffer_views=views)
 x, y = batches()
 half = GLOBAL_BATCH // 2
 for step in range(STEPS):
     xs = x[step, hvd.rank() * half:(hvd.rank() + 1) * half]
     ys = y[step, hvd.rank() * half:(hvd.rank() + 1) * half]
-    opt.zero_grad()
+    opt.zero_grad(set_to_none=set_to_none)
     # Gradients of the micro-batches are summed before the allreduce.
     for xm, ym in zip(xs.chunk(passes), ys.chunk(passes)):
         (loss_fn(model, xm, ym) / passes).backward()
     opt.step()
 state = {k: v.tolist() for k, v in model.state_dict().items()}
+# How many storages the gradients live in: one buffer, or one each.
+state["storages"] = len({p.grad.storage().data_ptr()
+                         for p in model.parameters()})
 with open(f"{out_dir}/rank{hvd.rank()}.json", "w") as f:
     json.dump(state, f)
 print("done", flush=True)
@@ -95,35 +103,49 @@ def reference_state():
     return model.state_dict(), initial
 
 
-def run_workers(hvdrun, tmp_path, passes, compression, predivide):
+def run_workers(hvdrun, tmp_path, passes, compression, predivide, views,
+                zeroing, env=None):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     result = hvdrun(["-np", "2", sys.executable, str(script), str(passes),
-                     compression, str(predivide), str(tmp_path)],
-                    timeout=120)
+                     compression, str(predivide), str(tmp_path), views,
+                     zeroing], timeout=120,
+                    env=dict(os.environ, **(env or {})))
     assert result.returncode == 0, (
         f"hvdrun exited {result.returncode}\n--- stdout\n{result.stdout}"
         f"\n--- stderr\n{result.stderr}")
     for rank in (0, 1):
         assert f"[{rank}]<stdout>:done" in result.stdout.splitlines(), (
             result.stdout, result.stderr)
+    states = [json.loads((tmp_path / f"rank{r}.json").read_text())
+              for r in (0, 1)]
+    storages = [state.pop("storages") for state in states]
     return [{k: torch.tensor(v, dtype=torch.float64) for k, v in
-             json.loads((tmp_path / f"rank{r}.json").read_text()).items()}
-            for r in (0, 1)]
+             state.items()} for state in states], storages
 
 
-@pytest.mark.parametrize("passes,compression,predivide,atol", [
-    (1, "none", 1.0, 1e-10),
-    (2, "none", 1.0, 1e-10),
-    (1, "none", 2.0, 1e-10),
-    (1, "fp16", 1.0, 5e-3),
-    (2, "fp16", 1.0, 5e-3),
-], ids=["plain", "backward_passes_2", "predivide_2", "fp16",
-        "fp16_backward_passes_2"])
+@pytest.mark.parametrize(
+    "passes,compression,predivide,views,zeroing,atol", [
+        (1, "none", 1.0, "views", "zero", 1e-10),
+        (2, "none", 1.0, "views", "zero", 1e-10),
+        (1, "none", 2.0, "views", "zero", 1e-10),
+        (1, "fp16", 1.0, "views", "zero", 5e-3),
+        (2, "fp16", 1.0, "views", "zero", 5e-3),
+        (1, "none", 1.0, "no_views", "zero", 1e-10),
+        (2, "none", 1.0, "views", "set_to_none", 1e-10),
+        (2, "none", 1.0, "no_views", "set_to_none", 1e-10),
+    ], ids=["plain", "backward_passes_2", "predivide_2", "fp16",
+            "fp16_backward_passes_2", "own_gradient_tensors",
+            "set_to_none", "own_gradient_tensors_set_to_none"])
 def test_two_workers_equal_single_process(hvdrun, tmp_path, passes,
-                                          compression, predivide, atol):
+                                          compression, predivide, views,
+                                          zeroing, atol):
     expected, initial = reference_state()
-    states = run_workers(hvdrun, tmp_path, passes, compression, predivide)
+    states, storages = run_workers(hvdrun, tmp_path, passes, compression,
+                                   predivide, views, zeroing)
+    # With views every gradient lives in one buffer; without, one each.
+    want_storages = 1 if views == "views" else len(expected)
+    assert storages == [want_storages] * 2, storages
     worst = 0.0
     for key, want in expected.items():
         # The ranks agree exactly: they applied the same averaged gradients.
@@ -138,6 +160,22 @@ def test_two_workers_equal_single_process(hvdrun, tmp_path, passes,
     if compression == "fp16":
         # The gradients really travelled as float16: not the exact result.
         assert worst > 1e-9, worst
+
+
+def test_gradient_views_are_reduced_without_copies(hvdrun, tmp_path):
+    """After the first step, the gradients' fused allreduces skip the fusion
+    buffer: the timeline (rank 0) shows no copy into it."""
+    path = tmp_path / "timeline.json"
+    run_workers(hvdrun, tmp_path, 1, "none", 1.0, "views", "zero",
+                env={"HOROVOD_TIMELINE": str(path)})
+    with open(path) as f:
+        begun = collections.Counter(e["name"] for e in json.load(f)
+                                    if e["ph"] == "B")
+    params = len(reference_state()[0])
+    steps = 6  # COMMON's STEPS
+    assert begun["ALLREDUCE"] == params * steps, begun
+    # Only the first step's gradients, torch's own tensors, are copied.
+    assert begun["MEMCPY_IN_FUSION_BUFFER"] <= params, begun
 
 
 SINGLE = COMMON + r'''

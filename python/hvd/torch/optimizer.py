@@ -27,6 +27,18 @@ With ``process_set=`` the gradients are averaged over the ranks of that set
 only, as in horovod: every rank of the set steps together; a rank outside
 the set installs no hooks, communicates nothing and steps on its own
 gradients.
+
+Gradients as views of one buffer (``gradients_as_buffer_views=True``, the
+default; torch DDP's ``gradient_as_bucket_view``): after the first
+synchronize(), the dense gradients of each dtype and device are moved into
+one flat buffer, laid out in the order their allreduces started, and each
+``p.grad`` becomes a view of it. Backward passes then accumulate into the
+buffer, and a fused allreduce whose tensors lie back to back there is
+reduced in place, without copies into and out of the fusion buffer. So that
+the views stay, ``zero_grad()`` zeroes the buffers in place whatever
+``set_to_none`` says (every gradient the optimizer averages exists after
+synchronize() anyway); a ``p.grad`` that user code replaced is copied back
+into its view at its next allreduce.
 """
 
 import os
@@ -53,7 +65,7 @@ class _DistributedMixin(torch.optim.Optimizer):
                  named_parameters: Optional[Iterable[Tuple[str, Any]]],
                  compression: Compressor, backward_passes_per_step: int,
                  op: Any, gradient_predivide_factor: float,
-                 process_set: Any):
+                 process_set: Any, gradients_as_buffer_views: bool):
         super().__init__(params)
         self._compression = compression
         self.process_set = process_set
@@ -93,6 +105,11 @@ class _DistributedMixin(torch.optim.Optimizer):
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
+        # Params in the order their allreduces started, until the buffers
+        # exist; then p -> its view.
+        self._grad_order = [] if gradients_as_buffer_views else None
+        self._grad_views: Dict[torch.Tensor, torch.Tensor] = {}
+        self._grad_buffers = []
         if self._included() and (_hvd.size() > 1 or
                                  os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
@@ -140,6 +157,12 @@ class _DistributedMixin(torch.optim.Optimizer):
                 f"parameter {self._parameter_names[p]!r} has a sparse "
                 "gradient; DistributedOptimizer supports dense gradients "
                 "only")
+        view = self._grad_views.get(p)
+        if view is not None and p.grad is not view:
+            view.copy_(p.grad)
+            p.grad = view
+        elif self._grad_order is not None:
+            self._grad_order.append(p)
         if self.op == _hvd.Average:
             # The core divides by size() after the postscale factor.
             prescale = 1.0 / self.gradient_predivide_factor
@@ -182,7 +205,30 @@ class _DistributedMixin(torch.optim.Optimizer):
             self._handles.clear()
             for q in self._allreduce_delay:
                 self._allreduce_delay[q] = self.backward_passes_per_step
+        if self._grad_order:
+            self._make_grad_views(self._grad_order)
+            self._grad_order = None
         self._synchronized = True
+
+    def _make_grad_views(self, order) -> None:
+        """Moves the gradients of `order` into one buffer per dtype and
+        device, in that order, and makes each p.grad a view of it."""
+        layouts: Dict[Tuple[torch.dtype, torch.device], list] = {}
+        for p in order:
+            g = p.grad
+            if g is not None and not g.is_sparse and p.is_contiguous():
+                layouts.setdefault((g.dtype, g.device), []).append(p)
+        for (dtype, device), params in layouts.items():
+            total = sum(p.numel() for p in params)
+            buffer = torch.empty(total, dtype=dtype, device=device)
+            offset = 0
+            for p in params:
+                view = buffer[offset:offset + p.numel()].view_as(p)
+                view.copy_(p.grad)
+                p.grad = view
+                self._grad_views[p] = view
+                offset += p.numel()
+            self._grad_buffers.append(buffer)
 
     @contextmanager
     def skip_synchronize(self) -> Iterator[None]:
@@ -211,7 +257,16 @@ class _DistributedMixin(torch.optim.Optimizer):
                 "before optimizer.step() or optimizer.synchronize(); this is "
                 "refused because the pending allreduces write into the "
                 "gradients")
-        return super().zero_grad(*args, **kwargs)
+        if not self._grad_views:
+            return super().zero_grad(*args, **kwargs)
+        for p in self._grad_views:
+            p.grad = None
+        super().zero_grad(*args, **kwargs)  # the gradients outside buffers
+        for buffer in self._grad_buffers:
+            buffer.zero_()
+        for p, view in self._grad_views.items():
+            p.grad = view
+        return None
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         self._reset_pending()
@@ -247,7 +302,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          backward_passes_per_step: int = 1,
                          op: Any = None,
                          gradient_predivide_factor: float = 1.0,
-                         process_set: Any = _hvd.global_process_set
+                         process_set: Any = _hvd.global_process_set,
+                         gradients_as_buffer_views: bool = True
                          ) -> torch.optim.Optimizer:
     """Wraps ``optimizer`` so that gradients are allreduced before each step.
 
@@ -265,6 +321,10 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
             ``1 / f`` before the sum and by ``f / size()`` after it.
         process_set: average over the ranks of this ``hvd.ProcessSet`` only
             (default: every rank). Ranks outside it do not communicate.
+        gradients_as_buffer_views: after the first step, keep the
+            gradients as views of one flat buffer so that fused allreduces
+            need no copies (see the module doc). False keeps torch's own
+            gradient tensors.
 
     Returns:
         An instance of a subclass of ``type(optimizer)``.
@@ -287,6 +347,6 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                {"__module__": _DistributedMixin.__module__})
     wrapped = cls(optimizer.param_groups, named_parameters, compression,
                   backward_passes_per_step, op, gradient_predivide_factor,
-                  process_set)
+                  process_set, gradients_as_buffer_views)
     wrapped.state.update(optimizer.state)
     return wrapped

@@ -9,6 +9,10 @@ async:   every tensor submitted with hvd.allreduce_async_ (named grad.<i>,
          fusion and the response cache do the batching.
 grouped: one hvd.grouped_allreduce_ (or grouped_allreduce) call per step;
          exits with a note when this hvd has no grouped allreduce.
+views:   as async, but the tensors are views of one flat buffer, laid out
+         in the order they are submitted: the layout DistributedOptimizer
+         gives gradients after its first step, which fused allreduces
+         reduce in place.
 Tuning (cache, autotune) comes from the environment hvdrun gives. The method
 is step_method.py's; rank 0 prints one JSON line.
 """
@@ -30,7 +34,13 @@ class HvdBackend:
         self.grouped = getattr(hvd, "grouped_allreduce", None)
 
     def buffers(self, shapes, value):
-        return [np.full(s, value, dtype=np.float32) for s in shapes]
+        if self.variant != "views":
+            return [np.full(s, value, dtype=np.float32) for s in shapes]
+        sizes = [int(np.prod(s)) for s in shapes]
+        flat = np.full(sum(sizes), value, dtype=np.float32)
+        offsets = np.cumsum([0] + sizes)
+        return [flat[a:b].reshape(s)
+                for a, b, s in zip(offsets, offsets[1:], shapes)]
 
     def zero(self, bufs):
         for b in bufs:
@@ -41,7 +51,7 @@ class HvdBackend:
         return [float(flat[0]), float(flat[-1])]
 
     def step(self, bufs):
-        if self.variant == "async":
+        if self.variant in ("async", "views"):
             handles = [hvd.allreduce_async_(b, name=f"grad.{i}", op=hvd.Sum)
                        for i, b in enumerate(bufs)]
             for h in handles:
@@ -55,7 +65,7 @@ class HvdBackend:
 def main() -> None:
     args = step_method.parse_args(
         "hvd", sys.argv[1:],
-        lambda p: p.add_argument("--variant", choices=("async", "grouped"),
+        lambda p: p.add_argument("--variant", choices=("async", "grouped", "views"),
                                  default="async"))
     if args.variant == "grouped" and not hasattr(hvd, "grouped_allreduce"):
         print("note: this hvd has no grouped_allreduce; variant skipped",

@@ -16,6 +16,7 @@ RESNET50 = (  # (impl, what it is)
     ("torch-buckets", "torch.distributed, DDP-style buckets"),
     ("hvd", "hvd, allreduce_async_ per tensor + synchronize"),
     ("hvd-grouped", "hvd, grouped_allreduce"),
+    ("hvd-views", "hvd, allreduce_async_ per tensor, views of one buffer"),
 )
 # (numerator, denominator, target text, test)
 TARGETS = (
@@ -23,6 +24,8 @@ TARGETS = (
     ("hvd", "torch", "< 1", lambda r: r < 1),
     ("hvd-grouped", "gloo", "≤ 1.15", lambda r: r <= 1.15),
     ("hvd-grouped", "torch", "< 1", lambda r: r < 1),
+    ("hvd-views", "gloo", "≤ 1.15", lambda r: r <= 1.15),
+    ("hvd-views", "torch", "< 1", lambda r: r < 1),
 )
 # The tuner's log (HOROVOD_AUTOTUNE_LOG): CSV, a header naming at least one
 # of these, a row per trial; a column "best" marks the row it settled on.

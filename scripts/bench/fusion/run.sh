@@ -5,6 +5,8 @@
 #   resnet50     ResNet-50's 161 gradients (97.5 MiB float32) summed every
 #                step: hvd (allreduce_async_ each, then synchronize all),
 #                hvd-grouped (grouped_allreduce; skipped where hvd has none),
+#                hvd-views (as hvd, the tensors views of one flat buffer, as
+#                DistributedOptimizer lays gradients out),
 #                torch (one async all_reduce per tensor), torch-buckets
 #                (DDP's buckets: 1 MiB, then 25 MiB, reverse order) and gloo
 #                (raw Gloo, one flat buffer of the same size).
@@ -66,7 +68,7 @@ mkdir -p "$dir"
 : >"$results"
 
 "$python" -c 'import hvd' || hvd_die "'import hvd' fails with $build"
-resnet50_impls=(gloo torch torch-buckets hvd)
+resnet50_impls=(gloo torch torch-buckets hvd hvd-views)
 if "$python" -c 'import sys, hvd
 sys.exit(not hasattr(hvd, "grouped_allreduce"))'; then
   resnet50_impls+=(hvd-grouped)
@@ -119,6 +121,8 @@ run_one() {
            --init-method "tcp://127.0.0.1:$(free_port)" --label "$impl"
            --variant "$variant" --steps "$steps") ;;
     resnet50/hvd) cmd=("${hvd_bench[@]}" --steps "$steps") ;;
+    resnet50/hvd-views)
+      cmd=("${hvd_bench[@]}" --variant views --steps "$steps") ;;
     resnet50/hvd-grouped)
       cmd=("${hvd_bench[@]}" --variant grouped --steps "$steps") ;;
     negotiation/hvd*)
