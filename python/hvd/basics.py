@@ -75,9 +75,10 @@ atexit.register(core.shutdown)
 
 def negotiation_stats(process_set=None):
     """This rank's negotiation counters in a process set (default: every
-    rank): cycles, coordinator_rounds (cycles that went to the coordinator)
-    and cache_hits (collectives answered by the response cache). An hvd
-    extension, for tests and tuning."""
+    rank): cycles, coordinator_rounds (cycles that went to the coordinator),
+    cache_hits (collectives answered by the response cache) and
+    negotiation_seconds (time spent negotiating, waiting for the other
+    members included). An hvd extension, for tests and tuning."""
     from .process_sets import global_process_set, set_id
     return core.negotiation_stats(set_id(process_set or global_process_set))
 

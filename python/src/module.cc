@@ -283,6 +283,7 @@ PYBIND11_MODULE(_hvd_core, m) {
     out["cycles"] = stats.cycles;
     out["coordinator_rounds"] = stats.coordinator_rounds;
     out["cache_hits"] = stats.cache_hits;
+    out["negotiation_seconds"] = stats.negotiation_seconds;
     return out;
   });
   m.def("poll", [](runtime::Handle handle) {

@@ -62,6 +62,8 @@ NegotiationStats Controller::stats() const {
   stats.cycles = cycles_.load();
   stats.coordinator_rounds = coordinator_rounds_.load();
   stats.cache_hits = cache_hits_.load();
+  stats.negotiation_seconds =
+      static_cast<double>(negotiation_ns_.load()) * 1e-9;
   return stats;
 }
 
@@ -78,6 +80,16 @@ bool Controller::InspectStalls() {
 
 Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
                                        bool shutdown) {
+  const auto start = std::chrono::steady_clock::now();
+  auto responses = Negotiate(std::move(requests), shutdown);
+  negotiation_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  return responses;
+}
+
+Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
+                                           bool shutdown) {
   ++cycles_;
   // The first rank has something to say through the coordinator.
   const bool force_round = InspectStalls() || announcing_;

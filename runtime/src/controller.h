@@ -63,6 +63,9 @@ class Controller {
   // The set's first rank: runs the stall inspector about once a second;
   // true when it says to stop (the coordinator then tells every rank).
   bool InspectStalls();
+  // Cycle() without its clock.
+  common::Result<ResponseList> Negotiate(std::vector<Request> requests,
+                                         bool shutdown);
 
   std::shared_ptr<gloo::Context> context_;
   Negotiator negotiator_;
@@ -80,6 +83,7 @@ class Controller {
   std::atomic<int64_t> cycles_{0};
   std::atomic<int64_t> coordinator_rounds_{0};
   std::atomic<int64_t> cache_hits_{0};
+  std::atomic<int64_t> negotiation_ns_{0};
 };
 
 }  // namespace hvd::runtime

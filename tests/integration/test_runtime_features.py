@@ -78,12 +78,14 @@ def test_steady_training_loop_skips_the_coordinator(hvdrun):
         assert stats["coordinator_rounds"] == 0, stats
         assert stats["cache_hits"] == 27 * 10, stats
         assert stats["cycles"] > 0, stats
+        assert stats["negotiation_seconds"] > 0, stats
 
 
 def test_without_the_cache_every_cycle_asks_the_coordinator(hvdrun):
     for stats in steady_stats(hvdrun, {"HOROVOD_CACHE_CAPACITY": "0"}):
         assert stats["cache_hits"] == 0, stats
         assert stats["coordinator_rounds"] == stats["cycles"] > 0, stats
+        assert stats["negotiation_seconds"] > 0, stats
 
 
 @pytest.mark.parametrize("mode", ["static", "dynamic"])

@@ -11,7 +11,8 @@ and last value must be the sum), then zeros, `warmup` untimed steps, then
 `steps` steps, each timed alone. A step ends when every tensor's result is
 back on this rank; each needs every rank, so the ranks stay in step. Rank 0
 prints one JSON line: the median, mean, min and max step over the timed steps
-(the last `tail` of them when --tail is given).
+(the last `tail` of them when --tail is given), and, for a backend with
+`negotiation_seconds()`, the mean negotiation time per timed step.
 """
 
 import argparse
@@ -90,11 +91,17 @@ def run(backend: Backend, rank: int, size: int, args: argparse.Namespace,
     for _ in range(args.warmup):
         backend.step(bufs)
 
+    negotiation = getattr(backend, "negotiation_seconds", None)
+    if negotiation:
+        negotiated = negotiation()
     times = []
     for _ in range(args.steps):
         start = time.perf_counter()
         backend.step(bufs)
         times.append(time.perf_counter() - start)
+    if negotiation:
+        fields["negotiation_s_per_step"] = (
+            (negotiation() - negotiated) / args.steps)
     if args.tail:
         times = times[-args.tail:]
 

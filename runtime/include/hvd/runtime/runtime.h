@@ -59,6 +59,8 @@ struct NegotiationStats {
   int64_t cycles = 0;
   int64_t coordinator_rounds = 0;  // cycles that went to the coordinator
   int64_t cache_hits = 0;          // responses run from the response cache
+  // Time in negotiation, waiting for the other members included.
+  double negotiation_seconds = 0;
 };
 
 class Runtime {
