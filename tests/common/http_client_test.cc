@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <thread>
 
@@ -24,6 +25,15 @@ class HttpClientTest : public ::testing::Test {
     port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() before the server runs is ignored, and TearDown would then
+    // wait for a server that never stops.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!server_.is_running() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(server_.is_running()) << "httplib server did not start";
   }
   void TearDown() override {
     {
@@ -103,7 +113,8 @@ TEST_F(HttpClientTest, ReturnsClientErrorsWithoutRetrying) {
 }
 
 TEST_F(HttpClientTest, RefusedConnectionIsATransportErrorNamingTheRequest) {
-  // A port that was just free: bind, read it, close.
+  // A port bound but not listening refuses connections; holding it for the
+  // whole test keeps tests running alongside from taking it.
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -111,7 +122,10 @@ TEST_F(HttpClientTest, RefusedConnectionIsATransportErrorNamingTheRequest) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
   ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
   int free_port = ntohs(addr.sin_port);
   HttpClientOptions options = Options();
   options.port = free_port;
