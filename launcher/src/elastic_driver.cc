@@ -100,6 +100,9 @@ struct Worker {
   std::string slot;
   int start_rank = 0;
   bool running = true;
+  // Stopped by the driver because its host failed: its exit is no failure
+  // of its own.
+  bool stopped = false;
   std::unique_ptr<OutputRelay> relay;
 };
 
@@ -362,7 +365,7 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
                worker.slot.c_str(), worker.start_rank,
                DescribeExit(status).c_str(),
                current ? "" : " (not in the current generation)");
-  if (stopping_) return;
+  if (stopping_ || worker.stopped) return;
   if (ok) {
     finished_.insert(worker.slot);
     return;
@@ -377,6 +380,7 @@ void ElasticDriver::OnExit(pid_t pid, int status) {
         other.process.control_fd >= 0) {
       ssize_t ignored = write(other.process.control_fd, &term, 1);
       (void)ignored;
+      other.stopped = true;
     }
   }
   failure_ = "slot " + worker.slot + " (rank " +

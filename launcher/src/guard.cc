@@ -53,10 +53,10 @@ int GuardMain(int argc, char** argv) {
   // hvdrun, which forwards it exactly once.
   setpgid(0, 0);
 
-  sigset_t handled, previous;
+  sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-  sigprocmask(SIG_BLOCK, &handled, &previous);
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
   int signals = signalfd(-1, &handled, SFD_CLOEXEC);
 
   int stdin_pipe[2] = {-1, -1};
@@ -69,7 +69,11 @@ int GuardMain(int argc, char** argv) {
   if (worker == 0) {
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);  // hvdrun ignores it; the worker must not
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    // The worker starts with no signal blocked, whatever hvdrun's mask was:
+    // SIGTERM and SIGINT must reach it.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     if (secret_on_stdin) {
       dup2(stdin_pipe[0], STDIN_FILENO);
       close(stdin_pipe[0]);

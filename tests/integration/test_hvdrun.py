@@ -80,6 +80,18 @@ def test_workers_get_default_sigpipe(hvdrun):
     assert rank_lines(result.stdout, 0)[1] == "y"
 
 
+def test_workers_start_with_no_signal_blocked(hvdrun):
+    # hvdrun and its guards block the signals they read from a signalfd; a
+    # worker must not inherit that, or SIGTERM and Ctrl-C never reach it.
+    # (A shell would hide it: dash clears its mask at startup.)
+    script = ("import signal; "
+              "print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])))")
+    result = hvdrun(["-np", "2", sys.executable, "-c", script], timeout=30)
+    assert result.returncode == 0, result.stderr
+    for rank in range(2):
+        assert rank_lines(result.stdout, rank) == ["[]"], result.stdout
+
+
 def test_output_files(hvdrun, tmp_path):
     out = tmp_path / "logs"
     result = hvdrun(["-np", "2", "--output-filename", str(out), "sh", "-c",
