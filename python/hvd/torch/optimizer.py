@@ -214,7 +214,8 @@ class _DistributedMixin(torch.optim.Optimizer):
         """Moves the gradients of `order` into one buffer per dtype and
         device, in that order, and makes each p.grad a view of it."""
         layouts: Dict[Tuple[torch.dtype, torch.device], list] = {}
-        for p in order:
+        # A failed first step (an elastic reset) leaves names listed twice.
+        for p in dict.fromkeys(order):
             g = p.grad
             if g is not None and not g.is_sparse and p.is_contiguous():
                 layouts.setdefault((g.dtype, g.device), []).append(p)
