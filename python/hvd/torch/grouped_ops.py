@@ -99,6 +99,16 @@ class GroupedReducescatterFunction(torch.autograd.Function):
         return (None,) * 5 + tuple(gathered)
 
 
+def _compressed(compression: Compressor, tensors: List[torch.Tensor],
+                reduce: Any) -> List[torch.Tensor]:
+    """Compresses every tensor, reduces them all with `reduce(*compressed)`
+    and decompresses each result."""
+    compressed = [compression.compress(t) for t in tensors]
+    reduced = reduce(*[c for c, _ in compressed])
+    return [compression.decompress(r, ctx)
+            for r, (_, ctx) in zip(reduced, compressed)]
+
+
 def grouped_allreduce(tensors: Tensors, average: Optional[bool] = None,
                       name: Optional[str] = None,
                       compression: Compressor = Compression.none,
@@ -117,12 +127,9 @@ def grouped_allreduce(tensors: Tensors, average: Optional[bool] = None,
         check_tensor(t, "grouped_allreduce", reduction=True)
     if not tensors:
         return []
-    compressed = [compression.compress(t) for t in tensors]
-    reduced = GroupedAllreduceFunction.apply(
-        op, name, prescale_factor, postscale_factor, process_set,
-        *[c for c, _ in compressed])
-    return [compression.decompress(r, ctx)
-            for r, (_, ctx) in zip(reduced, compressed)]
+    return _compressed(compression, tensors, lambda *c: (
+        GroupedAllreduceFunction.apply(op, name, prescale_factor,
+                                       postscale_factor, process_set, *c)))
 
 
 def grouped_allreduce_(tensors: Tensors, average: Optional[bool] = None,
@@ -166,9 +173,7 @@ def grouped_reducescatter(tensors: Tensors, name: Optional[str] = None,
         check_tensor(t, "grouped_reducescatter", reduction=True)
     if not tensors:
         return []
-    compressed = [compression.compress(t) for t in tensors]
-    reduced = GroupedReducescatterFunction.apply(
-        name, op, prescale_factor, postscale_factor, process_set,
-        *[c for c, _ in compressed])
-    return [compression.decompress(r, ctx)
-            for r, (_, ctx) in zip(reduced, compressed)]
+    return _compressed(compression, tensors, lambda *c: (
+        GroupedReducescatterFunction.apply(name, op, prescale_factor,
+                                           postscale_factor, process_set,
+                                           *c)))
