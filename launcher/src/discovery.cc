@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,7 +80,8 @@ Result<std::vector<HostSlots>> ParseDiscoveryOutput(const std::string& output,
 
 Result<std::vector<HostSlots>> RunDiscovery(const std::string& script,
                                             int default_slots,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            int cancel_fd) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return Status::Internal("pipe failed");
   if (pipe2(err, O_CLOEXEC) != 0) {
@@ -115,21 +117,46 @@ Result<std::vector<HostSlots>> RunDiscovery(const std::string& script,
     return Status::InvalidArgument("cannot run host discovery script " +
                                    script + ": " + std::strerror(spawned));
   }
+  // Its exit is one more thing to wait for: the script may close its output
+  // and keep running, and the deadline holds for its exit too.
+  int exit_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (exit_fd < 0) {
+    const int error = errno;
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    close(out[0]);
+    close(err[0]);
+    return Status::Internal("cannot watch host discovery script " + script +
+                            ": pidfd_open: " + std::strerror(error) +
+                            " (hvdrun needs Linux 5.3 or newer)");
+  }
 
   std::string stdout_text, stderr_text;
   const auto deadline = Clock::now() + timeout;
-  bool timed_out = false;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_fds = 2;
-  while (open_fds > 0) {
+  bool timed_out = false, cancelled = false, exited = false;
+  // 0, 1: its stdout and stderr; 2: its exit; 3: the caller's cancel.
+  pollfd fds[4] = {{out[0], POLLIN, 0},
+                   {err[0], POLLIN, 0},
+                   {exit_fd, POLLIN, 0},
+                   {cancel_fd, POLLIN, 0}};
+  while (fds[0].fd >= 0 || fds[1].fd >= 0 || !exited) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - Clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
     }
-    if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+    if (poll(fds, 4, static_cast<int>(left.count())) < 0 && errno != EINTR) {
       break;
+    }
+    if (fds[3].fd >= 0 && (fds[3].revents & POLLIN)) {
+      cancelled = true;
+      break;
+    }
+    if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) {
+      exited = true;
+      fds[2].fd = -1;
     }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
@@ -141,36 +168,28 @@ Result<std::vector<HostSlots>> RunDiscovery(const std::string& script,
       } else {
         close(fds[i].fd);
         fds[i].fd = -1;
-        --open_fds;
       }
     }
     if (timed_out) break;
   }
-  for (const pollfd& fd : fds) {
-    if (fd.fd >= 0) close(fd.fd);
+  for (int i = 0; i < 2; ++i) {
+    if (fds[i].fd >= 0) close(fds[i].fd);
   }
-  // The script may close its output and keep running: the deadline holds
-  // for its exit too.
+  close(exit_fd);
+  if (!exited) kill(-pid, SIGKILL);
   int status = 0;
-  while (true) {
-    pid_t done = timed_out ? 0 : waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) {
-      // Someone else reaped it: its exit status is unknown, so is its
-      // output's worth.
-      return Status::Internal(
-          "lost the exit status of host discovery "
-          "script " +
-          script);
-    }
-    if (timed_out || Clock::now() >= deadline) {
-      timed_out = true;
-      kill(-pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      break;
-    }
-    usleep(5000);
+  pid_t reaped;
+  while ((reaped = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (reaped != pid) {
+    // Someone else reaped it: its exit status is unknown, so is its
+    // output's worth.
+    return Status::Internal("lost the exit status of host discovery script " +
+                            script);
+  }
+  if (cancelled) {
+    return Status::Aborted("host discovery script " + script +
+                           " stopped: hvdrun is shutting down");
   }
   std::string tail = stderr_text.substr(
       stderr_text.size() > 500 ? stderr_text.size() - 500 : 0);

@@ -18,10 +18,11 @@ common::Result<std::vector<HostSlots>> ParseDiscoveryOutput(
     const std::string& output, int default_slots);
 
 // Runs `script` (an executable path, no shell) in its own process group,
-// killing the group if it runs past `timeout`. A non-zero exit, a timeout or
-// bad output is an error naming the script and including its stderr.
+// killing the group if it runs past `timeout`, or as soon as `cancel_fd`
+// (if not -1) becomes readable (then kAborted). A non-zero exit, a timeout
+// or bad output is an error naming the script and including its stderr.
 common::Result<std::vector<HostSlots>> RunDiscovery(
     const std::string& script, int default_slots,
-    std::chrono::milliseconds timeout);
+    std::chrono::milliseconds timeout, int cancel_fd = -1);
 
 }  // namespace hvd::launcher

@@ -2,24 +2,30 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
-#include <climits>
 #include <cstring>
-#include <optional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 
-#include "assignment.h"
+#include "discovery.h"
+#include "discovery_loop.h"
 #include "host_address.h"
-#include "hvd/common/env_vars.h"
 #include "hvd/common/hmac.h"
+#include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
+#include "job_policy.h"
 #include "output_relay.h"
-#include "spawner.h"
 #include "worker_launch.h"
 
 namespace hvd::launcher {
@@ -35,52 +41,325 @@ sigset_t DriverSignals() {
   return set;
 }
 
-int ExitCodeOf(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// Events posted by the driver's helper threads; posting wakes the loop.
+class Inbox {
+ public:
+  Inbox() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Inbox() { close(fd_); }
+  Inbox(const Inbox&) = delete;
+  Inbox& operator=(const Inbox&) = delete;
+
+  int fd() const { return fd_; }
+  void Post(Event event) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(event));
+    }
+    Wake();
+  }
+  // Also safe under other locks: it only writes the eventfd.
+  void Wake() {
+    uint64_t one = 1;
+    ssize_t ignored = write(fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+  std::vector<Event> Take() {
+    uint64_t count;
+    ssize_t ignored = read(fd_, &count, sizeof(count));
+    (void)ignored;
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
+  }
+
+ private:
+  const int fd_;
+  std::mutex mu_;
+  std::vector<Event> events_;
+};
+
+// Short errands off the loop (a push, a probe), each bounded by its HTTP
+// deadline: a hung worker answers late and must not hold the driver up.
+class Errands {
+ public:
+  ~Errands() { JoinAll(); }
+  void Run(std::function<void()> errand) {
+    // Join the finished ones so a long job does not pile up threads.
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    running_.push_back({std::thread([errand = std::move(errand), done] {
+                          errand();
+                          *done = true;
+                        }),
+                        done});
+  }
+  void JoinAll() {
+    for (auto& entry : running_) entry.thread.join();
+    running_.clear();
+  }
+
+ private:
+  struct Entry {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Entry> running_;
+};
+
+class Driver {
+ public:
+  Driver(const LaunchConfig& config, rendezvous::RendezvousServer& server,
+         LaunchContext launch, std::vector<HostSlots> hosts)
+      : config_(config),
+        server_(server),
+        launch_(std::move(launch)),
+        policy_(PolicyConfig::From(config), std::move(hosts)) {}
+
+  int Run(int signals);
+
+ private:
+  struct Running {
+    WorkerProcess process;
+    std::unique_ptr<OutputRelay> relay;
+  };
+
+  void Execute(const Actions& actions);
+  void Start(const StartWorker& action);
+  void Signal(WorkerId worker, int signal);
+  // Addresses workers registered at check-in. Kept here too: the board
+  // forgets the slots a new generation drops, which must still be told.
+  void RefreshAddresses();
+  std::vector<Event> ReadSignals(int signals);
+
+  const LaunchConfig& config_;
+  rendezvous::RendezvousServer& server_;
+  const LaunchContext launch_;
+  JobPolicy policy_;
+  Inbox inbox_;
+  std::atomic<bool> board_changed_{false};
+  Errands errands_;
+  std::map<WorkerId, Running> workers_;
+  std::map<pid_t, WorkerId> pids_;
+  std::map<std::string, std::string> addresses_;
+  int64_t sequence_ = 0;  // of HostsUpdated messages
+  int exit_code_ = 1;
+};
+
+int Driver::Run(int signals) {
+  server_.board().SetListener([this] {
+    board_changed_ = true;
+    inbox_.Wake();
+  });
+  std::unique_ptr<DiscoveryLoop> discovery;
+  if (config_.elastic && !config_.discovery_script.empty()) {
+    discovery = std::make_unique<DiscoveryLoop>(
+        config_, [this](std::vector<HostSlots> hosts) {
+          inbox_.Post(HostsDiscovered{std::move(hosts)});
+        });
+  }
+  Execute(policy_.Start(Clock::now()));
+  while (!policy_.finished()) {
+    int timeout_ms = -1;
+    if (auto deadline = policy_.NextDeadline()) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline -
+                                                               Clock::now());
+      timeout_ms = static_cast<int>(
+          std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
+    }
+    pollfd fds[2] = {{signals, POLLIN, 0}, {inbox_.fd(), POLLIN, 0}};
+    if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+      spdlog::error("hvdrun: poll failed: {}", std::strerror(errno));
+    }
+    std::vector<Event> events;
+    if (fds[0].revents & POLLIN) events = ReadSignals(signals);
+    if (fds[1].revents & POLLIN) {
+      for (Event& event : inbox_.Take()) events.push_back(std::move(event));
+    }
+    if (board_changed_.exchange(false)) {
+      auto& board = server_.board();
+      BoardChanged snapshot;
+      snapshot.generation = board.generation();
+      for (auto& slot : board.Missing()) snapshot.missing.insert(slot);
+      for (auto& slot : board.ResetRequests()) {
+        snapshot.reset_requests.insert(slot);
+      }
+      events.push_back(std::move(snapshot));
+    }
+    if (events.empty()) events.push_back(Tick{});
+    for (const Event& event : events) {
+      Execute(policy_.OnEvent(Clock::now(), event));
+      if (policy_.finished()) break;
+    }
+  }
+  discovery.reset();
+  server_.board().SetListener(nullptr);
+  errands_.JoinAll();
+  for (auto& [id, worker] : workers_) {
+    if (worker.relay) worker.relay->Join();
+  }
+  return exit_code_;
+}
+
+std::vector<Event> Driver::ReadSignals(int signals) {
+  std::vector<Event> events;
+  signalfd_siginfo info;
+  bool child = false;
+  while (read(signals, &info, sizeof(info)) == sizeof(info)) {
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      child = true;
+    } else {
+      events.push_back(SignalReceived{sig});
+    }
+  }
+  if (child) {
+    // Reap workers by pid only: waitpid(-1) would also take the exit status
+    // of a discovery script the discovery thread waits for.
+    for (auto it = pids_.begin(); it != pids_.end();) {
+      int status = 0;
+      if (waitpid(it->first, &status, WNOHANG) == it->first) {
+        Running& worker = workers_[it->second];
+        close(worker.process.control_fd);
+        worker.process.control_fd = -1;
+        events.push_back(WorkerExited{it->second, status});
+        it = pids_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return events;
+}
+
+void Driver::Execute(const Actions& actions) {
+  for (const Action& action : actions) {
+    std::visit(
+        [&](const auto& a) {
+          using T = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<T, StartWorker>) {
+            Start(a);
+          } else if constexpr (std::is_same_v<T, SignalWorker>) {
+            Signal(a.worker, a.signal);
+          } else if constexpr (std::is_same_v<T, PublishGeneration>) {
+            RefreshAddresses();
+            common::Status published = server_.board().Publish(a.plan);
+            if (!published.ok()) {
+              spdlog::error("hvdrun: {}", published.message());
+            }
+            server_.set_generation(a.plan.generation);
+          } else if constexpr (std::is_same_v<T, PushHostsUpdated>) {
+            RefreshAddresses();
+            notify::HostsUpdated message;
+            message.generation = a.generation;
+            message.sequence = ++sequence_;
+            message.added = a.added;
+            message.removed = a.removed;
+            for (const std::string& slot : a.slots) {
+              auto address = addresses_.find(slot);
+              if (address == addresses_.end()) continue;
+              errands_.Run([slot, address = address->second, message,
+                            secret = launch_.endpoint.secret] {
+                common::Status sent = notify::SendHostsUpdated(
+                    address, secret, message, std::chrono::milliseconds(2000));
+                if (!sent.ok()) {
+                  // A worker that just died cannot be told; its exit is
+                  // handled.
+                  spdlog::info("hvdrun: could not notify slot {}: {}", slot,
+                               sent.message());
+                }
+              });
+            }
+          } else if constexpr (std::is_same_v<T, PushAbort>) {
+            RefreshAddresses();
+            notify::Abort abort{a.generation, a.reason};
+            for (const std::string& slot : a.slots) {
+              auto address = addresses_.find(slot);
+              if (address == addresses_.end()) continue;
+              errands_.Run([slot, address = address->second, abort,
+                            secret = launch_.endpoint.secret] {
+                common::Status sent = notify::SendAbort(
+                    address, secret, abort, std::chrono::milliseconds(1000));
+                if (!sent.ok()) {
+                  spdlog::info("hvdrun: abort to slot {}: {}", slot,
+                               sent.message());
+                }
+              });
+            }
+          } else if constexpr (std::is_same_v<T, ProbeWorker>) {
+            RefreshAddresses();
+            auto address = addresses_.find(a.slot);
+            if (address == addresses_.end()) {
+              inbox_.Post(WorkerProbed{a.worker, false});
+              return;
+            }
+            errands_.Run([this, worker = a.worker, slot = a.slot,
+                          address = address->second,
+                          secret = launch_.endpoint.secret] {
+              common::Status alive = notify::Ping(
+                  address, secret, std::chrono::milliseconds(1500));
+              if (!alive.ok()) {
+                spdlog::warn("hvdrun: slot {} did not answer: {}", slot,
+                             alive.message());
+              }
+              inbox_.Post(WorkerProbed{worker, alive.ok()});
+            });
+          } else if constexpr (std::is_same_v<T, Say>) {
+            std::fprintf(stderr, "hvdrun: %s\n", a.line.c_str());
+          } else if constexpr (std::is_same_v<T, Finish>) {
+            exit_code_ = a.exit_code;
+          }
+        },
+        action);
+  }
+}
+
+void Driver::Start(const StartWorker& action) {
+  auto process = LaunchWorker(action.slot, launch_, config_);
+  if (!process.ok()) {
+    inbox_.Post(WorkerLaunchFailed{action.worker, process.status().message()});
+    return;
+  }
+  Running running;
+  running.process = *process;
+  auto relay =
+      OutputRelay::Start({{process->stdout_fd, action.slot.rank, false},
+                          {process->stderr_fd, action.slot.rank, true}},
+                         config_.output_dir);
+  if (relay.ok()) {
+    running.relay = std::move(*relay);
+  } else {
+    spdlog::error("hvdrun: {}", relay.status().message());
+  }
+  spdlog::info("hvdrun: slot {} (rank {}) is pid {}", SlotNameOf(action.slot),
+               action.slot.rank, process->pid);
+  pids_[process->pid] = action.worker;
+  workers_[action.worker] = std::move(running);
+}
+
+void Driver::Signal(WorkerId worker, int signal) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.process.control_fd < 0) return;
+  unsigned char byte = static_cast<unsigned char>(signal);
+  ssize_t ignored = write(it->second.process.control_fd, &byte, 1);
+  (void)ignored;
+}
+
+void Driver::RefreshAddresses() {
+  for (auto& [slot, address] : server_.board().NotifyAddresses()) {
+    addresses_[slot] = address;
+  }
 }
 
 int Fail(const std::string& message) {
-  spdlog::error("{}", message);
+  std::fprintf(stderr, "hvdrun: %s\n", message.c_str());
   return 1;
 }
-
-// The running workers and what the driver does to them.
-class Workers {
- public:
-  void Add(WorkerProcess worker) { workers_.push_back(std::move(worker)); }
-  std::vector<WorkerProcess>& all() { return workers_; }
-
-  // Asks every running guard to send `sig` to its worker's group.
-  void Signal(int sig) {
-    unsigned char byte = static_cast<unsigned char>(sig);
-    for (const WorkerProcess& worker : workers_) {
-      if (worker.control_fd >= 0) {
-        ssize_t ignored = write(worker.control_fd, &byte, 1);
-        (void)ignored;
-      }
-    }
-  }
-
-  // Marks the guard `pid` exited; returns it, or null for another child.
-  WorkerProcess* Reaped(pid_t pid) {
-    for (WorkerProcess& worker : workers_) {
-      if (worker.pid == pid) {
-        close(worker.control_fd);
-        worker.control_fd = -1;
-        --running_;
-        return &worker;
-      }
-    }
-    return nullptr;
-  }
-
-  void Started() { ++running_; }
-  int running() const { return running_; }
-
- private:
-  std::vector<WorkerProcess> workers_;
-  int running_ = 0;
-};
 
 }  // namespace
 
@@ -95,122 +374,45 @@ void BlockDriverSignals() {
 
 int RunJob(const LaunchConfig& config) {
   sigset_t handled = DriverSignals();
-  int signals = signalfd(-1, &handled, SFD_CLOEXEC);
-  if (signals < 0) return Fail("hvdrun: signalfd failed");
+  int signals = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signals < 0) return Fail("signalfd failed");
+  struct CloseOnReturn {
+    int fd;
+    ~CloseOnReturn() { close(fd); }
+  } close_signals{signals};
 
   auto secret = common::NewJobSecret();
-  if (!secret.ok()) return Fail("hvdrun: " + secret.status().message());
-  auto address = ChooseServerAddress(config.hosts, config.network_interface);
-  if (!address.ok()) return Fail("hvdrun: " + address.status().message());
-  auto ranks = AssignRanks(config.hosts, config.num_proc);
-  if (!ranks.ok()) return Fail("hvdrun: " + ranks.status().message());
-  rendezvous::ServerOptions server_options;
-  server_options.bind_host = *address;
-  server_options.secret = *secret;
+  if (!secret.ok()) return Fail(secret.status().message());
+  // The first discovery run must succeed: there is nothing to fall back on
+  // yet. Hosts come and go: the server binds where any listed host can
+  // reach it, unless every host given up front is this machine.
+  std::vector<HostSlots> hosts = config.hosts;
+  if (config.elastic && !config.discovery_script.empty()) {
+    auto first = RunDiscovery(config.discovery_script, config.slots_per_host,
+                              config.discovery_timeout);
+    if (!first.ok()) return Fail(first.status().message());
+    hosts = *first;
+  }
+  auto address = ChooseServerAddress(hosts, config.network_interface);
+  if (!address.ok()) return Fail(address.status().message());
+  rendezvous::ServerOptions options;
+  options.bind_host = *address;
+  options.secret = *secret;
   // Every worker keeps a connection and may hold a long-poll.
-  server_options.threads =
-      std::max<size_t>(128, 2 * static_cast<size_t>(config.num_proc) + 16);
-  auto server = rendezvous::RendezvousServer::Start(server_options);
-  if (!server.ok()) return Fail("hvdrun: " + server.status().message());
+  const int workers = config.max_np > 0 ? config.max_np : config.num_proc;
+  options.threads = std::max<size_t>(config.elastic ? 256 : 128,
+                                     2 * static_cast<size_t>(workers) + 16);
+  auto server = rendezvous::RendezvousServer::Start(options);
+  if (!server.ok()) return Fail(server.status().message());
   auto launch =
       MakeLaunchContext(DriverEndpoint{*address, (*server)->port(), *secret});
-  if (!launch.ok()) return Fail("hvdrun: " + launch.status().message());
-  const DriverEndpoint& endpoint = launch->endpoint;
-  spdlog::info("hvdrun: rendezvous server on {}:{}; starting {} workers",
-               endpoint.address, endpoint.port, config.num_proc);
-
-  Workers workers;
-  std::vector<RelayStream> streams;
-  std::string failure;
-  int exit_code = 0;
-  for (const SlotAssignment& slot : *ranks) {
-    auto worker = LaunchWorker(slot, *launch, config);
-    if (!worker.ok()) {
-      failure = "hvdrun: " + worker.status().message();
-      exit_code = 1;
-      break;
-    }
-    spdlog::info("hvdrun: rank {} on {} (local rank {}) is pid {}", slot.rank,
-                 slot.host, slot.local_rank, worker->pid);
-    streams.push_back({worker->stdout_fd, slot.rank, false});
-    streams.push_back({worker->stderr_fd, slot.rank, true});
-    workers.Add(*worker);
-    workers.Started();
-  }
-  auto relay = OutputRelay::Start(streams, config.output_dir);
-  if (!relay.ok()) {
-    failure = "hvdrun: " + relay.status().message();
-    exit_code = 1;
-  }
-
-  bool stopping = exit_code != 0;
-  std::optional<Clock::time_point> kill_at;
-  if (stopping) {
-    workers.Signal(SIGTERM);
-    kill_at = Clock::now() + config.stop_grace;
-  }
-  while (workers.running() > 0) {
-    int timeout = -1;
-    if (kill_at) {
-      timeout = static_cast<int>(std::max<int64_t>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at -
-                                                                   Clock::now())
-                 .count()));
-    }
-    pollfd fd{signals, POLLIN, 0};
-    if (poll(&fd, 1, timeout) == 0) {
-      spdlog::warn("hvdrun: workers still running after {} ms; killing them",
-                   config.stop_grace.count());
-      workers.Signal(SIGKILL);
-      kill_at.reset();
-      continue;
-    }
-    signalfd_siginfo info;
-    if (read(signals, &info, sizeof(info)) != sizeof(info)) continue;
-    int sig = static_cast<int>(info.ssi_signo);
-    if (sig != SIGCHLD) {
-      if (stopping) {
-        workers.Signal(SIGKILL);
-        continue;
-      }
-      std::fprintf(stderr, "hvdrun: received %s; stopping the workers\n",
-                   strsignal(sig));
-      stopping = true;
-      failure = std::string("hvdrun: stopped by ") + strsignal(sig);
-      exit_code = 128 + sig;
-      workers.Signal(sig);
-      kill_at = Clock::now() + config.stop_grace;
-      continue;
-    }
-    int status = 0;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      WorkerProcess* worker = workers.Reaped(pid);
-      if (worker == nullptr) continue;
-      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      spdlog::info("hvdrun: rank {} on {} {}", worker->slot.rank,
-                   worker->slot.host, DescribeExit(status));
-      if (ok || stopping) continue;
-      failure = "hvdrun: rank " + std::to_string(worker->slot.rank) +
-                " on host " + worker->slot.host + " " + DescribeExit(status);
-      exit_code = ExitCodeOf(status);
-      stopping = true;
-      if (workers.running() > 0) {
-        std::fprintf(stderr, "%s; stopping the other %d workers\n",
-                     failure.c_str(), workers.running());
-        workers.Signal(SIGTERM);
-        kill_at = Clock::now() + config.stop_grace;
-      }
-    }
-  }
-  if (relay.ok()) (*relay)->Join();
+  if (!launch.ok()) return Fail(launch.status().message());
+  spdlog::info("hvdrun: rendezvous server on {}:{}", *address,
+               (*server)->port());
+  Driver driver(config, **server, *launch, hosts);
+  int code = driver.Run(signals);
   (*server)->Stop();
-  close(signals);
-  if (exit_code != 0) {
-    std::fprintf(stderr, "%s; job failed (exit code %d)\n", failure.c_str(),
-                 exit_code);
-  }
-  return exit_code;
+  return code;
 }
 
 }  // namespace hvd::launcher

@@ -1,15 +1,19 @@
-// Driver: runs one static job from start to exit code.
+// The driver: runs one job, static or elastic, from start to exit code.
 //
-// Starts the rendezvous server with a fresh job secret, places ranks, starts
-// one guarded worker per rank (locally, or over ssh for remote hosts),
-// relays their output, and waits. When a worker fails, the others are
-// stopped (SIGTERM, SIGKILL after the grace period) and the exit code and
-// message name the rank, host and exit code or signal. SIGINT, SIGTERM and
-// SIGHUP to hvdrun are forwarded to every worker; a second one kills them.
+// It starts the rendezvous server with a fresh job secret and then carries
+// out what JobPolicy (job_policy.h) decides: it starts one guarded worker
+// per slot (locally, or over ssh for remote hosts), relays their output,
+// publishes generations on the rendezvous board, pushes HostsUpdated and
+// Abort to workers' notification servers and probes their liveness. It is
+// the policy's thin I/O shell: one thread that waits in poll() on a
+// signalfd and an eventfd (woken by discovery results, check-ins and the
+// answers of pushes and probes) until the policy's next deadline, never
+// longer and never spinning.
 //
-// The caller must block SIGCHLD, SIGINT, SIGTERM and SIGHUP in every thread
-// (block them in main before anything starts a thread): the driver takes
-// them through a signalfd. Run() is called once, from the main thread.
+// SIGINT, SIGTERM and SIGHUP to hvdrun are forwarded to every worker; a
+// second one kills them. The caller must block SIGCHLD, SIGINT, SIGTERM and
+// SIGHUP in every thread (BlockDriverSignals in main before anything starts
+// a thread). RunJob is called once, from the main thread.
 #pragma once
 
 #include "launch_config.h"
@@ -20,8 +24,9 @@ namespace hvd::launcher {
 // Also ignores SIGPIPE in hvdrun (workers get the default back).
 void BlockDriverSignals();
 
-// Returns hvdrun's exit code: 0 when every worker exited 0; otherwise the
-// first failed worker's exit code, or 128 + its signal.
+// Returns hvdrun's exit code: 0 when the job succeeded; otherwise the last
+// failed worker's exit code (or 128 + its signal), 128 + the signal that
+// stopped hvdrun, or 1.
 int RunJob(const LaunchConfig& config);
 
 }  // namespace hvd::launcher

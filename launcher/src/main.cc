@@ -5,7 +5,6 @@
 
 #include "cli.h"
 #include "driver.h"
-#include "elastic_driver.h"
 #include "guard.h"
 #include "hvd/common/logging.h"
 
@@ -30,5 +29,5 @@ int main(int argc, char** argv) {
   } else if (config.verbose) {
     spdlog::set_level(spdlog::level::info);
   }
-  return config.elastic ? RunElasticJob(config) : RunJob(config);
+  return RunJob(config);
 }

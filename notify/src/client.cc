@@ -44,6 +44,11 @@ Status Post(const std::string& address, const std::string& secret,
 
 }  // namespace
 
+Status Ping(const std::string& address, const std::string& secret,
+            std::chrono::milliseconds timeout) {
+  return Post(address, secret, kPingPath, "", timeout);
+}
+
 Status SendHostsUpdated(const std::string& address, const std::string& secret,
                         const HostsUpdated& message,
                         std::chrono::milliseconds timeout) {

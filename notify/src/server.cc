@@ -77,6 +77,11 @@ Result<std::unique_ptr<NotificationServer>> NotificationServer::Start(
                   message->removed.size());
               Reply(res, 200, "ok");
             });
+  http.Post(kPingPath, [signed_by_driver](const httplib::Request& req,
+                                          httplib::Response& res) {
+    if (!signed_by_driver(req)) return Reply(res, 401, "unauthenticated");
+    Reply(res, 200, "ok");
+  });
   http.Post(kAbortPath, [self, signed_by_driver](const httplib::Request& req,
                                                  httplib::Response& res) {
     if (!signed_by_driver(req)) return Reply(res, 401, "unauthenticated");

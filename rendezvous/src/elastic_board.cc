@@ -49,10 +49,15 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
         checked_in_.insert(slot);
         if (!notify_address.empty()) notify_[slot] = notify_address;
         changed_.notify_all();
+        if (listener_) listener_();
       }
       if (checked_in_.size() == newest_->slots.size()) return it->second;
     } else if (newest_ && newest_->generation == after) {
-      reset_requests_.emplace(slot, std::chrono::steady_clock::now());
+      if (reset_requests_.insert(slot)
+              .second &&
+          listener_) {
+        listener_();
+      }
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       std::string state =
@@ -84,26 +89,17 @@ std::vector<std::string> ElasticBoard::Missing() const {
 
 std::vector<std::string> ElasticBoard::ResetRequests() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> slots;
-  for (const auto& [slot, since] : reset_requests_) slots.push_back(slot);
-  return slots;
-}
-
-std::chrono::milliseconds ElasticBoard::OldestResetRequestAge() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto now = std::chrono::steady_clock::now();
-  std::chrono::milliseconds oldest{0};
-  for (const auto& [slot, since] : reset_requests_) {
-    oldest = std::max(
-        oldest,
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - since));
-  }
-  return oldest;
+  return {reset_requests_.begin(), reset_requests_.end()};
 }
 
 std::map<std::string, std::string> ElasticBoard::NotifyAddresses() const {
   std::lock_guard<std::mutex> lock(mu_);
   return notify_;
+}
+
+void ElasticBoard::SetListener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::move(listener);
 }
 
 void ElasticBoard::Close() {

@@ -21,4 +21,8 @@ common::Status SendAbort(const std::string& address, const std::string& secret,
                          const Abort& message,
                          std::chrono::milliseconds timeout);
 
+// Ok when the worker's notification server answered within `timeout`.
+common::Status Ping(const std::string& address, const std::string& secret,
+                    std::chrono::milliseconds timeout);
+
 }  // namespace hvd::notify

@@ -11,6 +11,9 @@ namespace hvd::notify {
 
 inline constexpr char kHostsUpdatedPath[] = "/v1/notify/hosts_updated";
 inline constexpr char kAbortPath[] = "/v1/notify/abort";
+// Liveness: answered by the server thread whatever the worker's Python is
+// doing, so only a hung (stopped, wedged) process leaves it unanswered.
+inline constexpr char kPingPath[] = "/v1/notify/ping";
 
 // Discovery changed the would-be assignment. `sequence` grows with every
 // update of the job; workers compare sequences, never clocks.

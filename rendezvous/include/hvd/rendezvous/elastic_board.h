@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -53,9 +54,7 @@ class ElasticBoard {
 
   // Slots waiting for a generation after the newest one: their world broke
   // (a peer failed or hung) before the driver formed a new generation.
-  // With how long the oldest has waited.
   std::vector<std::string> ResetRequests() const;
-  std::chrono::milliseconds OldestResetRequestAge() const;
 
   // Notification addresses registered at check-in by slots that are part of
   // the newest generation (kept from earlier generations for slots that
@@ -65,14 +64,21 @@ class ElasticBoard {
   // Ends every wait with kAborted, now and later.
   void Close();
 
+  // Called whenever a slot checks in or asks for a generation after the
+  // newest, so that the driver wakes instead of polling. It runs on the
+  // server thread that made the change, with the board's lock held: it must
+  // be quick and must not call the board. Set it before the server serves.
+  void SetListener(std::function<void()> listener);
+
  private:
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::optional<GenerationPlan> newest_;
   std::set<std::string> checked_in_;
-  std::map<std::string, std::chrono::steady_clock::time_point> reset_requests_;
+  std::set<std::string> reset_requests_;
   std::map<std::string, std::string> notify_;
   bool closed_ = false;
+  std::function<void()> listener_;
 };
 
 }  // namespace hvd::rendezvous

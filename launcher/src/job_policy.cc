@@ -1,0 +1,731 @@
+#include "job_policy.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "worker_launch.h"
+
+namespace hvd::launcher {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+int ExitCodeOf(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status)
+                                : 128 + WTERMSIG(wait_status);
+}
+
+std::string Seconds(milliseconds duration) {
+  auto ms = duration.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000)
+                        : std::to_string(static_cast<double>(ms) / 1000.0);
+}
+
+// "name#rank" for every slot: two generations with equal keys give every
+// worker the same rank.
+std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
+  std::set<std::string> key;
+  for (const auto& [name, a] : plan.slots) {
+    key.insert(name + "#" + std::to_string(a.rank));
+  }
+  return key;
+}
+
+std::set<std::string> Key(const std::vector<SlotAssignment>& slots) {
+  std::set<std::string> key;
+  for (const auto& slot : slots) {
+    key.insert(SlotNameOf(slot) + "#" + std::to_string(slot.rank));
+  }
+  return key;
+}
+
+void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
+  if (t && (!best || *t < *best)) best = t;
+}
+
+}  // namespace
+
+std::string SlotNameOf(const SlotAssignment& slot) {
+  return rendezvous::SlotName(slot.host, slot.local_rank);
+}
+
+PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
+  PolicyConfig policy;
+  policy.elastic = config.elastic;
+  policy.num_proc = config.num_proc;
+  policy.min_np = config.min_np > 0 ? config.min_np : config.num_proc;
+  policy.max_np = config.max_np;
+  policy.reset_limit = config.reset_limit;
+  if (config.cooldown_range) {
+    policy.cooldown =
+        CooldownRange{std::chrono::seconds(config.cooldown_range->first),
+                      std::chrono::seconds(config.cooldown_range->second)};
+  }
+  policy.elastic_timeout = config.elastic_timeout;
+  policy.start_timeout = config.start_timeout;
+  policy.stop_grace = config.stop_grace;
+  return policy;
+}
+
+JobPolicy::JobPolicy(PolicyConfig config, std::vector<HostSlots> hosts)
+    : config_(std::move(config)),
+      table_(config_.cooldown),
+      static_hosts_(std::move(hosts)) {
+  if (config_.elastic) table_.Update(static_hosts_);
+}
+
+int JobPolicy::resets() const {
+  return joined_.empty() ? 0 : static_cast<int>(joined_.size()) - 1;
+}
+
+Actions JobPolicy::Start(TimePoint now) {
+  Actions out;
+  cooldowns_checked_ = now;
+  if (config_.elastic) {
+    Reassign(now, "start", false, out);
+  } else {
+    auto ranks = AssignRanks(static_hosts_, config_.num_proc);
+    if (!ranks.ok()) {
+      Stop(now, ranks.status().message(), 1, out);
+    } else {
+      for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, out);
+    }
+  }
+  UpdateLateness(now);
+  MaybeFinish(out);
+  return out;
+}
+
+Actions JobPolicy::OnEvent(TimePoint now, const Event& event) {
+  Actions out;
+  if (finished_) return out;
+  std::visit(
+      [&](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, HostsDiscovered>) {
+          OnHosts(now, e, out);
+        } else if constexpr (std::is_same_v<T, WorkerExited>) {
+          OnExit(now, e, out);
+        } else if constexpr (std::is_same_v<T, WorkerLaunchFailed>) {
+          OnLaunchFailed(now, e, out);
+        } else if constexpr (std::is_same_v<T, BoardChanged>) {
+          OnBoard(now, e, out);
+        } else if constexpr (std::is_same_v<T, WorkerProbed>) {
+          OnProbe(now, e, out);
+        } else if constexpr (std::is_same_v<T, SignalReceived>) {
+          OnSignal(now, e.signal, out);
+        }
+      },
+      event);
+  OnTimers(now, out);
+  UpdateLateness(now);
+  MaybeFinish(out);
+  return out;
+}
+
+std::optional<TimePoint> JobPolicy::NextDeadline() const {
+  std::optional<TimePoint> next;
+  if (finished_) return next;
+  if (stopping_) {
+    Earliest(next, kill_at_);
+    Earliest(next, give_up_at_);
+    return next;
+  }
+  if (!config_.elastic) return next;
+  if (waiting_since_) Earliest(next, *waiting_since_ + config_.elastic_timeout);
+  Earliest(next, table_.NextCooldownEnd(cooldowns_checked_));
+  for (const auto& [id, w] : workers_) {
+    if (!w.running || w.stopped) continue;
+    if (w.joined == 0) Earliest(next, w.started + config_.start_timeout);
+    if (!w.probing) Earliest(next, w.next_probe);
+  }
+  return next;
+}
+
+void JobPolicy::OnHosts(TimePoint now, const HostsDiscovered& event,
+                        Actions& out) {
+  if (!config_.elastic) return;
+  table_.Update(event.hosts);
+  if (stopping_) return;
+  if (waiting_since_ || MembershipChanged(now)) {
+    Reassign(now, "hosts changed", false, out);
+  }
+}
+
+void JobPolicy::OnExit(TimePoint now, const WorkerExited& event,
+                       Actions& out) {
+  auto it = workers_.find(event.worker);
+  if (it == workers_.end() || !it->second.running) return;
+  Worker& w = it->second;
+  w.running = false;
+  const bool ok =
+      WIFEXITED(event.wait_status) && WEXITSTATUS(event.wait_status) == 0;
+  w.exited_ok = ok;
+  const std::string how = DescribeExit(event.wait_status);
+  if (!config_.elastic) {
+    if (ok || stopping_) return;
+    Stop(now,
+         "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
+             how,
+         ExitCodeOf(event.wait_status), out);
+    return;
+  }
+  const bool current = plan_.slots.count(w.slot) != 0;
+  const bool failure = !ok && current && !stopping_ && !w.stopped;
+  if (!failure) {  // a failure is told by FailWorker
+    out.push_back(Say{"slot " + w.slot + " (started as rank " +
+                      std::to_string(w.start_rank) + ") " + how +
+                      (current ? "" : " (not in the current generation)")});
+  }
+  if (stopping_ || w.stopped) return;
+  if (ok) {
+    // Success: every worker holding the committed state finished; before
+    // any generation completed, every worker of the newest one did.
+    bool done;
+    if (!holders_.empty()) {
+      done = std::all_of(holders_.begin(), holders_.end(), [&](WorkerId id) {
+        return workers_.at(id).exited_ok;
+      });
+    } else {
+      done = running() == 0 && !plan_.slots.empty() &&
+             std::all_of(plan_.slots.begin(), plan_.slots.end(),
+                         [&](const auto& entry) {
+                           for (const auto& [id, other] : workers_) {
+                             if (other.slot == entry.first && other.exited_ok)
+                               return true;
+                           }
+                           return false;
+                         });
+    }
+    if (done) Succeed(now, out);
+    return;
+  }
+  if (!current) return;  // a removed slot's worker: not part of the job
+  const bool broke = FailWorker(now, w, how, ExitCodeOf(event.wait_status), out);
+  Reassign(now, "slot " + w.slot + " failed; host " + w.host + " blacklisted",
+           broke, out);
+}
+
+void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
+                               Actions& out) {
+  auto it = workers_.find(event.worker);
+  if (it == workers_.end() || !it->second.running) return;
+  Worker& w = it->second;
+  w.running = false;
+  if (!config_.elastic) {
+    Stop(now, event.message, 1, out);
+    return;
+  }
+  if (stopping_) return;
+  const bool broke =
+      FailWorker(now, w, "could not be started: " + event.message, 1, out);
+  Reassign(now, "slot " + w.slot + " could not be started; host " + w.host +
+                    " blacklisted",
+           broke, out);
+}
+
+void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
+                        Actions& out) {
+  if (event.generation != plan_.generation || event.generation == 0) return;
+  board_ = event;
+  for (const auto& [name, a] : plan_.slots) {
+    if (board_.missing.count(name)) continue;
+    Worker* w = RunningIn(name);
+    if (w && w->joined < plan_.generation) {
+      w->joined = plan_.generation;
+      w->joined_rank = a.rank;
+      joined_.insert(plan_.generation);
+    }
+  }
+  if (board_.missing.empty() && complete_ != plan_.generation) {
+    complete_ = plan_.generation;
+    complete_key_ = Key(plan_);
+    holders_.clear();
+    for (const auto& [name, a] : plan_.slots) {
+      if (Worker* w = RunningIn(name)) holders_.insert(w->id);
+    }
+  }
+  if (stopping_) return;
+  if (push_when_ready_) {
+    std::set<std::string> told(push_when_ready_->slots.begin(),
+                               push_when_ready_->slots.end());
+    bool newcomers_in = std::all_of(
+        board_.missing.begin(), board_.missing.end(),
+        [&](const std::string& slot) { return told.count(slot) != 0; });
+    if (newcomers_in) {
+      for (auto& [id, w] : workers_) {
+        if (told.count(w.slot) && w.running) w.told = plan_.generation;
+      }
+      out.push_back(*push_when_ready_);
+      push_when_ready_.reset();
+    }
+  }
+  // Every running member asked for a new world without any worker failing:
+  // a stall shutdown, or connections lost between live workers.
+  if (!board_.reset_requests.empty()) {
+    bool all_asked = true;
+    for (const auto& [id, w] : workers_) {
+      if (w.running && !w.stopped && IsHolder(w) &&
+          !board_.reset_requests.count(w.slot)) {
+        all_asked = false;
+      }
+    }
+    if (all_asked) {
+      Reassign(now,
+               "every rank of generation " + std::to_string(complete_) +
+                   " asked for a reset without a failed worker",
+               true, out);
+    }
+  }
+}
+
+void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
+                        Actions& out) {
+  auto it = workers_.find(event.worker);
+  if (it == workers_.end()) return;
+  Worker& w = it->second;
+  w.probing = false;
+  if (!w.running || w.stopped || stopping_) return;
+  if (!w.next_probe) return;  // no longer late: the answer is moot
+  w.misses = event.alive ? 0 : w.misses + 1;
+  w.next_probe = now + config_.liveness_interval;
+  if (w.misses < config_.liveness_misses) return;
+  out.push_back(SignalWorker{w.id, SIGKILL});
+  w.stopped = true;
+  const bool broke = FailWorker(
+      now, w,
+      "did not answer " + std::to_string(w.misses) +
+          " liveness probes in a row (hung); killed",
+      1, out);
+  Reassign(now, "slot " + w.slot + " is hung; host " + w.host + " blacklisted",
+           broke, out);
+}
+
+void JobPolicy::OnSignal(TimePoint now, int signal, Actions& out) {
+  if (stopping_) {
+    // A second signal: no more grace.
+    SignalAll(SIGKILL, out);
+    kill_at_.reset();
+    if (!give_up_at_) give_up_at_ = now + config_.reap_grace;
+    return;
+  }
+  out.push_back(
+      Say{std::string("received ") + strsignal(signal) + "; stopping the workers"});
+  stopping_ = true;
+  stop_reason_ = std::string("stopped by ") + strsignal(signal);
+  exit_code_ = 128 + signal;
+  // The signal itself, so that SIGINT reaches Python as KeyboardInterrupt.
+  SignalAll(signal, out);
+  kill_at_ = now + config_.stop_grace;
+}
+
+void JobPolicy::OnTimers(TimePoint now, Actions& out) {
+  if (stopping_) {
+    if (kill_at_ && now >= *kill_at_) {
+      out.push_back(Say{"workers still running " + Seconds(config_.stop_grace) +
+                        " s after they were told to stop; killing them"});
+      SignalAll(SIGKILL, out);
+      kill_at_.reset();
+      give_up_at_ = now + config_.reap_grace;
+    }
+    if (give_up_at_ && now >= *give_up_at_) {
+      out.push_back(Say{std::to_string(running()) +
+                        " workers did not exit after SIGKILL; leaving them"});
+      for (auto& [id, w] : workers_) w.running = false;
+    }
+    return;
+  }
+  if (!config_.elastic) return;
+
+  // New workers that never checked in: failed (or, for a slot no longer in
+  // the job, just stopped).
+  std::vector<WorkerId> late_starters;
+  for (auto& [id, w] : workers_) {
+    if (w.running && !w.stopped && w.joined == 0 &&
+        now >= w.started + config_.start_timeout) {
+      late_starters.push_back(id);
+    }
+  }
+  bool broke = false;
+  std::string why;
+  for (WorkerId id : late_starters) {
+    Worker& w = workers_.at(id);
+    out.push_back(SignalWorker{id, SIGKILL});
+    w.stopped = true;
+    if (!plan_.slots.count(w.slot)) continue;
+    broke |= FailWorker(now, w,
+                        "did not check in within " +
+                            Seconds(config_.start_timeout) +
+                            " s of its start (--start-timeout); killed",
+                        1, out);
+    why += (why.empty() ? "" : ", ") + w.slot;
+  }
+  if (!why.empty()) {
+    Reassign(now, "slots did not check in within " +
+                      Seconds(config_.start_timeout) + " s: " + why,
+             broke, out);
+  }
+  CheckWaiting(now, out);
+  if (stopping_) return;
+
+  for (auto& [id, w] : workers_) {
+    if (w.running && !w.stopped && !w.probing && w.next_probe &&
+        now >= *w.next_probe) {
+      out.push_back(ProbeWorker{id, w.slot});
+      w.probing = true;
+    }
+  }
+
+  auto cooldown_end = table_.NextCooldownEnd(cooldowns_checked_);
+  const bool cooled_down = cooldown_end && *cooldown_end <= now;
+  if (cooled_down) cooldowns_checked_ = now;
+  if (waiting_since_ && now >= *waiting_since_ + config_.elastic_timeout) {
+    auto blacklisted = table_.Blacklisted(now);
+    Stop(now,
+         "not enough slots for " + Seconds(config_.elastic_timeout) +
+             " s (--min-np " + std::to_string(config_.min_np) + ")" +
+             (blacklisted.empty() ? std::string()
+                                  : "; blacklisted hosts: " +
+                                        std::to_string(blacklisted.size())),
+         1, out);
+    return;
+  }
+  if (cooled_down && (waiting_since_ || MembershipChanged(now))) {
+    Reassign(now, "a blacklisted host's cooldown ended", false, out);
+  }
+}
+
+bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
+                           int exit_code, Actions& out) {
+  auto in_plan = plan_.slots.find(w.slot);
+  const int rank = w.joined > 0                 ? w.joined_rank
+                   : in_plan != plan_.slots.end() ? in_plan->second.rank
+                                                  : w.start_rank;
+  failures_.push_back({w.joined, "slot " + w.slot + " (rank " +
+                                     std::to_string(rank) + ") " + what});
+  out.push_back(Say{failures_.back().second});
+  exit_code_ = exit_code;
+  bool broke = IsHolder(w);
+  table_.Blacklist(w.host, now);
+  // The host is out of the job: its other workers go too.
+  for (auto& [id, other] : workers_) {
+    if (other.running && !other.stopped && other.host == w.host &&
+        id != w.id) {
+      out.push_back(SignalWorker{id, SIGTERM});
+      other.stopped = true;
+      broke |= IsHolder(other);
+    }
+  }
+  if (broke) {
+    // Survivors blocked on a hung peer would otherwise wait out the Gloo
+    // timeout; the ones blocked on a dead worker fail by themselves.
+    PushAbort abort{plan_.generation, "slot " + w.slot + " " + what, {}};
+    for (const auto& [id, other] : workers_) {
+      if (other.running && !other.stopped && other.joined > 0) {
+        abort.slots.push_back(other.slot);
+      }
+    }
+    if (!abort.slots.empty()) out.push_back(abort);
+  }
+  return broke;
+}
+
+void JobPolicy::Reassign(TimePoint now, const std::string& why,
+                         bool members_failed, Actions& out) {
+  if (stopping_) return;
+  std::vector<SlotAssignment> slots = WouldBeSlots(now);
+  const bool first = plan_.generation == 0;
+  const int needed = first ? config_.num_proc : config_.min_np;
+  if (static_cast<int>(slots.size()) < needed) {
+    if (!waiting_since_) {
+      waiting_since_ = now;
+      out.push_back(Say{std::to_string(slots.size()) + " usable slots, " +
+                        std::to_string(needed) + " needed; waiting up to " +
+                        Seconds(config_.elastic_timeout) + " s for more (" +
+                        why + ")"});
+    }
+    CheckWaiting(now, out);
+    return;
+  }
+  if (!holders_.empty()) {
+    bool holder_in = std::any_of(slots.begin(), slots.end(), [&](auto& slot) {
+      Worker* w = RunningIn(SlotNameOf(slot));
+      return w && IsHolder(*w);
+    });
+    if (!holder_in) {
+      Stop(now,
+           "no slot of generation " + std::to_string(complete_) +
+               " is left to carry the committed state; the job cannot go on",
+           1, out);
+      return;
+    }
+  }
+  if (!first && config_.reset_limit &&
+      static_cast<int>(joined_.size()) > *config_.reset_limit) {
+    Stop(now,
+         "reset limit of " + std::to_string(*config_.reset_limit) +
+             " exceeded (" + why + ")",
+         1, out);
+    return;
+  }
+  waiting_since_.reset();
+
+  rendezvous::GenerationPlan plan;
+  plan.generation = plan_.generation + 1;
+  // Every rank syncs from rank 0 when any of them lacks the committed
+  // state, and after a failure (ranks may have restored different commits).
+  bool sync = first || members_failed;
+  std::set<std::string> old_hosts, new_hosts;
+  for (const auto& [name, a] : plan_.slots) {
+    old_hosts.insert(name.substr(0, name.rfind(':')));
+  }
+  for (const SlotAssignment& slot : slots) {
+    Worker* w = RunningIn(SlotNameOf(slot));
+    if (!w || !IsHolder(*w)) sync = true;
+    new_hosts.insert(slot.host);
+  }
+  std::string summary;
+  for (const SlotAssignment& slot : slots) {
+    rendezvous::WorkerAssignment a;
+    a.generation = plan.generation;
+    a.rank = slot.rank;
+    a.size = slot.size;
+    a.local_rank = slot.local_rank;
+    a.local_size = slot.local_size;
+    a.cross_rank = slot.cross_rank;
+    a.cross_size = slot.cross_size;
+    a.sync = sync;
+    plan.slots[SlotNameOf(slot)] = a;
+    summary += (summary.empty() ? "" : ", ") + std::to_string(slot.rank) +
+               "=" + SlotNameOf(slot);
+  }
+  PushHostsUpdated push{plan.generation, {}, {}, {}};
+  for (const auto& host : new_hosts) {
+    if (!old_hosts.count(host)) push.added.push_back(host);
+  }
+  for (const auto& host : old_hosts) {
+    if (!new_hosts.count(host)) push.removed.push_back(host);
+  }
+  plan_ = plan;
+  board_ = BoardChanged{plan.generation, {}, {}};
+  for (const auto& [name, a] : plan.slots) board_.missing.insert(name);
+  out.push_back(PublishGeneration{plan});
+  out.push_back(Say{"generation " + std::to_string(plan.generation) + " (" +
+                    why + "): " + std::to_string(slots.size()) +
+                    " workers: " + summary});
+  for (const SlotAssignment& slot : slots) {
+    if (!RunningIn(SlotNameOf(slot))) StartSlot(now, slot, out);
+  }
+  // Running workers hear of a host change once every newcomer has checked
+  // in (warm joiners). After a failure they are resetting already; workers
+  // whose world this generation repeats have nothing to change.
+  push_when_ready_.reset();
+  if (members_failed) {
+    // Their world broke: every one of them owes a check-in.
+    for (auto& [id, w] : workers_) {
+      if (w.running && !w.stopped && w.joined > 0 &&
+          plan_.slots.count(w.slot)) {
+        w.told = plan_.generation;
+      }
+    }
+    return;
+  }
+  bool anything_new = Key(plan_) != complete_key_;
+  for (const auto& [id, w] : workers_) {
+    if (w.running && !w.stopped && w.joined > 0) {
+      push.slots.push_back(w.slot);
+      if (w.joined != complete_) anything_new = true;
+    }
+  }
+  if (push.slots.empty() || !anything_new) return;
+  push_when_ready_ = push;
+  OnBoard(now, board_, out);  // delivers it now if no newcomer is awaited
+}
+
+void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
+  if (!waiting_since_ || stopping_) return;
+  int alive = 0;
+  bool holder_alive = false;
+  for (const auto& [id, w] : workers_) {
+    if (w.running && !w.stopped) {
+      ++alive;
+      holder_alive |= IsHolder(w);
+    }
+  }
+  // Workers the driver stopped are on their way out; decide once they left.
+  if (alive == 0 && running() > 0) return;
+  auto blacklisted = table_.Blacklisted(now);
+  if (alive == 0 && table_.Usable(now).empty() && !blacklisted.empty() &&
+      !table_.NextCooldownEnd(now)) {
+    std::string hosts;
+    for (const auto& host : blacklisted) {
+      hosts += (hosts.empty() ? "" : ", ") + host;
+    }
+    Stop(now,
+         "not enough slots (--min-np " + std::to_string(config_.min_np) +
+             "): no worker is running and every host is blacklisted with no "
+             "cooldown (" +
+             hosts + ")",
+         1, out);
+    return;
+  }
+  if (!holders_.empty() && !holder_alive) {
+    Stop(now,
+         "no slot of generation " + std::to_string(complete_) +
+             " is left to carry the committed state; the job cannot go on",
+         1, out);
+  }
+}
+
+std::vector<SlotAssignment> JobPolicy::WouldBeSlots(TimePoint now) const {
+  std::vector<HostSlots> usable = table_.Usable(now);
+  // Hosts with a worker holding the committed state first, so that rank 0,
+  // which every other rank syncs from, holds it.
+  std::set<std::string> holder_hosts;
+  for (WorkerId id : holders_) {
+    const Worker& w = workers_.at(id);
+    if (w.running && !w.stopped) holder_hosts.insert(w.host);
+  }
+  std::stable_partition(usable.begin(), usable.end(), [&](const auto& host) {
+    return holder_hosts.count(host.host) != 0;
+  });
+  int total = 0;
+  for (const HostSlots& host : usable) total += host.slots;
+  if (config_.max_np > 0) total = std::min(total, config_.max_np);
+  if (total == 0) return {};
+  auto ranks = AssignRanks(usable, total);
+  return ranks.ok() ? *ranks : std::vector<SlotAssignment>{};
+}
+
+bool JobPolicy::MembershipChanged(TimePoint now) const {
+  return Key(WouldBeSlots(now)) != Key(plan_);
+}
+
+void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
+                          Actions& out) {
+  Worker w;
+  w.id = next_id_++;
+  w.slot = SlotNameOf(slot);
+  w.host = slot.host;
+  w.start_rank = slot.rank;
+  w.started = now;
+  workers_[w.id] = w;
+  out.push_back(StartWorker{w.id, slot});
+}
+
+void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,
+                     Actions& out) {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_reason_ = failure;
+  exit_code_ = exit_code;
+  push_when_ready_.reset();
+  if (running() > 0) {
+    if (!failure.empty()) {
+      out.push_back(Say{failure + "; stopping " + std::to_string(running()) +
+                        " workers"});
+    }
+    SignalAll(SIGTERM, out);
+    kill_at_ = now + config_.stop_grace;
+  }
+}
+
+void JobPolicy::Succeed(TimePoint now, Actions& out) {
+  succeeded_ = true;
+  // Workers of newer slots still around are not needed any more.
+  Stop(now, "", 0, out);
+}
+
+void JobPolicy::SignalAll(int signal, Actions& out) {
+  for (auto& [id, w] : workers_) {
+    if (w.running) out.push_back(SignalWorker{id, signal});
+  }
+}
+
+void JobPolicy::MaybeFinish(Actions& out) {
+  if (finished_ || running() > 0) return;
+  if (config_.elastic && !stopping_) return;  // waiting for slots
+  finished_ = true;
+  if (succeeded_) {
+    out.push_back(Say{"every rank of the last generation finished; job "
+                      "succeeded after " +
+                      std::to_string(resets()) + " resets"});
+    out.push_back(Finish{0});
+    return;
+  }
+  if (!stopping_) {  // a static job whose workers all exited 0
+    out.push_back(Finish{0});
+    return;
+  }
+  const int code = exit_code_ != 0 ? exit_code_ : 1;
+  out.push_back(Say{stop_reason_ + FailureSummary() + "; job failed (exit code " +
+                    std::to_string(code) + ")"});
+  out.push_back(Finish{code});
+}
+
+void JobPolicy::UpdateLateness(TimePoint now) {
+  if (!config_.elastic || stopping_) return;
+  for (auto& [id, w] : workers_) {
+    if (!w.running || w.stopped || w.joined == 0) continue;
+    const bool in_plan = plan_.slots.count(w.slot) != 0;
+    const bool asking = board_.reset_requests.count(w.slot) != 0;
+    const bool checked_in = !board_.missing.count(w.slot);
+    // Late: it owes a check-in (it was told of this generation, or peers
+    // asked for a reset) and has not made it.
+    const bool late =
+        in_plan && !asking &&
+        ((!checked_in && w.told == plan_.generation) ||
+         !board_.reset_requests.empty());
+    if (!late) {
+      w.next_probe.reset();
+      w.misses = 0;
+    } else if (!w.next_probe) {
+      w.next_probe = now + config_.liveness_interval;
+    }
+  }
+}
+
+std::string JobPolicy::FailureSummary() const {
+  if (failures_.empty()) return "";
+  std::string text = "; last failure: " + failures_.back().second;
+  int64_t newest = 0;
+  for (const auto& [generation, what] : failures_) {
+    newest = std::max(newest, generation);
+  }
+  std::vector<std::string> of_newest;
+  for (const auto& [generation, what] : failures_) {
+    if (generation == newest) of_newest.push_back(what);
+  }
+  if (of_newest.size() > 1 || failures_.size() > 1) {
+    text += newest > 0 ? "; failures in generation " + std::to_string(newest) +
+                             ": "
+                       : "; failures before any generation was joined: ";
+    for (size_t i = 0; i < of_newest.size(); ++i) {
+      text += (i ? ", " : "") + of_newest[i];
+    }
+  }
+  return text;
+}
+
+JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) {
+  for (auto& [id, w] : workers_) {
+    if (w.running && !w.stopped && w.slot == slot) return &w;
+  }
+  return nullptr;
+}
+
+bool JobPolicy::IsHolder(const Worker& worker) const {
+  return holders_.count(worker.id) != 0;
+}
+
+int JobPolicy::running() const {
+  return static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(),
+                    [](const auto& entry) { return entry.second.running; }));
+}
+
+}  // namespace hvd::launcher

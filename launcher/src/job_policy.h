@@ -1,0 +1,247 @@
+// JobPolicy: every decision hvdrun's driver makes, as a pure function of
+// its state, the time and one event (docs/design.md, "The driver").
+//
+// The driver's I/O shell (driver.cc) turns signals, worker exits, discovery
+// results, check-ins on the rendezvous board and liveness probes into
+// events, hands each to OnEvent with the current time, and carries out the
+// actions it gets back: start or signal a worker, publish a generation,
+// push HostsUpdated or Abort, probe a worker, print a line, finish. Between
+// events it waits until NextDeadline(), never longer and never spinning.
+//
+// Static mode (no --min-np, no discovery script) is the same policy with
+// fixed hosts and no resets: the first failure stops the job.
+//
+// The elastic rules, which the unit tests in tests/launcher pin down:
+// - A generation is formed only if it includes a running worker that holds
+//   the committed state (one that checked in to the last generation every
+//   slot joined); rank 0 is always such a worker.
+// - A worker that has joined a generation is never killed for checking in
+//   late while it answers liveness probes on its notification server; one
+//   that misses `liveness_misses` probes in a row is hung and fails. A new
+//   worker must check in within the start timeout.
+// - One failure is one reset: generations are counted when a worker joins
+//   them, so a generation replaced before anyone joined it is free, and
+//   reset requests alone form a generation only once every running member
+//   asked (a stall shutdown), never because an exit arrives late.
+// - With too few slots the job waits up to the elastic timeout, but fails at
+//   once when no worker is running and every listed host is blacklisted for
+//   good, or when no worker holding the committed state is left.
+//
+// Not thread-safe: one driver thread owns it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "assignment.h"
+#include "host_table.h"
+#include "hvd/rendezvous/elastic_board.h"
+#include "launch_config.h"
+
+namespace hvd::launcher {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+using WorkerId = int64_t;
+
+struct PolicyConfig {
+  bool elastic = false;
+  int num_proc = 1;
+  int min_np = 1;
+  int max_np = 0;  // 0: no bound
+  std::optional<int> reset_limit;
+  std::optional<CooldownRange> cooldown;
+  std::chrono::milliseconds elastic_timeout{600000};
+  std::chrono::milliseconds start_timeout{30000};
+  std::chrono::milliseconds stop_grace{5000};
+  // A joined worker late for a check-in is probed this often...
+  std::chrono::milliseconds liveness_interval{2000};
+  // ...and is hung after this many unanswered probes in a row.
+  int liveness_misses = 3;
+  // After SIGKILL, how long to wait for exits before giving up on them.
+  std::chrono::milliseconds reap_grace{5000};
+
+  static PolicyConfig From(const LaunchConfig& config);
+};
+
+// Events.
+struct HostsDiscovered {
+  std::vector<HostSlots> hosts;
+};
+struct WorkerExited {
+  WorkerId worker = 0;
+  int wait_status = 0;  // as waitpid reports it
+};
+struct WorkerLaunchFailed {
+  WorkerId worker = 0;
+  std::string message;
+};
+// The rendezvous board now: its newest generation, the slots of it that
+// have not checked in, and the slots asking for a generation after it.
+struct BoardChanged {
+  int64_t generation = 0;
+  std::set<std::string> missing;
+  std::set<std::string> reset_requests;
+};
+struct WorkerProbed {
+  WorkerId worker = 0;
+  bool alive = false;
+};
+struct SignalReceived {
+  int signal = 0;
+};
+// A deadline passed (or nothing happened; harmless).
+struct Tick {};
+using Event = std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
+                           BoardChanged, WorkerProbed, SignalReceived, Tick>;
+
+// Actions.
+struct StartWorker {
+  WorkerId worker = 0;
+  SlotAssignment slot;
+};
+struct SignalWorker {
+  WorkerId worker = 0;
+  int signal = 0;
+};
+struct PublishGeneration {
+  rendezvous::GenerationPlan plan;
+};
+// To the notification servers of `slots` (their registered addresses).
+struct PushHostsUpdated {
+  int64_t generation = 0;
+  std::vector<std::string> slots, added, removed;
+};
+struct PushAbort {
+  int64_t generation = 0;
+  std::string reason;
+  std::vector<std::string> slots;
+};
+struct ProbeWorker {
+  WorkerId worker = 0;
+  std::string slot;
+};
+struct Say {
+  std::string line;  // printed as "hvdrun: <line>"
+};
+struct Finish {
+  int exit_code = 0;
+};
+using Action = std::variant<StartWorker, SignalWorker, PublishGeneration,
+                            PushHostsUpdated, PushAbort, ProbeWorker, Say,
+                            Finish>;
+using Actions = std::vector<Action>;
+
+// The slot's name on the rendezvous board: "<host>:<local_rank>".
+std::string SlotNameOf(const SlotAssignment& slot);
+
+class JobPolicy {
+ public:
+  JobPolicy(PolicyConfig config, std::vector<HostSlots> hosts);
+
+  // The first actions: the first generation, or waiting for slots.
+  Actions Start(TimePoint now);
+  Actions OnEvent(TimePoint now, const Event& event);
+
+  // When OnEvent(Tick) must run next at the latest; nullopt: only events.
+  std::optional<TimePoint> NextDeadline() const;
+  bool finished() const { return finished_; }
+  int64_t generation() const { return plan_.generation; }
+  int resets() const;
+
+ private:
+  struct Worker {
+    WorkerId id = 0;
+    std::string slot, host;
+    int start_rank = 0;
+    TimePoint started;
+    bool running = true;
+    bool stopped = false;  // by the driver: its exit is no failure
+    bool exited_ok = false;
+    int64_t joined = 0;    // the newest generation it checked in to
+    int joined_rank = 0;   // its rank there
+    // The newest generation it was told to join (a HostsUpdated push, or
+    // its peers failed): it owes a check-in.
+    int64_t told = 0;
+    // Liveness of a joined worker that is late for a check-in.
+    std::optional<TimePoint> next_probe;
+    bool probing = false;
+    int misses = 0;
+  };
+
+  // Handlers, one per event.
+  void OnHosts(TimePoint now, const HostsDiscovered& event, Actions& out);
+  void OnExit(TimePoint now, const WorkerExited& event, Actions& out);
+  void OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
+                      Actions& out);
+  void OnBoard(TimePoint now, const BoardChanged& event, Actions& out);
+  void OnProbe(TimePoint now, const WorkerProbed& event, Actions& out);
+  void OnSignal(TimePoint now, int signal, Actions& out);
+  void OnTimers(TimePoint now, Actions& out);
+
+  // Elastic: records the failure (`what` completes "slot S (rank R) ..."),
+  // blacklists the worker's host and stops its other workers. Returns
+  // whether a worker holding the committed state went, so that the others'
+  // world broke (they are told with an Abort push).
+  bool FailWorker(TimePoint now, Worker& worker, const std::string& what,
+                  int exit_code, Actions& out);
+  // Forms and publishes the next generation if it can; else waits or ends
+  // the job. `members_failed`: the running workers' world broke, so they
+  // are resetting already (no HostsUpdated push; every rank syncs).
+  void Reassign(TimePoint now, const std::string& why, bool members_failed,
+                Actions& out);
+  // Fails the job now unless it can still go on while it waits for slots.
+  void CheckWaiting(TimePoint now, Actions& out);
+  std::vector<SlotAssignment> WouldBeSlots(TimePoint now) const;
+  bool MembershipChanged(TimePoint now) const;
+  void StartSlot(TimePoint now, const SlotAssignment& slot, Actions& out);
+  void Stop(TimePoint now, const std::string& failure, int exit_code,
+            Actions& out);
+  void Succeed(TimePoint now, Actions& out);
+  void SignalAll(int signal, Actions& out);
+  void MaybeFinish(Actions& out);
+  void UpdateLateness(TimePoint now);
+  // The job's failures, for the final message.
+  std::string FailureSummary() const;
+
+  Worker* RunningIn(const std::string& slot);
+  bool IsHolder(const Worker& worker) const;
+  int running() const;
+
+  const PolicyConfig config_;
+  HostTable table_;
+  std::vector<HostSlots> static_hosts_;
+  std::map<WorkerId, Worker> workers_;
+  WorkerId next_id_ = 1;
+
+  rendezvous::GenerationPlan plan_;  // newest published
+  BoardChanged board_;               // for plan_
+  // The newest generation every slot checked in to, and the workers that
+  // did: they hold the committed state.
+  int64_t complete_ = 0;
+  std::set<std::string> complete_key_;  // its "slot#rank"s
+  std::set<WorkerId> holders_;
+  std::set<int64_t> joined_;  // generations some worker checked in to
+
+  std::optional<TimePoint> waiting_since_;  // too few slots
+  TimePoint cooldowns_checked_;             // cooldown ends up to here seen
+  // HostsUpdated for these slots once every other slot of plan_ checked in.
+  std::optional<PushHostsUpdated> push_when_ready_;
+
+  // Failures (newest last) with the generation the worker had joined, and
+  // the job's end.
+  std::vector<std::pair<int64_t, std::string>> failures_;
+  std::string stop_reason_;
+  int exit_code_ = 0;
+  bool stopping_ = false;
+  bool succeeded_ = false;
+  bool finished_ = false;
+  std::optional<TimePoint> kill_at_, give_up_at_;
+};
+
+}  // namespace hvd::launcher

@@ -1,0 +1,622 @@
+// JobPolicy: the driver's decisions, driven by synthetic events and times.
+// No process, no sleep: time is a value the test moves.
+#include "job_policy.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+
+const TimePoint kT0 = TimePoint(1000h);
+
+int Exit(int code) { return code << 8; }  // a wait status: exited with code
+int Killed(int sig) { return sig; }       // a wait status: killed by sig
+
+template <typename T>
+std::vector<T> All(const Actions& actions) {
+  std::vector<T> found;
+  for (const Action& a : actions) {
+    if (auto* t = std::get_if<T>(&a)) found.push_back(*t);
+  }
+  return found;
+}
+
+std::string Lines(const Actions& actions) {
+  std::string text;
+  for (const Say& say : All<Say>(actions)) text += say.line + "\n";
+  return text;
+}
+
+// Feeds the policy and keeps what a driver would: the newest generation,
+// who checked in to it, which worker runs which slot.
+class Harness {
+ public:
+  explicit Harness(PolicyConfig config,
+                   std::vector<HostSlots> hosts = {{"a", 2}, {"b", 2}})
+      : policy_(config, hosts) {}
+
+  Actions Start() { return Record(policy_.Start(now_)); }
+  Actions On(const Event& event) {
+    return Record(policy_.OnEvent(now_, event));
+  }
+  Actions Tick() { return On(hvd::launcher::Tick{}); }
+  // Moves the clock to the policy's next deadline and ticks.
+  Actions ToDeadline() {
+    auto deadline = policy_.NextDeadline();
+    EXPECT_TRUE(deadline.has_value());
+    if (deadline) now_ = *deadline;
+    return Tick();
+  }
+  void Advance(std::chrono::milliseconds d) { now_ += d; }
+
+  // Slots check in to the newest generation.
+  Actions CheckIn(const std::vector<std::string>& slots) {
+    for (const auto& slot : slots) checked_.insert(slot);
+    return On(Board());
+  }
+  Actions AskReset(const std::vector<std::string>& slots) {
+    for (const auto& slot : slots) resets_.insert(slot);
+    return On(Board());
+  }
+  Actions CheckInAll() {
+    std::vector<std::string> all;
+    for (const auto& [slot, a] : plan_.slots) all.push_back(slot);
+    return CheckIn(all);
+  }
+  Actions ExitSlot(const std::string& slot, int wait_status) {
+    WorkerId id = worker(slot);
+    running_.erase(slot);
+    return On(WorkerExited{id, wait_status});
+  }
+
+  WorkerId worker(const std::string& slot) const {
+    auto it = running_.find(slot);
+    EXPECT_NE(it, running_.end()) << slot;
+    return it == running_.end() ? 0 : it->second;
+  }
+  bool has_worker(const std::string& slot) const {
+    return running_.count(slot) != 0;
+  }
+  const rendezvous::GenerationPlan& plan() const { return plan_; }
+  int rank(const std::string& slot) const { return plan_.slots.at(slot).rank; }
+  JobPolicy& policy() { return policy_; }
+  TimePoint now() const { return now_; }
+  int exit_code() const { return exit_code_; }
+  const std::string& log() const { return log_; }
+
+ private:
+  BoardChanged Board() const {
+    BoardChanged board;
+    board.generation = plan_.generation;
+    for (const auto& [slot, a] : plan_.slots) {
+      if (!checked_.count(slot)) board.missing.insert(slot);
+    }
+    board.reset_requests = resets_;
+    return board;
+  }
+
+  Actions Record(Actions actions) {
+    for (const Action& action : actions) {
+      if (auto* start = std::get_if<StartWorker>(&action)) {
+        running_[SlotNameOf(start->slot)] = start->worker;
+      } else if (auto* publish = std::get_if<PublishGeneration>(&action)) {
+        plan_ = publish->plan;
+        checked_.clear();
+        resets_.clear();
+      } else if (auto* finish = std::get_if<Finish>(&action)) {
+        exit_code_ = finish->exit_code;
+      } else if (auto* say = std::get_if<Say>(&action)) {
+        log_ += say->line + "\n";
+      }
+    }
+    // The loop never spins: after any event the next deadline lies ahead.
+    if (auto deadline = policy_.NextDeadline()) {
+      EXPECT_GT(*deadline, now_) << "a deadline already passed: busy loop";
+    }
+    return actions;
+  }
+
+  JobPolicy policy_;
+  TimePoint now_ = kT0;
+  rendezvous::GenerationPlan plan_;
+  std::set<std::string> checked_, resets_;
+  std::map<std::string, WorkerId> running_;
+  int exit_code_ = -1;
+  std::string log_;
+};
+
+PolicyConfig Elastic(int np, int min_np) {
+  PolicyConfig config;
+  config.elastic = true;
+  config.num_proc = np;
+  config.min_np = min_np;
+  config.elastic_timeout = 600s;
+  config.start_timeout = 30s;
+  return config;
+}
+
+PolicyConfig Static(int np) {
+  PolicyConfig config;
+  config.num_proc = np;
+  config.min_np = np;
+  return config;
+}
+
+// A running elastic job: generation 1 on a:0, a:1, b:0, b:1, all joined.
+Harness Trained(PolicyConfig config = Elastic(4, 2)) {
+  Harness h(config);
+  h.Start();
+  h.CheckInAll();
+  return h;
+}
+
+// ---- static mode ----
+
+TEST(JobPolicyStatic, StartsEveryRankAndSucceedsWhenAllExitZero) {
+  Harness h(Static(3), {{"a", 2}, {"b", 2}});
+  Actions start = h.Start();
+  auto starts = All<StartWorker>(start);
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[0].slot.host, "a");
+  EXPECT_EQ(starts[2].slot.host, "b");
+  EXPECT_TRUE(All<PublishGeneration>(start).empty());
+  EXPECT_FALSE(h.policy().NextDeadline().has_value());
+  h.ExitSlot("a:0", Exit(0));
+  h.ExitSlot("a:1", Exit(0));
+  EXPECT_FALSE(h.policy().finished());
+  h.ExitSlot("b:0", Exit(0));
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_EQ(h.exit_code(), 0);
+}
+
+TEST(JobPolicyStatic, FirstFailureStopsTheOthersAndNamesTheRank) {
+  Harness h(Static(3));
+  h.Start();
+  Actions failed = h.ExitSlot("a:1", Exit(3));
+  auto signals = All<SignalWorker>(failed);
+  ASSERT_EQ(signals.size(), 2u);
+  EXPECT_EQ(signals[0].signal, SIGTERM);
+  EXPECT_NE(Lines(failed).find("rank 1 on host a exited with code 3; stopping "
+                               "2 workers"),
+            std::string::npos)
+      << Lines(failed);
+  // Workers that ignore SIGTERM get SIGKILL after the grace period.
+  Actions kill = h.ToDeadline();
+  ASSERT_EQ(All<SignalWorker>(kill).size(), 2u);
+  EXPECT_EQ(All<SignalWorker>(kill)[0].signal, SIGKILL);
+  h.ExitSlot("a:0", Killed(SIGKILL));
+  h.ExitSlot("b:0", Killed(SIGKILL));
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_EQ(h.exit_code(), 3);
+  EXPECT_NE(h.log().find("job failed (exit code 3)"), std::string::npos);
+}
+
+TEST(JobPolicyStatic, ASecondSignalKillsAtOnce) {
+  Harness h(Static(2));
+  h.Start();
+  Actions first = h.On(SignalReceived{SIGINT});
+  ASSERT_EQ(All<SignalWorker>(first).size(), 2u);
+  EXPECT_EQ(All<SignalWorker>(first)[0].signal, SIGINT);
+  Actions second = h.On(SignalReceived{SIGTERM});
+  ASSERT_EQ(All<SignalWorker>(second).size(), 2u);
+  EXPECT_EQ(All<SignalWorker>(second)[0].signal, SIGKILL);
+  h.ExitSlot("a:0", Killed(SIGKILL));
+  h.ExitSlot("a:1", Killed(SIGKILL));
+  EXPECT_EQ(h.exit_code(), 128 + SIGINT);
+}
+
+TEST(JobPolicyStatic, WorkersThatNeverDieAreLeftAfterTheReapGrace) {
+  Harness h(Static(1));
+  h.Start();
+  h.On(SignalReceived{SIGTERM});
+  h.ToDeadline();  // SIGKILL
+  Actions give_up = h.ToDeadline();
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_NE(Lines(give_up).find("did not exit after SIGKILL"),
+            std::string::npos);
+  EXPECT_EQ(h.exit_code(), 128 + SIGTERM);
+}
+
+// ---- elastic: start and waiting ----
+
+TEST(JobPolicyElastic, FirstGenerationSyncsAndStartsEverySlot) {
+  Harness h(Elastic(4, 2));
+  Actions start = h.Start();
+  ASSERT_EQ(All<PublishGeneration>(start).size(), 1u);
+  EXPECT_EQ(h.plan().generation, 1);
+  EXPECT_EQ(h.plan().slots.size(), 4u);
+  EXPECT_TRUE(h.plan().slots.at("a:0").sync);
+  EXPECT_EQ(All<StartWorker>(start).size(), 4u);
+  // Nobody checked in: the start timeout is the next deadline.
+  EXPECT_EQ(*h.policy().NextDeadline(), h.now() + 30s);
+}
+
+TEST(JobPolicyElastic, TooFewSlotsWaitsUpToTheElasticTimeout) {
+  PolicyConfig config = Elastic(4, 4);
+  config.elastic_timeout = 3s;
+  Harness h(config, {{"a", 2}});
+  Actions start = h.Start();
+  EXPECT_TRUE(All<StartWorker>(start).empty());
+  EXPECT_NE(Lines(start).find("2 usable slots, 4 needed; waiting up to 3 s"),
+            std::string::npos);
+  EXPECT_EQ(*h.policy().NextDeadline(), h.now() + 3s);
+  h.ToDeadline();
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_NE(h.log().find("not enough slots for 3 s (--min-np 4)"),
+            std::string::npos)
+      << h.log();
+}
+
+TEST(JobPolicyElastic, DiscoveredHostsEndTheWait) {
+  Harness h(Elastic(4, 4), {{"a", 2}});
+  h.Start();
+  Actions more = h.On(HostsDiscovered{{{"a", 2}, {"b", 2}}});
+  EXPECT_EQ(All<StartWorker>(more).size(), 4u);
+  EXPECT_EQ(h.plan().generation, 1);
+}
+
+TEST(JobPolicyElastic, WorkersExitingZeroWithoutInitFinishTheJob) {
+  Harness h(Elastic(2, 2), {{"a", 2}});
+  h.Start();
+  h.ExitSlot("a:0", Exit(0));
+  EXPECT_FALSE(h.policy().finished());
+  h.ExitSlot("a:1", Exit(0));
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_EQ(h.exit_code(), 0);
+  EXPECT_NE(h.log().find("job succeeded after 0 resets"), std::string::npos);
+}
+
+TEST(JobPolicyElastic, SuccessWhenEveryHolderExitsZeroStopsNewcomers) {
+  Harness h = Trained(Elastic(4, 2));
+  h.On(HostsDiscovered{{{"a", 2}, {"b", 2}, {"c", 1}}});
+  ASSERT_TRUE(h.has_worker("c:0"));
+  for (const char* slot : {"a:0", "a:1", "b:0"}) h.ExitSlot(slot, Exit(0));
+  Actions last = h.ExitSlot("b:1", Exit(0));
+  auto stops = All<SignalWorker>(last);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].worker, h.worker("c:0"));
+  h.ExitSlot("c:0", Killed(SIGTERM));
+  EXPECT_EQ(h.exit_code(), 0);
+}
+
+// ---- elastic: no committed state is thrown away ----
+
+TEST(JobPolicyElastic, LongStepsAreNeverKilledWhileTheWorkersAnswer) {
+  Harness h = Trained();
+  Actions added = h.On(HostsDiscovered{{{"a", 2}, {"b", 2}, {"c", 1}}});
+  EXPECT_EQ(h.plan().generation, 2);
+  EXPECT_TRUE(h.plan().slots.at("c:0").sync);
+  // The newcomer checks in; the trained workers hear of it.
+  Actions joined = h.CheckIn({"c:0"});
+  auto pushes = All<PushHostsUpdated>(joined);
+  ASSERT_EQ(pushes.size(), 1u);
+  EXPECT_EQ(pushes[0].slots.size(), 4u);
+  EXPECT_EQ(pushes[0].added, std::vector<std::string>{"c"});
+  // Their step lasts far longer than every timeout: they are probed, and
+  // they answer.
+  for (int i = 0; i < 400; ++i) {
+    Actions tick = h.ToDeadline();
+    for (const SignalWorker& s : All<SignalWorker>(tick)) {
+      ADD_FAILURE() << "worker " << s.worker << " signalled " << s.signal;
+    }
+    for (const ProbeWorker& probe : All<ProbeWorker>(tick)) {
+      h.On(WorkerProbed{probe.worker, true});
+    }
+  }
+  EXPECT_GT(h.now(), kT0 + 700s);  // past the elastic timeout
+  EXPECT_EQ(h.plan().generation, 2);
+  h.CheckIn({"a:0", "a:1", "b:0", "b:1"});
+  EXPECT_FALSE(h.policy().finished());
+  EXPECT_EQ(h.policy().resets(), 1);
+}
+
+TEST(JobPolicyElastic, ANewcomerMissingTheStartTimeoutLeavesTheHoldersAlone) {
+  Harness h = Trained();
+  h.On(HostsDiscovered{{{"a", 2}, {"b", 2}, {"c", 1}}});
+  WorkerId newcomer = h.worker("c:0");
+  h.Advance(29s);
+  h.Tick();
+  Actions timeout = h.ToDeadline();
+  auto signals = All<SignalWorker>(timeout);
+  ASSERT_EQ(signals.size(), 1u);
+  EXPECT_EQ(signals[0].worker, newcomer);
+  EXPECT_EQ(signals[0].signal, SIGKILL);
+  EXPECT_TRUE(All<PushAbort>(timeout).empty());
+  EXPECT_EQ(h.plan().generation, 3);
+  EXPECT_EQ(h.plan().slots.count("c:0"), 0u);
+  EXPECT_FALSE(h.plan().slots.at("a:0").sync);  // only holders: no sync
+  EXPECT_NE(Lines(timeout).find("did not check in within 30 s"),
+            std::string::npos);
+  // The holders were never told of generation 2: nothing changes for them.
+  EXPECT_TRUE(All<PushHostsUpdated>(timeout).empty());
+  h.ExitSlot("c:0", Killed(SIGKILL));
+  EXPECT_FALSE(h.policy().finished());
+}
+
+TEST(JobPolicyElastic, NoGenerationWithoutAHolderOfTheCommittedState) {
+  Harness h(Elastic(2, 1), {{"a", 2}});
+  h.Start();
+  h.CheckInAll();
+  // Discovery replaces every host: the newcomers hold nothing.
+  h.On(HostsDiscovered{{{"c", 2}}});
+  EXPECT_TRUE(h.policy().finished() || h.log().find("left to carry") !=
+                                           std::string::npos);
+  EXPECT_NE(h.log().find("no slot of generation 1 is left to carry the "
+                         "committed state"),
+            std::string::npos)
+      << h.log();
+  EXPECT_EQ(h.plan().generation, 1);
+}
+
+TEST(JobPolicyElastic, RankZeroIsAlwaysAHolder) {
+  PolicyConfig config = Elastic(2, 1);
+  config.cooldown = CooldownRange{10s, 10s};
+  Harness h(config, {{"a", 1}, {"b", 1}});
+  h.Start();
+  h.CheckInAll();
+  h.ExitSlot("a:0", Exit(1));  // a is blacklisted for 10 s
+  EXPECT_EQ(h.rank("b:0"), 0);
+  h.CheckInAll();
+  // a returns: older in first-seen order, but b holds the state.
+  h.Advance(10s);
+  h.Tick();
+  ASSERT_EQ(h.plan().slots.size(), 2u);
+  EXPECT_EQ(h.rank("b:0"), 0);
+  EXPECT_EQ(h.rank("a:0"), 1);
+  EXPECT_TRUE(h.plan().slots.at("b:0").sync);
+}
+
+// ---- elastic: failures and resets ----
+
+TEST(JobPolicyElastic, AFailureBlacklistsTheHostAbortsAndFormsTheNext) {
+  Harness h = Trained();
+  Actions failed = h.ExitSlot("b:0", Exit(17));
+  auto stops = All<SignalWorker>(failed);
+  ASSERT_EQ(stops.size(), 1u);  // b:1 goes with its host
+  EXPECT_EQ(stops[0].worker, h.worker("b:1"));
+  auto aborts = All<PushAbort>(failed);
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(std::set<std::string>(aborts[0].slots.begin(),
+                                  aborts[0].slots.end()),
+            (std::set<std::string>{"a:0", "a:1"}));
+  EXPECT_EQ(h.plan().generation, 2);
+  EXPECT_EQ(h.plan().slots.size(), 2u);
+  EXPECT_TRUE(h.plan().slots.at("a:0").sync);
+  EXPECT_TRUE(All<PushHostsUpdated>(failed).empty());
+  EXPECT_NE(Lines(failed).find("slot b:0 failed; host b blacklisted"),
+            std::string::npos);
+  h.ExitSlot("b:1", Killed(SIGTERM));  // stopped by the driver: no failure
+  EXPECT_EQ(h.plan().generation, 2);
+}
+
+TEST(JobPolicyElastic, OneFailureIsOneResetWhateverOrderTheNewsArrives) {
+  PolicyConfig config = Elastic(4, 2);
+  config.reset_limit = 1;
+  Harness h = Trained(config);
+  // The survivors' reset requests come before the exit.
+  Actions early = h.AskReset({"a:0", "a:1", "b:1"});
+  EXPECT_TRUE(All<PublishGeneration>(early).empty());
+  // Long before any probe could call b:0 hung, its exit arrives.
+  h.Advance(1s);
+  h.Tick();
+  Actions exit = h.ExitSlot("b:0", Exit(1));
+  EXPECT_EQ(All<PublishGeneration>(exit).size(), 1u);
+  h.ExitSlot("b:1", Killed(SIGTERM));
+  h.CheckInAll();
+  EXPECT_EQ(h.policy().resets(), 1);
+  for (const char* slot : {"a:0", "a:1"}) h.ExitSlot(slot, Exit(0));
+  EXPECT_EQ(h.exit_code(), 0);
+  EXPECT_NE(h.log().find("succeeded after 1 resets"), std::string::npos);
+}
+
+TEST(JobPolicyElastic, AGenerationNoWorkerJoinedIsNotAReset) {
+  PolicyConfig config = Elastic(4, 1);
+  config.reset_limit = 1;
+  Harness h(config, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
+  h.Start();
+  h.CheckInAll();
+  h.ExitSlot("d:0", Exit(1));  // generation 2, not joined yet
+  h.ExitSlot("c:0", Exit(1));  // generation 3 replaces it
+  EXPECT_EQ(h.plan().generation, 3);
+  EXPECT_EQ(h.log().find("reset limit"), std::string::npos) << h.log();
+  h.CheckInAll();
+  EXPECT_EQ(h.policy().resets(), 1);
+  // One more change is one reset too many.
+  h.On(HostsDiscovered{{{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}}});
+  EXPECT_NE(h.log().find("reset limit of 1 exceeded"), std::string::npos)
+      << h.log();
+}
+
+TEST(JobPolicyElastic, AHungMemberIsFoundByProbesAndReplaced) {
+  Harness h = Trained();
+  // Its peers' collectives timed out: they ask for a reset, b:0 does not.
+  h.AskReset({"a:0", "a:1", "b:1"});
+  WorkerId hung = h.worker("b:0");
+  Actions verdict;
+  for (int i = 0; i < 3; ++i) {
+    Actions tick = h.ToDeadline();
+    auto probes = All<ProbeWorker>(tick);
+    ASSERT_EQ(probes.size(), 1u) << "probe " << i;
+    EXPECT_EQ(probes[0].worker, hung);
+    verdict = h.On(WorkerProbed{hung, false});
+  }
+  auto kills = All<SignalWorker>(verdict);
+  ASSERT_FALSE(kills.empty());
+  EXPECT_EQ(kills[0].worker, hung);
+  EXPECT_EQ(kills[0].signal, SIGKILL);
+  EXPECT_EQ(All<PushAbort>(verdict).size(), 1u);
+  EXPECT_EQ(h.plan().generation, 2);
+  EXPECT_EQ(h.plan().slots.size(), 2u);
+  EXPECT_NE(Lines(verdict).find("slot b:0 (rank 2) did not answer 3 liveness "
+                                "probes in a row (hung)"),
+            std::string::npos)
+      << Lines(verdict);
+}
+
+TEST(JobPolicyElastic, AnAnsweredProbeResetsTheCount) {
+  Harness h = Trained();
+  h.AskReset({"a:0", "a:1", "b:1"});
+  WorkerId slow = h.worker("b:0");
+  for (int i = 0; i < 6; ++i) {
+    Actions tick = h.ToDeadline();
+    ASSERT_EQ(All<ProbeWorker>(tick).size(), 1u);
+    Actions answer = h.On(WorkerProbed{slow, i % 2 == 0});
+    EXPECT_TRUE(All<SignalWorker>(answer).empty());
+  }
+  // It finally fails its collective and asks too: same slots, every rank.
+  Actions all = h.AskReset({"b:0"});
+  EXPECT_EQ(h.plan().generation, 2);
+  EXPECT_EQ(h.plan().slots.size(), 4u);
+  EXPECT_TRUE(h.plan().slots.at("a:0").sync);
+  EXPECT_NE(Lines(all).find("asked for a reset without a failed worker"),
+            std::string::npos);
+}
+
+TEST(JobPolicyElastic, EveryHostFailedEndsTheJobAtOnce) {
+  PolicyConfig config = Elastic(2, 2);
+  Harness h = Trained(config);  // a:0 a:1 b:0 b:1 with min 2
+  h.ExitSlot("a:0", Exit(5));
+  h.ExitSlot("a:1", Killed(SIGTERM));
+  h.CheckInAll();
+  TimePoint failed_at = h.now();
+  h.ExitSlot("b:0", Exit(6));
+  h.ExitSlot("b:1", Killed(SIGTERM));
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_EQ(h.now(), failed_at);  // no wait for the elastic timeout
+  EXPECT_NE(h.exit_code(), 0);
+  EXPECT_NE(h.log().find("last failure: slot b:0"), std::string::npos)
+      << h.log();
+}
+
+TEST(JobPolicyElastic, AllBlacklistedBeforeAnyStateFailsAtOnceWithoutCooldown) {
+  Harness h(Elastic(2, 2), {{"a", 2}});
+  h.Start();
+  h.ExitSlot("a:0", Exit(5));  // before any check-in
+  h.ExitSlot("a:1", Killed(SIGTERM));
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_NE(h.log().find("every host is blacklisted with no cooldown (a)"),
+            std::string::npos)
+      << h.log();
+  EXPECT_NE(h.log().find("last failure: slot a:0 (rank 0) exited with code 5"),
+            std::string::npos);
+}
+
+TEST(JobPolicyElastic, WithACooldownTheWaitEndsWhenTheHostReturns) {
+  PolicyConfig config = Elastic(2, 2);
+  config.cooldown = CooldownRange{4s, 8s};
+  config.elastic_timeout = 60s;
+  Harness h(config, {{"a", 2}});
+  h.Start();
+  h.ExitSlot("a:0", Exit(5));
+  h.ExitSlot("a:1", Killed(SIGTERM));
+  EXPECT_FALSE(h.policy().finished());
+  EXPECT_EQ(*h.policy().NextDeadline(), h.now() + 4s);
+  Actions back = h.ToDeadline();
+  EXPECT_EQ(All<StartWorker>(back).size(), 2u);
+}
+
+TEST(JobPolicyElastic, TheFinalMessageListsEveryFailedRankOfAGeneration) {
+  Harness h(Elastic(4, 2), {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
+  h.Start();
+  h.CheckInAll();
+  h.ExitSlot("a:0", Exit(3));
+  h.ExitSlot("b:0", Exit(4));  // before anyone joined generation 2
+  h.On(SignalReceived{SIGTERM});
+  h.ExitSlot("c:0", Killed(SIGTERM));
+  h.ExitSlot("d:0", Killed(SIGTERM));
+  EXPECT_NE(h.log().find("stopped by Terminated; last failure: slot b:0 (rank "
+                         "1) exited with code 4; failures in generation 1: "
+                         "slot a:0 (rank 0) exited with code 3, slot b:0 (rank "
+                         "1) exited with code 4; job failed"),
+            std::string::npos)
+      << h.log();
+}
+
+TEST(JobPolicyElastic, TheFinalMessageNamesTheLastFailure) {
+  PolicyConfig config = Elastic(4, 4);
+  config.elastic_timeout = 5s;
+  Harness g = Trained(config);
+  g.ExitSlot("a:1", Exit(3));  // a:0 stopped with it
+  g.ExitSlot("a:0", Killed(SIGTERM));
+  g.ToDeadline();  // not enough slots for 5 s
+  g.ExitSlot("b:0", Killed(SIGTERM));
+  g.ExitSlot("b:1", Killed(SIGTERM));
+  EXPECT_NE(g.log().find("not enough slots for 5 s"), std::string::npos)
+      << g.log();
+  EXPECT_NE(g.log().find("last failure: slot a:1 (rank 1) exited with code 3"),
+            std::string::npos)
+      << g.log();
+}
+
+// ---- signals in every state ----
+
+TEST(JobPolicySignals, EveryStateStopsOnSigterm) {
+  struct State {
+    const char* name;
+    std::function<void(Harness&)> reach;
+  };
+  std::vector<State> states = {
+      {"starting", [](Harness&) {}},
+      {"running", [](Harness& h) { h.CheckInAll(); }},
+      {"waiting for slots",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.ExitSlot("a:0", Exit(1));
+         h.ExitSlot("a:1", Killed(SIGTERM));
+       }},
+      {"waiting for check-ins",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.On(HostsDiscovered{{{"a", 2}, {"b", 2}, {"c", 1}}});
+       }},
+      {"resetting",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.AskReset({"a:0"});
+       }},
+  };
+  for (const State& state : states) {
+    SCOPED_TRACE(state.name);
+    Harness h(Elastic(4, 3));
+    h.Start();
+    state.reach(h);
+    ASSERT_FALSE(h.policy().finished());
+    Actions stop = h.On(SignalReceived{SIGTERM});
+    std::set<WorkerId> told;
+    for (const SignalWorker& s : All<SignalWorker>(stop)) told.insert(s.worker);
+    for (const char* slot : {"a:0", "a:1", "b:0", "b:1", "c:0"}) {
+      if (h.has_worker(slot)) {
+        EXPECT_TRUE(told.count(h.worker(slot))) << slot;
+      }
+    }
+    for (const char* slot : {"a:0", "a:1", "b:0", "b:1", "c:0"}) {
+      if (h.has_worker(slot)) h.ExitSlot(slot, Killed(SIGTERM));
+    }
+    EXPECT_TRUE(h.policy().finished());
+    EXPECT_EQ(h.exit_code(), 128 + SIGTERM);
+    EXPECT_FALSE(h.policy().NextDeadline().has_value());
+  }
+}
+
+TEST(JobPolicySignals, StoppingThenASignalKillsAtOnce) {
+  Harness h = Trained();
+  h.ExitSlot("a:0", Exit(1));
+  h.On(HostsDiscovered{{}});  // nothing left to run on: waiting
+  h.On(SignalReceived{SIGTERM});
+  Actions again = h.On(SignalReceived{SIGTERM});
+  for (const SignalWorker& s : All<SignalWorker>(again)) {
+    EXPECT_EQ(s.signal, SIGKILL);
+  }
+  EXPECT_FALSE(All<SignalWorker>(again).empty());
+}
+
+}  // namespace
+}  // namespace hvd::launcher
