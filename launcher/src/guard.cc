@@ -40,6 +40,13 @@ namespace {
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+// A stopped (SIGSTOP, hung) worker would keep a SIGTERM pending until the
+// grace ends; SIGCONT lets it act on the signal now, as a shell's kill does.
+void SignalGroup(pid_t worker, int sig) {
+  kill(-worker, sig);
+  if (sig != SIGKILL && sig != SIGCONT) kill(-worker, SIGCONT);
+}
+
 }  // namespace
 
 int GuardMain(int argc, char** argv) {
@@ -119,11 +126,11 @@ int GuardMain(int argc, char** argv) {
       unsigned char sig = 0;
       ssize_t n = read(kGuardControlFd, &sig, 1);
       if (n == 1) {
-        kill(-worker, sig);
+        SignalGroup(worker, sig);
       } else if (n == 0 || errno != EINTR) {
         // The driver is gone: stop the worker's whole group.
         driver_alive = false;
-        kill(-worker, SIGTERM);
+        SignalGroup(worker, SIGTERM);
         kill_pending = true;
         kill_at = Clock::now() + std::chrono::milliseconds(grace_ms);
       }
@@ -132,7 +139,7 @@ int GuardMain(int argc, char** argv) {
       signalfd_siginfo info;
       if (read(signals, &info, sizeof(info)) != sizeof(info)) continue;
       if (info.ssi_signo != SIGCHLD) {
-        kill(-worker, static_cast<int>(info.ssi_signo));
+        SignalGroup(worker, static_cast<int>(info.ssi_signo));
         continue;
       }
       int status = 0;

@@ -27,10 +27,6 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
       {ev::kElastic, config.elastic ? "1" : "0"},
       {ev::kStartTimeout, std::to_string(config.start_timeout.count())},
   };
-  if (config.elastic) {
-    env.emplace_back(ev::kHvdElasticTimeout,
-                     std::to_string(config.elastic_timeout.count()));
-  }
   if (!config.network_interface.empty()) {
     env.emplace_back(ev::kGlooIface, config.network_interface);
   }

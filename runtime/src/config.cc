@@ -134,10 +134,6 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   auto elastic = common::GetEnvBool(ev::kElastic, false);
   if (!elastic.ok()) return elastic.status();
   config.elastic = *elastic;
-  auto elastic_timeout =
-      common::GetEnvSeconds(ev::kHvdElasticTimeout, config.elastic_timeout);
-  if (!elastic_timeout.ok()) return elastic_timeout.status();
-  config.elastic_timeout = *elastic_timeout;
   return config;
 }
 

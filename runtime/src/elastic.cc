@@ -10,7 +10,6 @@ namespace hvd::runtime {
 
 using common::Result;
 using common::Status;
-using Clock = std::chrono::steady_clock;
 
 Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
                                             int64_t after,
@@ -22,21 +21,18 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
   rendezvous::RendezvousClient client(options);
   const std::string slot =
       rendezvous::SlotName(config.hostname, config.local_rank);
-  const auto deadline = Clock::now() + config.elastic_timeout;
+  // The driver bounds this wait, not the worker: it fails the job when too
+  // few slots remain for the elastic timeout, a new slot that does not
+  // check in within the start timeout, and a joined one that stops
+  // answering liveness probes; then it publishes a new generation (this
+  // wait moves on to it) or closes the board (kAborted). A worker of a
+  // long step checks in late, and its peers must wait for it however long
+  // the step is. A driver that goes away fails the request (kTransport).
   // Long-polls in pieces: each piece stays well inside HTTP timeouts, and
   // checking in again continues the same barrier.
   constexpr std::chrono::milliseconds kPiece{20000};
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
-    if (left.count() <= 0) {
-      return Status::Timeout(
-          "slot " + slot + " waited " +
-          std::to_string(config.elastic_timeout.count() / 1000) +
-          " s (HVD_ELASTIC_TIMEOUT) for the job's next generation");
-    }
-    auto assignment =
-        client.CheckIn(slot, after, notify_address, std::min(left, kPiece));
+    auto assignment = client.CheckIn(slot, after, notify_address, kPiece);
     if (assignment.ok()) {
       JoinedGeneration joined;
       joined.generation = assignment->generation;

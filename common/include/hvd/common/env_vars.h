@@ -26,8 +26,6 @@ inline constexpr char kCrossSize[] = "HOROVOD_CROSS_SIZE";
 inline constexpr char kHostname[] = "HOROVOD_HOSTNAME";
 // 1 when the job is elastic (hvdrun --min-np/--host-discovery-script).
 inline constexpr char kElastic[] = "HOROVOD_ELASTIC";
-// Seconds a worker may wait at check-in for its generation (elastic mode).
-inline constexpr char kHvdElasticTimeout[] = "HVD_ELASTIC_TIMEOUT";
 // Seconds between host discovery runs (hvdrun; --discovery-interval wins).
 inline constexpr char kHvdDiscoveryInterval[] = "HVD_DISCOVERY_INTERVAL";
 // Seconds one discovery run may take before it is killed (hvdrun).

@@ -34,9 +34,8 @@ struct RuntimeConfig {
   std::chrono::microseconds cycle_time{1000};
   // Elastic mode (HOROVOD_ELASTIC=1): rank and size come from checking in
   // with the driver at every init; `hostname` and `local_rank` name the
-  // slot. The check-in may wait this long (HVD_ELASTIC_TIMEOUT, seconds).
+  // slot; the driver bounds how long a check-in waits.
   bool elastic = false;
-  std::chrono::milliseconds elastic_timeout{600000};
   // Allreduces ready in the same cycle with the same dtype, op and scale
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).

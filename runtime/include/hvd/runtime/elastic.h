@@ -18,8 +18,10 @@ struct JoinedGeneration {
 };
 
 // Checks slot (config.hostname, config.local_rank) in for the first
-// generation after `after`, waiting up to config.elastic_timeout for every
-// slot of it. kNotFound: the slot is not part of the job any more.
+// generation after `after` and waits until every slot of it checked in, for
+// as long as the driver keeps the generation forming (elastic.cc says how
+// the driver bounds it). kNotFound: the slot is not part of the job any
+// more; kAborted: the driver ended the job.
 common::Result<JoinedGeneration> JoinNextGeneration(
     const RuntimeConfig& config, int64_t after,
     const std::string& notify_address);

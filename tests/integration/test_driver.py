@@ -1,0 +1,293 @@
+"""hvdrun's driver as a user meets it: SIGTERM in every state it can be in,
+the CPU it uses while it waits, steps longer than every timeout, failures
+counted once, jobs that end at once when no host is left."""
+
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import HVDRUN
+from test_elastic import PYTHON, Scenario, check_consistent_finish
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Watched:
+    """hvdrun in its own session, --verbose, with its stderr read by a
+    thread so that every wait on it has a deadline."""
+
+    def __init__(self, args, env=None):
+        self.proc = subprocess.Popen(
+            [str(HVDRUN), "--verbose", *args], stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True, start_new_session=True,
+            env=env)
+        self.lines = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+
+    def text(self):
+        with self.cond:
+            return "".join(self.lines)
+
+    def wait_for(self, pattern, timeout=60):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not re.search(pattern, "".join(self.lines)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None and \
+                        not self.reader.is_alive():
+                    pytest.fail(f"hvdrun never printed {pattern!r}:\n"
+                                + "".join(self.lines))
+                self.cond.wait(min(left, 0.5))
+
+    def guard_pids(self):
+        """The pids hvdrun reports for the workers' guards."""
+        return {int(p) for p in re.findall(r"\) is pid (\d+)", self.text())}
+
+    def cpu_seconds(self):
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1]
+        utime, stime = fields.split()[11:13]
+        return (int(utime) + int(stime)) / TICKS
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.reader.join(timeout=30)
+
+
+@pytest.fixture
+def watched():
+    started = []
+
+    def start(args, env=None):
+        w = Watched(args, env)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def alive(pid):
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def worker_pids(log_dir):
+    """Pids the test's workers wrote into their file names."""
+    return {int(os.path.basename(p).split(".")[-2])
+            for p in glob.glob(str(log_dir / "*.jsonl"))} | \
+        {int(os.path.basename(p).split(".")[-1])
+         for p in glob.glob(str(log_dir / "pid.*"))}
+
+
+def wait_until(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def elastic_args(s, *extra):
+    return ["--host-discovery-script", str(s.discover), "--discovery-interval",
+            "0.3", *extra, *s.command()]
+
+
+def reach_starting(watched, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=100, batches=10)
+    w = watched(["-np", "2", *elastic_args(s)])
+    w.wait_for(r"generation 1 \(start\)")
+    w.wait_for(r"\) is pid \d+[\s\S]*\) is pid \d+")  # both started
+    return w, s.log
+
+
+def reach_running(watched, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n", epochs=100, batches=10)
+    w = watched(["-np", "2", *elastic_args(s)])
+    wait_until(lambda: any(r["event"] == "batch" for r in s.records()), 60,
+               "a training step")
+    return w, s.log
+
+
+def reach_waiting_for_slots(watched, tmp_path):
+    s = Scenario(tmp_path, "localhost:1\n")
+    w = watched(["-np", "2", "--min-np", "2", *elastic_args(s)])
+    w.wait_for("1 usable slots, 2 needed; waiting up to 600 s")
+    return w, s.log
+
+
+def reach_waiting_for_checkins(watched, tmp_path):
+    # A host joins while the workers are in a 30 s step.
+    s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=2, sleep=30,
+                 discovery={"1": "localhost:2\n127.0.0.1:1\n"})
+    w = watched(["-np", "2", "--min-np", "2", *elastic_args(s)])
+    w.wait_for(r"generation 2 \(hosts changed\)", timeout=120)
+    return w, s.log
+
+
+def reach_resetting(watched, tmp_path):
+    # One worker hangs; its peers time out and ask for a reset; the driver
+    # probes the hung one.
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "stop"}])
+    w = watched(["-np", "3", "--min-np", "2", "-H", "localhost:2,127.0.0.1:1",
+                 "--gloo-timeout-seconds", "2", *s.command()])
+    w.wait_for("slot 127.0.0.1:0 did not answer", timeout=90)
+    return w, s.log
+
+
+def reach_stopping(watched, tmp_path):
+    # Workers that ignore SIGTERM keep the driver in its grace period.
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    script = tmp_path / "stubborn.sh"
+    script.write_text(f"trap '' TERM\necho > {log_dir}/pid.$$\n"
+                      "while :; do sleep 0.1; done\n")
+    w = watched(["-np", "2", "/bin/sh", str(script)])
+    wait_until(lambda: len(worker_pids(log_dir)) == 2, 30,
+               "both workers to start")
+    w.proc.send_signal(signal.SIGTERM)
+    w.wait_for("received Terminated; stopping the workers")
+    return w, log_dir
+
+
+STATES = {
+    "starting": reach_starting,
+    "running": reach_running,
+    "waiting for slots": reach_waiting_for_slots,
+    "waiting for check-ins": reach_waiting_for_checkins,
+    "resetting": reach_resetting,
+    "stopping": reach_stopping,
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_sigterm_ends_hvdrun_in_every_state(watched, tmp_path, state):
+    w, log_dir = STATES[state](watched, tmp_path)
+    pids = w.guard_pids() | worker_pids(log_dir)
+    if state != "waiting for slots":
+        assert pids, w.text()
+    sent = time.monotonic()
+    w.proc.send_signal(signal.SIGTERM)
+    try:
+        w.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hvdrun still running 5 s after SIGTERM ({state}):\n"
+                    + w.text())
+    took = time.monotonic() - sent
+    # Its workers left with it (the guards reap them as they go).
+    wait_until(lambda: not any(alive(p) for p in pids), 5,
+               f"workers {sorted(p for p in pids if alive(p))} to exit")
+    assert w.proc.returncode == 128 + signal.SIGTERM, w.text()
+    assert took < 5
+
+
+def test_hvdrun_idles_while_it_waits(watched, tmp_path):
+    """Waiting for slots (discovery every second) and for check-ins (a long
+    step, its workers probed) costs hvdrun at most 5 % of a core."""
+    for sub in ("slots", "checkins"):
+        (tmp_path / sub).mkdir()
+    w, _ = reach_waiting_for_slots(watched, tmp_path / "slots")
+    before = w.cpu_seconds()
+    time.sleep(4)  # the measurement window, not a synchronisation
+    used = w.cpu_seconds() - before
+    assert used <= 0.05 * 4, f"hvdrun used {used:.2f} s of CPU in 4 s"
+    w.stop()
+
+    w, _ = reach_waiting_for_checkins(watched, tmp_path / "checkins")
+    before = w.cpu_seconds()
+    time.sleep(4)
+    used = w.cpu_seconds() - before
+    assert used <= 0.05 * 4, f"hvdrun used {used:.2f} s of CPU in 4 s"
+
+
+def test_steps_longer_than_every_timeout_keep_the_committed_state(
+        hvdrun, tmp_path):
+    """A host is added while every step lasts longer than the elastic and
+    start timeouts: the trained workers are never killed, and the job ends
+    with the model of a run without change."""
+    s = Scenario(tmp_path, "localhost:2\n", epochs=2, batches=2, sleep=4,
+                 discovery={"1": "localhost:2\n127.0.0.1:1\n"})
+    result = hvdrun(["-np", "2", "--min-np", "2", "--elastic-timeout", "1",
+                     "--start-timeout", "3", *elastic_args(s)], timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 3)
+    assert "did not check in" not in result.stderr, result.stderr
+    assert "(hung)" not in result.stderr, result.stderr
+    # The localhost slots kept their processes from the start to the end
+    # (each process logs to <slot>.<pid>.jsonl).
+    for slot in ("localhost:0", "localhost:1"):
+        files = glob.glob(str(s.log / f"{slot}.*.jsonl"))
+        assert len(files) == 1, (slot, files)
+    assert "generation 2 (hosts changed)" in result.stderr
+
+
+def test_one_failure_is_one_reset_on_a_busy_machine(hvdrun, tmp_path):
+    """The survivors' reset requests may reach the driver before the failed
+    worker's exit; with two busy processes on two cores that used to make
+    a second generation and exceed --reset-limit 1."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(2)]
+    try:
+        s = Scenario(tmp_path, "", epochs=3, batches=4,
+                     exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 0,
+                             "how": "exception"}])
+        result = hvdrun(["-np", "4", "--min-np", "2", "--reset-limit", "1",
+                         "-H", "localhost:2,127.0.0.1:2", *s.command()],
+                        timeout=180)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait(timeout=10)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "job succeeded after 1 resets" in result.stderr, result.stderr
+
+
+def test_every_worker_failing_ends_the_job_at_once(hvdrun, tmp_path):
+    """Every worker raises in epoch 1 (the defect: hvdrun spun for the whole
+    elastic timeout). Now the job fails at once, naming every failed rank."""
+    slots = ("localhost:0", "localhost:1", "127.0.0.1:0", "127.0.0.1:1")
+    s = Scenario(tmp_path, "localhost:2\n127.0.0.1:2\n", epochs=3, batches=3,
+                 exits=[{"slot": slot, "epoch": 1, "batch": 0,
+                         "how": "exception"} for slot in slots])
+    started = time.monotonic()
+    result = hvdrun(["-np", "2", "--min-np", "2", "--max-np", "4",
+                     *elastic_args(s)], timeout=120)
+    assert result.returncode != 0
+    assert time.monotonic() - started < 60, result.stderr
+    assert "every host is blacklisted with no cooldown" in result.stderr, \
+        result.stderr
+    assert "job failed" in result.stderr
+
+
+def test_workers_that_exit_zero_without_init_finish_an_elastic_job(
+        hvdrun, tmp_path):
+    s = Scenario(tmp_path, "localhost:2\n")
+    started = time.monotonic()
+    result = hvdrun(["-np", "2", "--host-discovery-script", str(s.discover),
+                     "/bin/true"], timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 30
+    assert "job succeeded after 0 resets" in result.stderr
