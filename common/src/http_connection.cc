@@ -142,6 +142,12 @@ void Connection::OnHeader(error_code ec) {
   version_ = parser_->version();
   keep_alive_ = parser_->keep_alive();
   body_unread_ = !parser_->is_done();
+  if (version_ != 10 && version_ != 11) {
+    return Refuse(400, Status::InvalidArgument(
+                           "HTTP version " + std::to_string(version_ / 10) +
+                           "." + std::to_string(version_ % 10) +
+                           " (this server speaks HTTP/1.1 and 1.0)"));
+  }
   if (server_.stopping()) {
     return Refuse(503, Status::Aborted("the server is shutting down"));
   }

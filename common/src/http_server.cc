@@ -136,7 +136,7 @@ void SignedHttpServer::Impl::Stop() {
   pool_.join();
   RunOnIo([this] {
     summary_timer_.cancel();
-    LogSummary();
+    LogSummary(/*flush=*/true);
     auto connections = connections_;
     for (auto& [id, weak] : connections) {
       if (auto connection = weak.lock()) connection->Shutdown();
@@ -256,8 +256,10 @@ void SignedHttpServer::Impl::CountAnswer(int http_status) {
   }
 }
 
-void SignedHttpServer::Impl::LogSummary() {
-  if (auto line = refusals_.TakeSummary(SteadyMs())) spdlog::warn("{}", *line);
+void SignedHttpServer::Impl::LogSummary(bool flush) {
+  if (auto line = refusals_.TakeSummary(SteadyMs(), flush)) {
+    spdlog::warn("{}", *line);
+  }
 }
 
 void SignedHttpServer::Impl::ScheduleSummary() {

@@ -68,7 +68,7 @@ class SignedHttpServer::Impl {
                 boost::asio::ip::tcp::socket socket);
   void Evict(ConnectionTable::Id id, const std::string& reason);
   void ScheduleSummary();
-  void LogSummary();
+  void LogSummary(bool flush = false);
   // Runs `task` on the I/O thread and waits for it.
   void RunOnIo(std::function<void()> task);
 

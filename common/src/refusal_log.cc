@@ -25,9 +25,11 @@ void RefusalLog::Dropped(std::string_view peer, std::string_view reason) {
   Remember(peer, reason);
 }
 
-std::optional<std::string> RefusalLog::TakeSummary(int64_t now_ms) {
+std::optional<std::string> RefusalLog::TakeSummary(int64_t now_ms,
+                                                   bool flush) {
   if (by_status_.empty() && dropped_ == 0) return std::nullopt;
-  if (last_summary_ms_ && now_ms - *last_summary_ms_ < interval_ms_) {
+  if (!flush && last_summary_ms_ &&
+      now_ms - *last_summary_ms_ < interval_ms_) {
     return std::nullopt;
   }
   uint64_t requests = 0;

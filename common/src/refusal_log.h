@@ -27,8 +27,9 @@ class RefusalLog {
   void Dropped(std::string_view peer, std::string_view reason);
 
   // The line to log now, if something was refused and the last line is at
-  // least the interval old; the counts then start again.
-  std::optional<std::string> TakeSummary(int64_t now_ms);
+  // least the interval old (or `flush`: the server is stopping); the counts
+  // then start again.
+  std::optional<std::string> TakeSummary(int64_t now_ms, bool flush = false);
 
   uint64_t refused_total() const { return refused_total_; }
   uint64_t dropped_total() const { return dropped_total_; }

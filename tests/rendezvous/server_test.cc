@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../common/raw_socket.h"
 #include "hvd/common/hmac.h"
 #include "hvd/rendezvous/client.h"
 
@@ -363,6 +364,45 @@ TEST_F(ServerTest, SurvivesGarbageTruncatedAndLyingRequests) {
   // Headers that never end.
   RawBytes("GET /v1/status HTTP/1.1\r\nX-A: " + std::string(50000, 'b'),
            /*hang_up=*/true);
+  ExpectStillServing();
+}
+
+// The attacks of issue 11 against the server as the driver configures it
+// (default deadlines and limits): they neither delay signed requests nor
+// grow memory.
+TEST_F(ServerTest, SlowlorisDoesNotDelaySignedRequests) {
+  testing::Slowloris attack(server_->port(), 500);
+  RendezvousClient client(ClientOptions());
+  for (int i = 0; i < 5; ++i) {
+    auto started = std::chrono::steady_clock::now();
+    ASSERT_TRUE(client.Set("s", "k" + std::to_string(i), "v").ok());
+    auto value = client.Get("s", "k" + std::to_string(i));
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    // Generous: milliseconds normally; the old thread-per-connection
+    // server made each wait for the attack to end.
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  }
+  // Cut at the 5 s header deadline (or evicted earlier to make room).
+  EXPECT_TRUE(attack.WaitAllClosed(30s)) << attack.open() << " still open";
+  ExpectStillServing();
+}
+
+TEST_F(ServerTest, AGibibyteUnauthenticatedBodyIsRefusedWithoutGrowingMemory) {
+  const long rss_before = testing::ResidentKiB();
+  testing::RawSocket socket(server_->port());
+  ASSERT_TRUE(socket.Send(
+      "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\n"
+      "Content-Length: 1073741824\r\n\r\n"));
+  EXPECT_EQ(testing::StatusOf(socket.ReadAnswer(10s)), 401);
+  const std::string chunk(1 << 16, 'x');
+  size_t sent = 0;
+  auto give_up = std::chrono::steady_clock::now() + 30s;
+  while (sent < (1u << 30) && std::chrono::steady_clock::now() < give_up &&
+         socket.Send(chunk)) {
+    sent += chunk.size();
+  }
+  EXPECT_LT(sent, 64u << 20);
+  EXPECT_LT(testing::ResidentKiB() - rss_before, 32 * 1024);
   ExpectStillServing();
 }
 
