@@ -57,6 +57,7 @@ int64_t SteadyMs() {
 SignedHttpServer::Impl::Impl(HttpServerOptions options, Handler handler)
     : options_(std::move(options)),
       handler_(std::move(handler)),
+      logger_(spdlog::default_logger()),
       table_(AdmissionFor(options_.limits, RaiseOpenFileLimit())),
       replay_(options_.auth_window, options_.limits.replay_memory),
       refusals_(options_.name, options_.limits.refusal_log_interval.count()),
@@ -100,12 +101,12 @@ Status SignedHttpServer::Impl::Listen() {
         io_.run();
         return;
       } catch (const std::exception& e) {
-        spdlog::error("{}: I/O thread caught '{}'; serving on", options_.name,
+        logger_->error("{}: I/O thread caught '{}'; serving on", options_.name,
                       e.what());
       }
     }
   });
-  spdlog::info("{}: serving on {}:{} with {} handler threads", options_.name,
+  logger_->info("{}: serving on {}:{} with {} handler threads", options_.name,
                options_.bind_host, port_, options_.handler_threads);
   return Status::Ok();
 }
@@ -258,7 +259,7 @@ void SignedHttpServer::Impl::CountAnswer(int http_status) {
 
 void SignedHttpServer::Impl::LogSummary(bool flush) {
   if (auto line = refusals_.TakeSummary(SteadyMs(), flush)) {
-    spdlog::warn("{}", *line);
+    logger_->warn("{}", *line);
   }
 }
 
@@ -296,7 +297,7 @@ HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
   } catch (...) {
     what = "unknown exception";
   }
-  spdlog::error("{}: handler for {} {} threw: {}", options_.name,
+  logger_->error("{}: handler for {} {} threw: {}", options_.name,
                 request.method, Printable(request.path), what);
   handled.answer = HttpAnswer::Error(
       500, Status::Internal("the handler failed: " + Printable(what)));

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <spdlog/spdlog.h>
 #include <functional>
 #include <memory>
 #include <string>
@@ -74,6 +75,10 @@ class SignedHttpServer::Impl {
 
   const HttpServerOptions options_;
   const Handler handler_;
+  // The default logger when the server started, held: a server that a
+  // static owns stops (and logs its last summary) while the process exits,
+  // after spdlog's registry may be gone.
+  const std::shared_ptr<spdlog::logger> logger_;
   int port_ = 0;
   ConnectionTable table_;
   ReplayGuard replay_;

@@ -20,7 +20,9 @@
 //      thread within `write_deadline`.
 // Malformed bytes anywhere are 400; nothing a client sends reaches a
 // handler unauthenticated or ends the process. Refusals are counted and
-// logged as one summary line per `refusal_log_interval` at most.
+// logged as one summary line per `refusal_log_interval` at most, to the
+// spdlog default logger of the time Start() ran (held, so that a server
+// destroyed while the process exits can still log).
 //
 // Start() returns a running server. Stop() (or the destructor) refuses new
 // requests with 503, waits for running handlers (the owner must first wake
