@@ -8,7 +8,6 @@
 #include <array>
 #include <memory>
 
-#include "hvd/common/env.h"
 
 namespace hvd::common {
 namespace {
@@ -84,25 +83,111 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-std::string SignRequest(std::string_view secret, std::string_view method,
-                        std::string_view target, int64_t timestamp_ms,
-                        std::string_view body) {
-  std::string ts = std::to_string(timestamp_ms);
-  return HmacParts(secret, {method, "\n", target, "\n", ts, "\n", body});
+namespace {
+
+bool IsLowerHex(std::string_view text, size_t digits) {
+  if (text.size() != digits) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
-Status VerifyRequest(std::string_view secret, std::string_view method,
-                     std::string_view target, std::string_view timestamp,
-                     std::string_view signature, std::string_view body,
-                     int64_t now_ms, std::chrono::milliseconds window) {
-  if (timestamp.empty() || signature.empty()) {
-    return Status::Unauthenticated(
-        std::string("request is not signed (needs ") + kTimestampHeader +
-        " and " + kSignatureHeader + " headers)");
+// Milliseconds since the epoch: 1 to 15 decimal digits (until year 33658),
+// nothing else, so no sign, space or overflow can slip through.
+bool ParseTimestamp(std::string_view text, int64_t* out) {
+  if (text.empty() || text.size() > 15) return false;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
   }
-  auto ts = ParseInt(std::string(timestamp), kTimestampHeader, 0);
-  if (!ts.ok()) return Status::Unauthenticated(ts.status().message());
-  int64_t age = now_ms - *ts;
+  *out = value;
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> NewNonce() {
+  std::array<unsigned char, kNonceHexDigits / 2> bytes;
+  if (RAND_bytes(bytes.data(), bytes.size()) != 1) {
+    return Status::Internal("OpenSSL RAND_bytes could not make a nonce");
+  }
+  return ToHex(bytes.data(), bytes.size());
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(),
+                 nullptr) != 1) {
+    // As for the HMAC: an empty digest matches nothing.
+    return std::string();
+  }
+  return ToHex(digest, size);
+}
+
+std::string SignRequest(std::string_view secret, std::string_view method,
+                        std::string_view target, int64_t timestamp_ms,
+                        std::string_view nonce,
+                        std::string_view content_sha256) {
+  std::string ts = std::to_string(timestamp_ms);
+  return HmacParts(secret, {method, "\n", target, "\n", ts, "\n", nonce,
+                            "\n", content_sha256});
+}
+
+std::vector<std::pair<std::string, std::string>> SignatureHeaders::Fields()
+    const {
+  return {{kTimestampHeader, timestamp},
+          {kNonceHeader, nonce},
+          {kContentSha256Header, content_sha256},
+          {kSignatureHeader, signature}};
+}
+
+Result<SignatureHeaders> SignNewRequest(std::string_view secret,
+                                        std::string_view method,
+                                        std::string_view target,
+                                        std::string_view body,
+                                        int64_t now_ms) {
+  auto nonce = NewNonce();
+  if (!nonce.ok()) return nonce.status();
+  SignatureHeaders headers;
+  headers.timestamp = std::to_string(now_ms);
+  headers.nonce = std::move(*nonce);
+  headers.content_sha256 = Sha256Hex(body);
+  headers.signature = SignRequest(secret, method, target, now_ms,
+                                  headers.nonce, headers.content_sha256);
+  return headers;
+}
+
+Result<int64_t> VerifyRequestHeaders(std::string_view secret,
+                                     std::string_view method,
+                                     std::string_view target,
+                                     const ReceivedSignature& received,
+                                     int64_t now_ms,
+                                     std::chrono::milliseconds window) {
+  if (received.timestamp.empty() || received.nonce.empty() ||
+      received.content_sha256.empty() || received.signature.empty()) {
+    return Status::Unauthenticated(
+        std::string("request is not signed (needs the ") + kTimestampHeader +
+        ", " + kNonceHeader + ", " + kContentSha256Header + " and " +
+        kSignatureHeader + " headers)");
+  }
+  int64_t ts = 0;
+  if (!ParseTimestamp(received.timestamp, &ts)) {
+    return Status::Unauthenticated(std::string(kTimestampHeader) +
+                                   " is not decimal milliseconds");
+  }
+  if (!IsLowerHex(received.nonce, kNonceHexDigits)) {
+    return Status::Unauthenticated(std::string(kNonceHeader) + " is not " +
+                                   std::to_string(kNonceHexDigits) +
+                                   " lower-case hex digits");
+  }
+  if (!IsLowerHex(received.content_sha256, 64)) {
+    return Status::Unauthenticated(std::string(kContentSha256Header) +
+                                   " is not 64 lower-case hex digits");
+  }
+  int64_t age = now_ms - ts;
   if (age > window.count() || -age > window.count()) {
     return Status::Unauthenticated(
         "request timestamp is " + std::to_string(age) +
@@ -110,10 +195,21 @@ Status VerifyRequest(std::string_view secret, std::string_view method,
         std::to_string(window.count()) +
         " ms (stale or replayed request, or clocks out of sync)");
   }
-  std::string expected = SignRequest(secret, method, target, *ts, body);
-  if (expected.empty() || !ConstantTimeEquals(expected, signature)) {
+  std::string expected = SignRequest(secret, method, target, ts,
+                                     received.nonce, received.content_sha256);
+  if (expected.empty() || !ConstantTimeEquals(expected, received.signature)) {
     return Status::Unauthenticated(
         "bad request signature (is HVD_SECRET_KEY the job's secret?)");
+  }
+  return ts;
+}
+
+Status VerifyBody(std::string_view content_sha256, std::string_view body) {
+  std::string actual = Sha256Hex(body);
+  if (actual.empty() || !ConstantTimeEquals(actual, content_sha256)) {
+    return Status::Unauthenticated(
+        "the body does not match its signed digest (" +
+        std::string(kContentSha256Header) + ")");
   }
   return Status::Ok();
 }

@@ -52,14 +52,18 @@ Result<HttpResponse> HttpClient::Send(const std::string& method,
   const int attempts = std::max(1, options_.max_attempts);
   for (int attempt = 0; attempt < attempts; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(Backoff(options_, attempt));
+    // Every attempt is a new request to the server: a fresh nonce (a
+    // repeated one is refused as a replay) and the current time.
+    auto signature =
+        SignNewRequest(options_.secret, method, target, body, WallClockMs());
+    if (!signature.ok()) return signature.status();
     httplib::Request request;
     request.method = method;
     request.path = target;
     request.body = body;
-    int64_t now = WallClockMs();
-    request.set_header(kTimestampHeader, std::to_string(now));
-    request.set_header(kSignatureHeader,
-                       SignRequest(options_.secret, method, target, now, body));
+    for (const auto& [name, value] : signature->Fields()) {
+      request.set_header(name, value);
+    }
     if (!body.empty() || method == "PUT" || method == "POST") {
       request.set_header("Content-Type", "application/octet-stream");
     }

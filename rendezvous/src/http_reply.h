@@ -1,11 +1,15 @@
-// Helpers the route files share: how a Status becomes an HTTP answer.
+// What the route files share: how a Status becomes an HTTP answer, the
+// route handlers, and the pure parsers behind them (tests and fuzz targets
+// call these directly; they never touch a socket).
 #pragma once
 
-#include <httplib.h>
-
 #include <chrono>
-#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "hvd/common/http_message.h"
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
@@ -16,18 +20,31 @@ namespace hvd::rendezvous::internal {
 // 413 limit exceeded, 503 aborted (shutting down), 500 anything else.
 int HttpStatusFor(common::Code code);
 
-// Sets the status for `status` and the JSON error body.
-void ReplyError(httplib::Response& res, const common::Status& status);
+// The status for `status` and the JSON error body.
+common::HttpAnswer ReplyError(const common::Status& status);
 
-// Wraps a handler so that it runs only for correctly signed requests.
-using Guard = std::function<httplib::Server::Handler(httplib::Server::Handler)>;
+// "/v1/kv/<scope>[/<key>]" after the "/v1/kv/" prefix, already
+// percent-decoded.
+struct KvPath {
+  std::string scope;
+  std::optional<std::string> key;  // nullopt: the path names a scope
+};
+common::Result<KvPath> ParseKvPath(std::string_view rest);
 
-// Registers the /v1/elastic/... routes.
-void AddElasticRoutes(httplib::Server& http, ElasticBoard& board,
-                      std::chrono::milliseconds max_wait, const Guard& guard);
+// The wait_ms parameter: absent is 0; otherwise 0..max.
+common::Result<std::chrono::milliseconds> ParseWait(
+    const common::HttpRequest& req, std::chrono::milliseconds max);
 
-// Registers the /v1/kv/... routes.
-void AddKvRoutes(httplib::Server& http, KvStore& store,
-                 std::chrono::milliseconds max_wait, const Guard& guard);
+// "a,b,c" -> {"a", "b", "c"}; empty items stay (and are refused later).
+std::vector<std::string> SplitKeys(const std::string& list);
+
+// PUT, GET and DELETE under /v1/kv/ (the path must start with it).
+common::HttpAnswer HandleKv(const common::HttpRequest& req, KvStore& store,
+                            std::chrono::milliseconds max_wait);
+
+// GET /v1/elastic/checkin.
+common::HttpAnswer HandleCheckIn(const common::HttpRequest& req,
+                                 ElasticBoard& board,
+                                 std::chrono::milliseconds max_wait);
 
 }  // namespace hvd::rendezvous::internal

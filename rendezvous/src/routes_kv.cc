@@ -2,7 +2,7 @@
 // and DELETE (key, scope). docs/protocol.md describes them for clients.
 #include <nlohmann/json.hpp>
 
-#include <optional>
+#include <cstring>
 #include <vector>
 
 #include "http_reply.h"
@@ -11,38 +11,37 @@
 #include "hvd/rendezvous/protocol.h"
 
 namespace hvd::rendezvous::internal {
-namespace {
 
+using common::HttpAnswer;
+using common::HttpRequest;
+using common::Printable;
 using common::Result;
 using common::Status;
 
-struct KvPath {
-  std::string scope;
-  std::optional<std::string> key;  // nullopt: the path names a scope
-};
-
-Result<KvPath> ParseKvPath(const std::string& rest) {
+Result<KvPath> ParseKvPath(std::string_view rest) {
   KvPath path;
   size_t slash = rest.find('/');
-  path.scope = rest.substr(0, slash);
-  if (slash != std::string::npos) path.key = rest.substr(slash + 1);
+  path.scope = std::string(rest.substr(0, slash));
+  if (slash != std::string_view::npos) {
+    path.key = std::string(rest.substr(slash + 1));
+  }
   if (!protocol::IsValidScope(path.scope)) {
-    return Status::InvalidArgument("malformed scope '" + path.scope +
+    return Status::InvalidArgument("malformed scope '" + Printable(path.scope) +
                                    "' (1-128 characters of A-Z a-z 0-9 . _ -)");
   }
   if (path.key && !protocol::IsValidKey(*path.key)) {
     return Status::InvalidArgument(
-        "malformed key '" + *path.key +
+        "malformed key '" + Printable(*path.key) +
         "' (characters of A-Z a-z 0-9 . _ - ~ : /, not empty)");
   }
   return path;
 }
 
-Result<std::chrono::milliseconds> ParseWait(const httplib::Request& req,
+Result<std::chrono::milliseconds> ParseWait(const HttpRequest& req,
                                             std::chrono::milliseconds max) {
-  if (!req.has_param(protocol::kWaitMs)) return std::chrono::milliseconds(0);
-  auto wait = common::ParseInt(req.get_param_value(protocol::kWaitMs),
-                               protocol::kWaitMs, 0, max.count());
+  if (!req.HasParam(protocol::kWaitMs)) return std::chrono::milliseconds(0);
+  auto wait = common::ParseInt(req.Param(protocol::kWaitMs), protocol::kWaitMs,
+                               0, max.count());
   if (!wait.ok()) return wait.status();
   return std::chrono::milliseconds(*wait);
 }
@@ -58,6 +57,8 @@ std::vector<std::string> SplitKeys(const std::string& list) {
   }
   return keys;
 }
+
+namespace {
 
 // A wait of zero that finds keys missing is a plain "not found".
 Status WaitFailure(const Status& status, std::chrono::milliseconds wait) {
@@ -76,116 +77,99 @@ std::string EncodeValues(const KvStore::Values& values) {
   return body.dump();
 }
 
-void HandleMultiGet(const httplib::Request& req, httplib::Response& res,
-                    KvStore& store, const std::string& scope,
-                    std::chrono::milliseconds wait) {
+HttpAnswer Octets(std::string body) {
+  HttpAnswer answer;
+  answer.content_type = "application/octet-stream";
+  answer.body = std::move(body);
+  return answer;
+}
+
+HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
+                          const std::string& scope,
+                          std::chrono::milliseconds wait) {
   auto deadline = KvStore::Clock::now() + wait;
-  if (req.has_param(protocol::kKeys)) {
-    std::vector<std::string> keys =
-        SplitKeys(req.get_param_value(protocol::kKeys));
+  if (req.HasParam(protocol::kKeys)) {
+    std::vector<std::string> keys = SplitKeys(req.Param(protocol::kKeys));
     for (const std::string& key : keys) {
       if (!protocol::IsValidKey(key)) {
-        return ReplyError(
-            res, Status::InvalidArgument("malformed key '" + key + "' in '" +
-                                         protocol::kKeys + "'"));
+        return ReplyError(Status::InvalidArgument(
+            "malformed key '" + Printable(key) + "' in '" + protocol::kKeys +
+            "'"));
       }
     }
     auto values = store.WaitAll(scope, keys, deadline);
-    if (!values.ok()) {
-      return ReplyError(res, WaitFailure(values.status(), wait));
-    }
-    res.status = 200;
-    res.set_content(EncodeValues(*values), "application/json");
-    return;
+    if (!values.ok()) return ReplyError(WaitFailure(values.status(), wait));
+    return HttpAnswer::Json(EncodeValues(*values));
   }
-  if (req.has_param(protocol::kPrefix) && req.has_param(protocol::kCount)) {
-    std::string prefix = req.get_param_value(protocol::kPrefix);
+  if (req.HasParam(protocol::kPrefix) && req.HasParam(protocol::kCount)) {
+    std::string prefix = req.Param(protocol::kPrefix);
     if (!prefix.empty() && !protocol::IsValidKey(prefix)) {
-      return ReplyError(
-          res, Status::InvalidArgument("malformed prefix '" + prefix + "'"));
+      return ReplyError(Status::InvalidArgument("malformed prefix '" +
+                                                Printable(prefix) + "'"));
     }
     auto count =
-        common::ParseInt(req.get_param_value(protocol::kCount),
-                         protocol::kCount, 0, store.limits().max_keys_per_wait);
-    if (!count.ok()) return ReplyError(res, count.status());
+        common::ParseInt(req.Param(protocol::kCount), protocol::kCount, 0,
+                         store.limits().max_keys_per_wait);
+    if (!count.ok()) return ReplyError(count.status());
     auto snapshot =
         store.WaitPrefix(scope, prefix, static_cast<size_t>(*count), deadline);
     if (!snapshot.ok()) {
-      return ReplyError(res, WaitFailure(snapshot.status(), wait));
+      return ReplyError(WaitFailure(snapshot.status(), wait));
     }
     const KvStore::PrefixSnapshot& values = **snapshot;
     std::call_once(values.encode_once,
                    [&values] { values.encoded = EncodeValues(values.values); });
-    res.status = 200;
-    res.set_content(values.encoded, "application/json");
-    return;
+    return HttpAnswer::Json(values.encoded);
   }
-  ReplyError(res, Status::InvalidArgument(std::string("a scope GET needs '") +
-                                          protocol::kKeys + "' or '" +
-                                          protocol::kPrefix + "' and '" +
-                                          protocol::kCount + "'"));
+  return ReplyError(Status::InvalidArgument(
+      std::string("a scope GET needs '") + protocol::kKeys + "' or '" +
+      protocol::kPrefix + "' and '" + protocol::kCount + "'"));
+}
+
+HttpAnswer HandleGet(const HttpRequest& req, KvStore& store,
+                     const KvPath& path, std::chrono::milliseconds max_wait) {
+  auto wait = ParseWait(req, max_wait);
+  if (!wait.ok()) return ReplyError(wait.status());
+  if (!path.key) return HandleMultiGet(req, store, path.scope, *wait);
+  if (wait->count() == 0) {
+    auto value = store.Get(path.scope, *path.key);
+    if (!value.ok()) return ReplyError(value.status());
+    return Octets(std::move(*value));
+  }
+  auto values = store.WaitAll(path.scope, {*path.key},
+                              KvStore::Clock::now() + *wait);
+  if (!values.ok()) return ReplyError(WaitFailure(values.status(), *wait));
+  return Octets(values->begin()->second);
 }
 
 }  // namespace
 
-void AddKvRoutes(httplib::Server& http, KvStore& store,
-                 std::chrono::milliseconds max_wait, const Guard& guard) {
-  static const std::string kPattern = std::string(protocol::kKvPath) + "(.*)";
-
-  http.Put(kPattern,
-           guard([&store](const httplib::Request& req, httplib::Response& res) {
-             auto path = ParseKvPath(req.matches[1]);
-             if (!path.ok()) return ReplyError(res, path.status());
-             if (!path->key) {
-               return ReplyError(res,
-                                 Status::InvalidArgument(
-                                     "PUT needs a key: /v1/kv/<scope>/<key>"));
-             }
-             Status status = store.Set(path->scope, *path->key, req.body);
-             if (!status.ok()) return ReplyError(res, status);
-             res.status = 200;
-           }));
-
-  http.Get(kPattern, guard([&store, max_wait](const httplib::Request& req,
-                                              httplib::Response& res) {
-             auto path = ParseKvPath(req.matches[1]);
-             if (!path.ok()) return ReplyError(res, path.status());
-             auto wait = ParseWait(req, max_wait);
-             if (!wait.ok()) return ReplyError(res, wait.status());
-             if (!path->key)
-               return HandleMultiGet(req, res, store, path->scope, *wait);
-             if (wait->count() == 0) {
-               auto value = store.Get(path->scope, *path->key);
-               if (!value.ok()) return ReplyError(res, value.status());
-               res.status = 200;
-               res.set_content(*value, "application/octet-stream");
-               return;
-             }
-             auto values = store.WaitAll(path->scope, {*path->key},
-                                         KvStore::Clock::now() + *wait);
-             if (!values.ok()) {
-               return ReplyError(res, WaitFailure(values.status(), *wait));
-             }
-             res.status = 200;
-             res.set_content(values->begin()->second,
-                             "application/octet-stream");
-           }));
-
-  http.Delete(kPattern, guard([&store](const httplib::Request& req,
-                                       httplib::Response& res) {
-                auto path = ParseKvPath(req.matches[1]);
-                if (!path.ok()) return ReplyError(res, path.status());
-                if (path->key) {
-                  Status status = store.Delete(path->scope, *path->key);
-                  if (!status.ok()) return ReplyError(res, status);
-                  res.status = 200;
-                  return;
-                }
-                size_t deleted = store.DeleteScope(path->scope);
-                res.status = 200;
-                res.set_content(nlohmann::json{{"deleted", deleted}}.dump(),
-                                "application/json");
-              }));
+HttpAnswer HandleKv(const HttpRequest& req, KvStore& store,
+                    std::chrono::milliseconds max_wait) {
+  auto path = ParseKvPath(
+      std::string_view(req.path).substr(std::strlen(protocol::kKvPath)));
+  if (!path.ok()) return ReplyError(path.status());
+  if (req.method == "GET") return HandleGet(req, store, *path, max_wait);
+  if (req.method == "PUT") {
+    if (!path->key) {
+      return ReplyError(
+          Status::InvalidArgument("PUT needs a key: /v1/kv/<scope>/<key>"));
+    }
+    Status status = store.Set(path->scope, *path->key, req.body);
+    if (!status.ok()) return ReplyError(status);
+    return HttpAnswer{};
+  }
+  if (req.method == "DELETE") {
+    if (path->key) {
+      Status status = store.Delete(path->scope, *path->key);
+      if (!status.ok()) return ReplyError(status);
+      return HttpAnswer{};
+    }
+    size_t deleted = store.DeleteScope(path->scope);
+    return HttpAnswer::Json(nlohmann::json{{"deleted", deleted}}.dump());
+  }
+  return ReplyError(Status::NotFound("no route for " + Printable(req.method) +
+                                     " " + Printable(req.path)));
 }
 
 }  // namespace hvd::rendezvous::internal

@@ -1,47 +1,25 @@
 #include "hvd/rendezvous/server.h"
 
-#include <httplib.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
-
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 #include "http_reply.h"
-#include "hvd/common/hmac.h"
-#include "hvd/common/http_client.h"
 #include "hvd/rendezvous/protocol.h"
 
 namespace hvd::rendezvous {
 
+using common::HttpAnswer;
+using common::HttpRequest;
 using common::Result;
 using common::Status;
 
 namespace internal {
 
-int HttpStatusFor(common::Code code) {
-  switch (code) {
-    case common::Code::kInvalidArgument:
-      return 400;
-    case common::Code::kUnauthenticated:
-      return 401;
-    case common::Code::kNotFound:
-      return 404;
-    case common::Code::kTimeout:
-      return 408;
-    case common::Code::kResourceExhausted:
-      return 413;
-    case common::Code::kAborted:
-      return 503;
-    default:
-      return 500;
-  }
-}
+int HttpStatusFor(common::Code code) { return common::HttpStatusFor(code); }
 
-void ReplyError(httplib::Response& res, const Status& status) {
-  res.status = HttpStatusFor(status.code());
-  nlohmann::json body{{protocol::kError, common::CodeName(status.code())},
-                      {protocol::kMessage, status.message()}};
-  res.set_content(body.dump(), "application/json");
+HttpAnswer ReplyError(const Status& status) {
+  return HttpAnswer::Error(status);
 }
 
 }  // namespace internal
@@ -49,7 +27,6 @@ void ReplyError(httplib::Response& res, const Status& status) {
 RendezvousServer::RendezvousServer(ServerOptions options)
     : options_(std::move(options)),
       store_(options_.limits),
-      http_(std::make_unique<httplib::Server>()),
       started_(std::chrono::steady_clock::now()) {}
 
 RendezvousServer::~RendezvousServer() { Stop(); }
@@ -62,125 +39,52 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   }
   std::unique_ptr<RendezvousServer> server(
       new RendezvousServer(std::move(options)));
-  Status status = server->Listen();
-  if (!status.ok()) return status;
+  const ServerOptions& o = server->options_;
+  common::HttpServerOptions http;
+  http.name = "rendezvous";
+  http.bind_host = o.bind_host;
+  http.port = o.port;
+  http.secret = o.secret;
+  http.auth_window = o.auth_window;
+  http.handler_threads = std::max<size_t>(o.threads, 2);
+  http.limits = o.http;
+  // A value at the store's limit plus room; a larger body is refused (413)
+  // before it is read.
+  http.limits.body_bytes = o.limits.max_value_bytes + 4096;
+  RendezvousServer* self = server.get();
+  auto started = common::SignedHttpServer::Start(
+      std::move(http), [self](const HttpRequest& req) {
+        return self->Route(req);
+      });
+  if (!started.ok()) return started.status();
+  server->http_ = std::move(*started);
+  server->port_ = server->http_->port();
   return server;
 }
 
-Status RendezvousServer::Listen() {
-  httplib::Server& http = *http_;
-  const size_t threads = std::max<size_t>(options_.threads, 2);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_tcp_nodelay(true);
-  // Clients keep one connection for the life of a rendezvous; closing it
-  // every few requests (httplib's default of 5) costs a TCP handshake each.
-  http.set_keep_alive_max_count(1000000);
-  http.set_payload_max_length(options_.limits.max_value_bytes + 4096);
-
-  internal::Guard guard = [this](httplib::Server::Handler inner) {
-    return [this, inner](const httplib::Request& req, httplib::Response& res) {
-      Status auth = common::VerifyRequest(
-          options_.secret, req.method, req.target,
-          req.get_header_value(common::kTimestampHeader),
-          req.get_header_value(common::kSignatureHeader), req.body,
-          common::WallClockMs(), options_.auth_window);
-      if (!auth.ok()) {
-        spdlog::warn("rendezvous: refused {} {} from {}: {}", req.method,
-                     req.path, req.remote_addr, auth.message());
-        return internal::ReplyError(res, auth);
-      }
-      inner(req, res);
-    };
-  };
-  internal::AddKvRoutes(http, store_, options_.max_wait, guard);
-  internal::AddElasticRoutes(http, board_, options_.max_wait, guard);
-  http.Get(protocol::kStatusPath,
-           guard([this](const httplib::Request&, httplib::Response& res) {
-             res.status = 200;
-             res.set_content(StatusJson(), "application/json");
-           }));
-
-  // httplib's own refusals (unknown path, oversized body, bad request line)
-  // come without a body; give them the same JSON error shape as ours.
-  http.set_error_handler([](const httplib::Request& req,
-                            httplib::Response& res) {
-    if (!res.body.empty()) return;
-    common::Code code = res.status == 413   ? common::Code::kResourceExhausted
-                        : res.status == 404 ? common::Code::kNotFound
-                                            : common::Code::kInvalidArgument;
-    internal::ReplyError(
-        res, Status(code, common::HttpStatusText(res.status) + " for " +
-                              req.method + " " + req.path));
-  });
-  http.set_exception_handler([](const httplib::Request& req,
-                                httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("rendezvous: handler for {} {} threw: {}", req.method,
-                  req.path, what);
-    internal::ReplyError(res, Status::Internal(what));
-  });
-  http.set_logger(
-      [this](const httplib::Request& req, const httplib::Response& res) {
-        spdlog::debug("rendezvous: {} {} -> {}", req.method, req.target,
-                      res.status);
-        ++requests_total_;
-        if (res.status == 401) ++answered_401_;
-        if (res.status >= 500) {
-          ++answered_5xx_;
-        } else if (res.status >= 400) {
-          ++answered_4xx_;
-        } else {
-          ++answered_2xx_;
-        }
-      });
-
-  // httplib listens with a backlog of 5; a thousand workers connecting at
-  // once would overflow it and wait a full SYN retransmit (1 s). Remember
-  // the socket so the backlog can be raised after bind.
-  auto listen_fd = std::make_shared<int>(-1);
-  http.set_socket_options([listen_fd](int fd) {
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    *listen_fd = fd;
-  });
-  if (options_.port == 0) {
-    port_ = http.bind_to_any_port(options_.bind_host);
-  } else {
-    port_ = http.bind_to_port(options_.bind_host, options_.port) ? options_.port
-                                                                 : -1;
+HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
+  if (req.path.compare(0, std::strlen(protocol::kKvPath), protocol::kKvPath) ==
+      0) {
+    return internal::HandleKv(req, store_, options_.max_wait);
   }
-  if (port_ <= 0) {
-    return Status::InvalidArgument("rendezvous server cannot listen on " +
-                                   options_.bind_host + ":" +
-                                   std::to_string(options_.port) +
-                                   " (address not local, or port in use?)");
+  if (req.method == "GET" && req.path == protocol::kStatusPath) {
+    return HttpAnswer::Json(StatusJson());
   }
-  if (*listen_fd >= 0) ::listen(*listen_fd, SOMAXCONN);
-  serving_thread_ = std::thread([this] {
-    http_->listen_after_bind();
-    serving_ended_ = true;
-  });
-  // httplib's stop() is a no-op until the accept loop runs, so a Stop()
-  // right after Start() would leave the loop running forever. httplib
-  // offers no signal for "running"; this spin lasts microseconds.
-  while (!http_->is_running() && !serving_ended_) std::this_thread::yield();
-  if (!http_->is_running()) {
-    serving_thread_.join();
-    return Status::Internal("rendezvous server's accept loop ended at once");
+  if (req.method == "GET" && req.path == protocol::kCheckInPath) {
+    return internal::HandleCheckIn(req, board_, options_.max_wait);
   }
-  spdlog::info("rendezvous: serving on {}:{} with {} threads",
-               options_.bind_host, port_, threads);
-  return Status::Ok();
+  return internal::ReplyError(
+      Status::NotFound("no route for " + common::Printable(req.method) + " " +
+                       common::Printable(req.path)));
+}
+
+uint64_t RendezvousServer::requests_total() const {
+  return http_ ? http_->counters().total : 0;
 }
 
 std::string RendezvousServer::StatusJson() const {
   KvStats stats = store_.Stats();
+  common::HttpServerCounters answered = http_->counters();
   double uptime =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_)
           .count();
@@ -191,22 +95,23 @@ std::string RendezvousServer::StatusJson() const {
                       {"bytes", stats.bytes},
                       {"waiters", stats.waiters},
                       {"requests",
-                       {{"total", requests_total_.load()},
-                        {"2xx", answered_2xx_.load()},
-                        {"4xx", answered_4xx_.load()},
-                        {"401", answered_401_.load()},
-                        {"5xx", answered_5xx_.load()}}}};
+                       {{"total", answered.total},
+                        {"2xx", answered.ok_2xx},
+                        {"4xx", answered.client_4xx},
+                        {"401", answered.unauthenticated_401},
+                        {"5xx", answered.server_5xx},
+                        {"dropped_connections",
+                         answered.dropped_connections}}}};
   return body.dump();
 }
 
 void RendezvousServer::Stop() {
   if (stopped_.exchange(true)) return;
-  // Wake long-polls first: httplib's stop joins its threads, and a thread
-  // parked in a wait would hold that join for the wait's whole budget.
+  // Wake long-polls first: the HTTP core waits for running handlers, and a
+  // handler parked in a wait would hold that for the wait's whole budget.
   store_.Shutdown();
   board_.Close();
-  http_->stop();
-  if (serving_thread_.joinable()) serving_thread_.join();
+  if (http_) http_->Stop();
 }
 
 }  // namespace hvd::rendezvous

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <set>
 #include <thread>
 
 #include "hvd/common/hmac.h"
@@ -72,10 +73,16 @@ TEST_F(HttpClientTest, SignsRequestsSoTheServerCanVerifyThem) {
   server_.Put("/v1/thing", [this](const httplib::Request& req,
                                   httplib::Response& res) {
     ++hits_;
-    Status status = VerifyRequest(
-        kSecret, req.method, req.target, req.get_header_value(kTimestampHeader),
-        req.get_header_value(kSignatureHeader), req.body, WallClockMs(),
+    const std::string ts = req.get_header_value(kTimestampHeader);
+    const std::string nonce = req.get_header_value(kNonceHeader);
+    const std::string digest = req.get_header_value(kContentSha256Header);
+    const std::string signature = req.get_header_value(kSignatureHeader);
+    auto verified = VerifyRequestHeaders(
+        kSecret, req.method, req.target,
+        ReceivedSignature{ts, nonce, digest, signature}, WallClockMs(),
         std::chrono::seconds(5));
+    Status status =
+        verified.ok() ? VerifyBody(digest, req.body) : verified.status();
     res.status = status.ok() ? 200 : 401;
     res.set_content(status.ToString(), "text/plain");
   });
@@ -86,9 +93,13 @@ TEST_F(HttpClientTest, SignsRequestsSoTheServerCanVerifyThem) {
   EXPECT_EQ(hits_, 1);
 }
 
-TEST_F(HttpClientTest, Retries503ThenSucceeds) {
+TEST_F(HttpClientTest, Retries503ThenSucceedsWithAFreshNonceEachAttempt) {
+  std::set<std::string> nonces;
   server_.Get("/flaky",
-              [this](const httplib::Request&, httplib::Response& res) {
+              [this, &nonces](const httplib::Request& req,
+                              httplib::Response& res) {
+                std::lock_guard<std::mutex> lock(mu_);
+                nonces.insert(req.get_header_value(kNonceHeader));
                 res.status = ++hits_ < 3 ? 503 : 200;
                 res.set_content("ok", "text/plain");
               });
@@ -97,6 +108,10 @@ TEST_F(HttpClientTest, Retries503ThenSucceeds) {
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   EXPECT_EQ(response->status, 200);
   EXPECT_EQ(hits_, 3);
+  // A server refuses a repeated nonce as a replay: every attempt is new.
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_EQ(nonces.size(), 3u);
+  EXPECT_EQ(nonces.count(""), 0u);
 }
 
 TEST_F(HttpClientTest, ReturnsClientErrorsWithoutRetrying) {

@@ -1,7 +1,5 @@
 """hvdrun in static mode, end to end with real worker processes."""
 
-import hashlib
-import hmac
 import http.client
 import os
 import signal
@@ -12,6 +10,7 @@ import time
 import pytest
 
 from conftest import rank_lines
+from signing import signature_headers
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
             "local=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE "
@@ -166,13 +165,10 @@ def signed_request(method, target, body=b""):
     """A client written from docs/protocol.md, run inside a worker."""
     addr = os.environ["HOROVOD_GLOO_RENDEZVOUS_ADDR"]
     port = int(os.environ["HOROVOD_GLOO_RENDEZVOUS_PORT"])
-    secret = os.environ["HVD_SECRET_KEY"].encode()
-    ts = str(int(time.time() * 1000))
-    message = b"\n".join([method.encode(), target.encode(), ts.encode(), body])
-    sig = hmac.new(secret, message, hashlib.sha256).hexdigest()
+    headers = signature_headers(os.environ["HVD_SECRET_KEY"], method, target,
+                                body)
     conn = http.client.HTTPConnection(addr, port, timeout=30)
-    conn.request(method, target, body=body,
-                 headers={"X-Hvd-Timestamp": ts, "X-Hvd-Signature": sig})
+    conn.request(method, target, body=body, headers=headers)
     response = conn.getresponse()
     return response.status, response.read()
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "../common/raw_socket.h"
+#include "hvd/common/hmac.h"
 #include "hvd/common/http_client.h"
 #include "hvd/notify/client.h"
 #include "hvd/notify/messages.h"
@@ -250,6 +252,58 @@ TEST_F(NotifyServerTest, RawSignedGoodMessageIs200) {
   ASSERT_TRUE(response.ok()) << response.status().ToString();
   EXPECT_EQ(response->status, 200) << response->body;
   EXPECT_EQ(server_->latest_sequence(), 4);
+}
+
+TEST_F(NotifyServerTest, SlowlorisDoesNotKeepThePushOut) {
+  testing::Slowloris attack(Port(), 500);
+  for (int sequence = 1; sequence <= 3; ++sequence) {
+    auto started = std::chrono::steady_clock::now();
+    auto sent =
+        SendHostsUpdated(server_->address(), kSecret, Message(sequence), 5s);
+    ASSERT_TRUE(sent.ok()) << sent.ToString();
+    // Generous: milliseconds normally; issue 11 measured the push kept out
+    // until the workers missed their check-in.
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  }
+  EXPECT_EQ(server_->latest_sequence(), 3);
+  EXPECT_TRUE(attack.WaitAllClosed(30s)) << attack.open() << " still open";
+}
+
+TEST_F(NotifyServerTest, AReplayedPushIsRefused) {
+  const std::string push = testing::SignedRequestBytes(
+      kSecret, "POST", kHostsUpdatedPath, Encode(Message(5)));
+  testing::RawSocket first(Port());
+  ASSERT_TRUE(first.Send(push));
+  EXPECT_EQ(testing::StatusOf(first.ReadAnswer(10s)), 200);
+  testing::RawSocket replay(Port());
+  ASSERT_TRUE(replay.Send(push));
+  std::string answer = replay.ReadAnswer(10s);
+  EXPECT_EQ(testing::StatusOf(answer), 401) << answer;
+  EXPECT_NE(answer.find("replayed"), std::string::npos) << answer;
+}
+
+TEST_F(NotifyServerTest, BodiesThatAreNotUtf8OrHugeAreRefused) {
+  auto response = RawPost(
+      "{\"generation\": 1, \"sequence\": 2, \"added\": [\"\xff\xfe\"], "
+      "\"removed\": []}");
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  EXPECT_EQ(response->status, 400) << response->body;
+  testing::RawSocket huge(Port());
+  ASSERT_TRUE(huge.Send(std::string("POST ") + kHostsUpdatedPath +
+                        " HTTP/1.1\r\nContent-Length: 1073741824\r\n\r\n"));
+  EXPECT_EQ(testing::StatusOf(huge.ReadAnswer(10s)), 401);
+  auto signed_huge = common::SignNewRequest(kSecret, "POST", kHostsUpdatedPath,
+                                            "", common::WallClockMs());
+  std::string head = std::string("POST ") + kHostsUpdatedPath + " HTTP/1.1\r\n";
+  for (const auto& [name, value] : signed_huge->Fields()) {
+    head += name + ": " + value + "\r\n";
+  }
+  testing::RawSocket too_big(Port());
+  ASSERT_TRUE(too_big.Send(head + "Content-Length: 2097152\r\n\r\n"));
+  EXPECT_EQ(testing::StatusOf(too_big.ReadAnswer(10s)), 413);
+  EXPECT_EQ(server_->latest_sequence(), 0);
+  EXPECT_TRUE(
+      SendHostsUpdated(server_->address(), kSecret, Message(1), 5s).ok());
 }
 
 TEST(NotifyClientTest, NobodyListeningIsTransportQuickly) {

@@ -76,10 +76,12 @@ class CheckInTest : public ::testing::Test {
     request.method = "GET";
     request.path = target;
     if (sign) {
-      int64_t now = common::WallClockMs();
-      request.set_header(common::kTimestampHeader, std::to_string(now));
-      request.set_header(common::kSignatureHeader,
-                         common::SignRequest(kSecret, "GET", target, now, ""));
+      auto headers = common::SignNewRequest(kSecret, "GET", target, "",
+                                            common::WallClockMs());
+      EXPECT_TRUE(headers.ok());
+      for (const auto& [name, value] : headers->Fields()) {
+        request.set_header(name, value);
+      }
     }
     return client.send(request);
   }

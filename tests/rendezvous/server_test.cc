@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../common/raw_socket.h"
 #include "hvd/common/hmac.h"
 #include "hvd/rendezvous/client.h"
 
@@ -51,18 +52,28 @@ class ServerTest : public ::testing::Test {
   httplib::Result Raw(const std::string& method, const std::string& target,
                       const std::string& body = "", bool sign = true,
                       int64_t signed_at = common::WallClockMs()) {
+    common::SignatureHeaders headers;
+    if (sign) {
+      auto made =
+          common::SignNewRequest(kSecret, method, target, body, signed_at);
+      EXPECT_TRUE(made.ok());
+      headers = *made;
+    }
+    return Send(method, target, body, sign ? headers.Fields() : Fields{});
+  }
+
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+
+  // Sends exactly these header fields, e.g. a captured signature again.
+  httplib::Result Send(const std::string& method, const std::string& target,
+                       const std::string& body, const Fields& fields) {
     httplib::Client client("127.0.0.1", server_->port());
     client.set_url_encode(false);
     httplib::Request request;
     request.method = method;
     request.path = target;
     request.body = body;
-    if (sign) {
-      request.set_header(common::kTimestampHeader, std::to_string(signed_at));
-      request.set_header(
-          common::kSignatureHeader,
-          common::SignRequest(kSecret, method, target, signed_at, body));
-    }
+    for (const auto& [name, value] : fields) request.set_header(name, value);
     return client.send(request);
   }
 
@@ -151,15 +162,61 @@ TEST_F(ServerTest, UnsignedWrongSecretAndStaleRequestsGet401) {
 }
 
 TEST_F(ServerTest, SignatureCoversTheBody) {
-  int64_t now = common::WallClockMs();
-  httplib::Client raw("127.0.0.1", server_->port());
-  httplib::Headers headers{
-      {common::kTimestampHeader, std::to_string(now)},
-      {common::kSignatureHeader,
-       common::SignRequest(kSecret, "PUT", "/v1/kv/s/k", now, "good")}};
-  auto res = raw.Put("/v1/kv/s/k", headers, "evil", "application/octet-stream");
+  auto headers = common::SignNewRequest(kSecret, "PUT", "/v1/kv/s/k", "good",
+                                        common::WallClockMs());
+  ASSERT_TRUE(headers.ok());
+  // The headers verify; the body is not the one they were signed for.
+  auto res = Send("PUT", "/v1/kv/s/k", "evil", headers->Fields());
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 401);
+  EXPECT_NE(res->body.find("digest"), std::string::npos) << res->body;
+  RendezvousClient client(ClientOptions());
+  EXPECT_EQ(client.Get("s", "k").status().code(), Code::kNotFound);
+}
+
+TEST_F(ServerTest, ReplayedDeleteIsRefusedAndDeletesNothing) {
+  RendezvousClient client(ClientOptions());
+  ASSERT_TRUE(client.Set("job", "k", "v1").ok());
+  auto captured = common::SignNewRequest(kSecret, "DELETE", "/v1/kv/job/k", "",
+                                         common::WallClockMs());
+  ASSERT_TRUE(captured.ok());
+  auto first = Send("DELETE", "/v1/kv/job/k", "", captured->Fields());
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200) << first->body;
+  ASSERT_TRUE(client.Set("job", "k", "v2").ok());
+  // The same bytes again, inside the 60 s window.
+  auto replayed = Send("DELETE", "/v1/kv/job/k", "", captured->Fields());
+  ASSERT_TRUE(replayed);
+  EXPECT_EQ(replayed->status, 401);
+  EXPECT_NE(replayed->body.find("replayed"), std::string::npos)
+      << replayed->body;
+  auto value = client.Get("job", "k");
+  ASSERT_TRUE(value.ok()) << value.status().ToString();
+  EXPECT_EQ(*value, "v2");
+}
+
+TEST_F(ServerTest, KeysThatAreNotUtf8Get400WithAJsonBody) {
+  auto expect_400 = [&](const std::string& method, const std::string& target) {
+    auto res = Raw(method, target, "v");
+    ASSERT_TRUE(res) << method << " " << target;
+    EXPECT_EQ(res->status, 400) << method << " " << target << " " << res->body;
+    auto json = nlohmann::json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(json.is_object()) << res->body;
+    EXPECT_EQ(json["error"], "invalid_argument") << res->body;
+  };
+  // Percent-encoded and raw bytes that are not UTF-8, an overlong encoding,
+  // and a broken escape, in keys and scopes.
+  for (const std::string& target :
+       {std::string("/v1/kv/s/%FF%FE"), std::string("/v1/kv/s/k\xff\xc3"),
+        std::string("/v1/kv/s%C0%80/k"), std::string("/v1/kv/s/k%zz")}) {
+    for (const char* method : {"GET", "PUT", "DELETE"}) {
+      expect_400(method, target);
+    }
+  }
+  expect_400("GET", "/v1/kv/s?keys=a,%FF");
+  expect_400("GET", "/v1/kv/s?prefix=%FF&count=1");
+  expect_400("GET", "/v1/elastic/checkin?slot=a:0&after=%FF&wait_ms=1");
+  ExpectStillServing();
 }
 
 TEST_F(ServerTest, MalformedPathsAndParametersGet400) {
@@ -283,12 +340,23 @@ TEST_F(ServerTest, SurvivesGarbageTruncatedAndLyingRequests) {
   RawBytes(
       "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
       /*hang_up=*/true);
-  // An absurd Content-Length is refused (once the server's 5 s read timeout
-  // ends the body it will never get).
+  // An absurd Content-Length is refused at once, without waiting for the
+  // body: unsigned with 401, signed with 413.
   std::string lying = RawBytes(
       "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\nContent-Length: "
       "99999999999999\r\n\r\n");
-  EXPECT_NE(lying.find("413"), std::string::npos) << "[" << lying << "]";
+  EXPECT_EQ(lying.rfind("HTTP/1.1 401", 0), 0u) << "[" << lying << "]";
+  auto headers = common::SignNewRequest(kSecret, "PUT", "/v1/kv/s/k", "",
+                                        common::WallClockMs());
+  ASSERT_TRUE(headers.ok());
+  std::string signed_head = "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\n";
+  for (const auto& [name, value] : headers->Fields()) {
+    signed_head += name + ": " + value + "\r\n";
+  }
+  std::string signed_lying =
+      RawBytes(signed_head + "Content-Length: 99999999999999\r\n\r\n");
+  EXPECT_EQ(signed_lying.rfind("HTTP/1.1 413", 0), 0u)
+      << "[" << signed_lying << "]";
   // A request line far over the limit.
   std::string long_line =
       RawBytes("GET /v1/kv/s/" + std::string(20000, 'a') + " HTTP/1.1\r\n\r\n");
@@ -296,6 +364,45 @@ TEST_F(ServerTest, SurvivesGarbageTruncatedAndLyingRequests) {
   // Headers that never end.
   RawBytes("GET /v1/status HTTP/1.1\r\nX-A: " + std::string(50000, 'b'),
            /*hang_up=*/true);
+  ExpectStillServing();
+}
+
+// The attacks of issue 11 against the server as the driver configures it
+// (default deadlines and limits): they neither delay signed requests nor
+// grow memory.
+TEST_F(ServerTest, SlowlorisDoesNotDelaySignedRequests) {
+  testing::Slowloris attack(server_->port(), 500);
+  RendezvousClient client(ClientOptions());
+  for (int i = 0; i < 5; ++i) {
+    auto started = std::chrono::steady_clock::now();
+    ASSERT_TRUE(client.Set("s", "k" + std::to_string(i), "v").ok());
+    auto value = client.Get("s", "k" + std::to_string(i));
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    // Generous: milliseconds normally; the old thread-per-connection
+    // server made each wait for the attack to end.
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  }
+  // Cut at the 5 s header deadline (or evicted earlier to make room).
+  EXPECT_TRUE(attack.WaitAllClosed(30s)) << attack.open() << " still open";
+  ExpectStillServing();
+}
+
+TEST_F(ServerTest, AGibibyteUnauthenticatedBodyIsRefusedWithoutGrowingMemory) {
+  const long rss_before = testing::ResidentKiB();
+  testing::RawSocket socket(server_->port());
+  ASSERT_TRUE(socket.Send(
+      "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\n"
+      "Content-Length: 1073741824\r\n\r\n"));
+  EXPECT_EQ(testing::StatusOf(socket.ReadAnswer(10s)), 401);
+  const std::string chunk(1 << 16, 'x');
+  size_t sent = 0;
+  auto give_up = std::chrono::steady_clock::now() + 30s;
+  while (sent < (1u << 30) && std::chrono::steady_clock::now() < give_up &&
+         socket.Send(chunk)) {
+    sent += chunk.size();
+  }
+  EXPECT_LT(sent, 64u << 20);
+  EXPECT_LT(testing::ResidentKiB() - rss_before, 32 * 1024);
   ExpectStillServing();
 }
 

@@ -1,8 +1,11 @@
 // NotificationServer: the small HTTP server every elastic worker runs so
-// the driver can push HostsUpdated to it. Requests are signed with the job
-// secret like the rendezvous server's; a malformed one gets 400 and the
-// server keeps serving. It outlives the worker's runtime resets: its address
-// is registered with the driver at every check-in.
+// the driver can push HostsUpdated and Abort to it. Requests are signed with
+// the job secret like the rendezvous server's and go through the same core
+// (common::SignedHttpServer: deadlines, limits, replay guard, connection
+// admission), so strangers who can reach the port cannot keep the driver's
+// push out. A malformed request gets 400 and the server keeps serving. It
+// outlives the worker's runtime resets: its address is registered with the
+// driver at every check-in.
 #pragma once
 
 #include <atomic>
@@ -10,13 +13,13 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "hvd/common/http_message.h"
 #include "hvd/common/status.h"
 #include "hvd/notify/messages.h"
 
-namespace httplib {
-class Server;
+namespace hvd::common {
+class SignedHttpServer;
 }
 
 namespace hvd::notify {
@@ -43,14 +46,13 @@ class NotificationServer {
   int64_t latest_generation() const { return latest_generation_; }
 
  private:
-  NotificationServer(std::string host, std::string secret,
-                     AbortHandler on_abort);
+  NotificationServer(std::string host, AbortHandler on_abort);
+  // Runs on a handler thread for every authenticated request.
+  common::HttpAnswer Route(const common::HttpRequest& req);
 
   const std::string host_;
-  const std::string secret_;
   const AbortHandler on_abort_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<common::SignedHttpServer> http_;
   int port_ = 0;
   std::atomic<int64_t> latest_sequence_{0};
   std::atomic<int64_t> latest_generation_{0};

@@ -2,9 +2,11 @@
 // find each other (Gloo rendezvous through HttpStore) and, later, the elastic
 // control endpoints. Protocol: docs/protocol.md.
 //
-// Every request must be signed with the job secret; unsigned, wrongly signed
-// or stale requests get 401 before any handler runs. Malformed requests get
-// a 4xx answer and never take the server down.
+// Every request must be signed with the job secret; unsigned, wrongly signed,
+// stale or replayed requests get 401 before any handler runs or any body is
+// read. Malformed requests get a 4xx answer and never take the server down.
+// The HTTP core is common::SignedHttpServer (deadlines, limits, connection
+// admission; see http_server.h).
 //
 // Owned by the driver. Start() returns a running server; Stop() (or the
 // destructor) ends every pending long-poll with 503 and joins the threads.
@@ -16,15 +18,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "hvd/common/http_message.h"
+#include "hvd/common/http_server.h"
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace hvd::rendezvous {
 
@@ -39,10 +38,13 @@ struct ServerOptions {
   std::chrono::milliseconds auth_window{60000};
   // Longest wait_ms a request may ask for.
   std::chrono::milliseconds max_wait{600000};
-  // Request threads. Every kept-alive client connection and every
-  // long-poll occupies one, so size it above the number of clients
-  // (workers); connections beyond it queue until a thread frees up.
+  // Handler threads: requests handled at once. Every long-poll holds one
+  // for its wait, so size it above the number of workers; idle and
+  // unauthenticated connections hold none.
   size_t threads = 128;
+  // Deadlines, size limits and connection admission of the HTTP core. Its
+  // body limit is set from limits.max_value_bytes (plus room for framing).
+  common::HttpServerLimits http;
 };
 
 class RendezvousServer {
@@ -64,31 +66,24 @@ class RendezvousServer {
   void set_generation(int64_t generation) { generation_ = generation; }
 
   // Requests answered so far, for benchmarks and /v1/status.
-  uint64_t requests_total() const { return requests_total_; }
+  uint64_t requests_total() const;
 
   void Stop();
 
  private:
   explicit RendezvousServer(ServerOptions options);
-  common::Status Listen();
+  // Runs on a handler thread for every authenticated request.
+  common::HttpAnswer Route(const common::HttpRequest& req);
   std::string StatusJson() const;
 
   const ServerOptions options_;
   KvStore store_;
   ElasticBoard board_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread serving_thread_;
+  std::unique_ptr<common::SignedHttpServer> http_;
   int port_ = 0;
   const std::chrono::steady_clock::time_point started_;
   std::atomic<int64_t> generation_{0};
-  std::atomic<uint64_t> requests_total_{0};
-  // Answers by status class: 2xx, 4xx, 5xx, and 401 on its own.
-  std::atomic<uint64_t> answered_2xx_{0};
-  std::atomic<uint64_t> answered_4xx_{0};
-  std::atomic<uint64_t> answered_401_{0};
-  std::atomic<uint64_t> answered_5xx_{0};
   std::atomic<bool> stopped_{false};
-  std::atomic<bool> serving_ended_{false};
 };
 
 }  // namespace hvd::rendezvous

@@ -1,0 +1,82 @@
+// Connection: one client connection of a SignedHttpServer, as a chain of
+// asynchronous steps on the server's I/O thread:
+//   AwaitRequest (idle deadline) -> ReadHeader (header deadline from the
+//   first byte) -> OnHeader (signature, nonce, Content-Length) -> ReadBody
+//   (body deadline) -> Dispatch (handler pool) -> Answer (write deadline)
+//   -> AwaitRequest again, or close.
+// Refusals are answered and the connection closed after a short bounded
+// drain ("lingering close"), so the client can read the answer instead of
+// a reset. Every method runs on the I/O thread.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <memory>
+#include <string>
+
+#include "http_server_impl.h"
+#include "request_parser.h"
+
+namespace hvd::common {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(SignedHttpServer::Impl& server,
+             boost::asio::ip::tcp::socket socket, ConnectionTable::Id id,
+             std::string peer);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void Start() { AwaitRequest(); }
+  // Closes now; pending operations end with operation_aborted.
+  void Close();
+  // The server is stopping: close, unless an answer is being written, which
+  // then gets a short grace.
+  void Shutdown();
+  const std::string& peer() const { return peer_; }
+
+ private:
+  using error_code = boost::system::error_code;
+
+  void AwaitRequest();
+  void ReadHeader();
+  void OnHeader(error_code ec);
+  void ReadBody();
+  void OnBody(error_code ec);
+  void Dispatch();
+  void Answer(HttpAnswer answer, bool close);
+  // Answers `status` with the reason, counts the refusal, closes after.
+  void Refuse(int http_status, const Status& why);
+  void OnWritten(error_code ec);
+  void Linger();
+  void Drain();
+  void Drop(const std::string& reason);
+  // Ends a read that failed: a deadline is a drop, a parse error a refusal,
+  // a closed connection just closes.
+  void OnReadError(error_code ec, const char* stage,
+                   std::chrono::milliseconds deadline);
+
+  SignedHttpServer::Impl& server_;
+  const HttpServerLimits& limits_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::unique_ptr<RequestParser> parser_;
+  boost::beast::http::response<boost::beast::http::string_body> response_;
+  const ConnectionTable::Id id_;
+  const std::string peer_;  // "<address>:<port>"
+  std::string body_digest_;
+  int version_ = 11;
+  bool keep_alive_ = true;
+  bool authenticated_ = false;
+  bool writing_ = false;
+  bool close_after_write_ = false;
+  bool body_unread_ = false;  // a refusal left request bytes unread
+  bool closed_ = false;
+  size_t drained_ = 0;
+};
+
+}  // namespace hvd::common
