@@ -54,7 +54,10 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
     } else if (newest_ && newest_->generation == after) {
       reset_requests_.emplace(slot, std::chrono::steady_clock::now());
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    ++waiting_;
+    const std::cv_status woke = changed_.wait_until(lock, deadline);
+    --waiting_;
+    if (woke == std::cv_status::timeout) {
       std::string state =
           newest_ && newest_->generation > after
               ? std::to_string(newest_->slots.size() - checked_in_.size()) +
@@ -80,6 +83,11 @@ std::vector<std::string> ElasticBoard::Missing() const {
     if (!checked_in_.count(slot)) missing.push_back(slot);
   }
   return missing;
+}
+
+int ElasticBoard::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
 }
 
 std::vector<std::string> ElasticBoard::ResetRequests() const {
