@@ -32,20 +32,23 @@ wait_for() {  # wait_for PATTERN SECONDS [COUNT]: until the output has it
     sleep 0.1
   done
 }
-worker_pid_on() {  # the pid of a training worker (python) on host $1
-  local dir
-  for dir in /proc/[0-9]*; do
-    if [ "$(tr '\0' '\n' 2>/dev/null <"$dir/cmdline" | head -n 1)" = /usr/bin/python3 ] &&
-       tr '\0' '\n' 2>/dev/null <"$dir/environ" | grep -qx "HOROVOD_HOSTNAME=$1"; then
-      basename "$dir"
+worker_pid_on() {  # the pid of a live training worker on host $1
+  # hvdrun --verbose logs each slot's pid: the worker's guard, whose child
+  # is the worker. Newest first; a guard that is gone prints nothing.
+  local guard worker
+  for guard in $(sed -n -E "s/.*hvdrun: slot ${1//./\\.}:[0-9]+ \(rank [0-9]+\) is pid ([0-9]+)$/\1/p" "$log" | tac); do
+    worker="$(cat "/proc/$guard/task/$guard/children" 2>/dev/null || true)"
+    worker="${worker%% *}"
+    if [ -n "$worker" ]; then
+      echo "$worker"
       return
     fi
-  done 2>/dev/null
+  done
 }
 
 printf 'localhost:2\n' >"$hosts"
 say "starting: hvdrun -np 2 --min-np 1 --host-discovery-script (hosts: localhost:2)"
-"$hvd_root/build/launcher/hvdrun" -np 2 --min-np 1 --max-np 8 \
+"$hvd_root/build/launcher/hvdrun" --verbose -np 2 --min-np 1 --max-np 8 \
   --host-discovery-script "$work/discover.sh" --discovery-interval 0.5 \
   /usr/bin/python3 "$hvd_root/examples/torch_elastic_train.py" \
   --epochs 14 --step-delay 0.04 >"$log" 2>&1 &

@@ -59,7 +59,10 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
         listener_();
       }
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    ++waiting_;
+    const std::cv_status woke = changed_.wait_until(lock, deadline);
+    --waiting_;
+    if (woke == std::cv_status::timeout) {
       std::string state =
           newest_ && newest_->generation > after
               ? std::to_string(newest_->slots.size() - checked_in_.size()) +
@@ -85,6 +88,11 @@ std::vector<std::string> ElasticBoard::Missing() const {
     if (!checked_in_.count(slot)) missing.push_back(slot);
   }
   return missing;
+}
+
+int ElasticBoard::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
 }
 
 std::vector<std::string> ElasticBoard::ResetRequests() const {

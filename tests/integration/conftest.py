@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -18,34 +20,169 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HVDRUN = ROOT / "build" / "launcher" / "hvdrun"
 
 
-@pytest.fixture
-def hvdrun():
-    """run(args, timeout=60, **popen) -> CompletedProcess of hvdrun."""
+class Child:
+    """A started process whose stdout and stderr two threads read as they
+    come, so that it never blocks on a full pipe, and the test can wait for
+    a line of it with a deadline. Every wait here ends in a readable test
+    failure that shows the output so far."""
+
+    def __init__(self, proc, what):
+        self.proc = proc
+        self.pid = proc.pid
+        self.what = what  # names the process in failures
+        self._lines = {"stdout": [], "stderr": []}
+        self._ended = set()  # streams at end-of-file
+        self._changed = threading.Condition()
+        self._pumps = [threading.Thread(target=self._pump, args=(name,),
+                                        daemon=True)
+                       for name in ("stdout", "stderr")]
+        for pump in self._pumps:
+            pump.start()
+
+    def _pump(self, name):
+        for line in getattr(self.proc, name):
+            with self._changed:
+                self._lines[name].append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._ended.add(name)
+            self._changed.notify_all()
+
+    def text(self, stream="stdout"):
+        """What `stream` said so far."""
+        with self._changed:
+            return "".join(line + "\n" for line in self._lines[stream])
+
+    def _so_far(self):
+        return (f"--- {self.what}'s stdout so far\n{self.text('stdout')}"
+                f"--- {self.what}'s stderr so far\n{self.text('stderr')}")
+
+    def wait_for_lines(self, predicate, what, count=1, stream="stdout",
+                       timeout=60):
+        """The first `count` lines of `stream` (from its start) for which
+        `predicate(line)` holds, once there are that many. Fails the test,
+        naming `what`, when `timeout` seconds pass or the stream ends
+        first."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = [l for l in self._lines[stream] if predicate(l)]
+                if len(found) >= count:
+                    return found[:count]
+                if stream in self._ended:
+                    pytest.fail(f"{self.what}'s {stream} ended before "
+                                f"{what}\n{self._so_far()}", pytrace=False)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    pytest.fail(f"waited {timeout} s for {what}, in vain\n"
+                                f"{self._so_far()}", pytrace=False)
+                self._changed.wait(left)
+
+    def wait_for_line(self, predicate, what, **kwargs):
+        return self.wait_for_lines(predicate, what, 1, **kwargs)[0]
+
+    # Popen's interface, every wait with a deadline.
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
+    def poll(self):
+        return self.proc.poll()
+
+    def send_signal(self, signum):
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout=60):
+        return self.finish(timeout).returncode
+
+    def communicate(self, timeout=60):
+        result = self.finish(timeout)
+        return result.stdout, result.stderr
+
+    def finish(self, timeout=60):
+        """CompletedProcess once the process has exited and both streams
+        ended. After `timeout` seconds its whole session is killed and the
+        test fails."""
+        deadline = time.monotonic() + timeout
+        ended = True
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            ended = False
+            kill_session(self.proc)
+        if not ended:
+            pytest.fail(f"{self.what} did not end within {timeout} s (killed)"
+                        f"\n{self._so_far()}", pytrace=False)
+        for pump in self._pumps:
+            # A stream ends with the process, unless something it started
+            # still holds it open.
+            pump.join(timeout=max(5.0, deadline - time.monotonic()))
+            if pump.is_alive():
+                kill_session(self.proc)
+                pytest.fail(f"{self.what} exited, but its output stayed open "
+                            f"(a process left behind?)\n{self._so_far()}",
+                            pytrace=False)
+        return subprocess.CompletedProcess(
+            self.proc.args, self.proc.returncode, self.text("stdout"),
+            self.text("stderr"))
+
+
+def kill_session(proc):
+    """SIGKILL to the session `proc` leads (started with
+    start_new_session), then reaps it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+def start_hvdrun(args, **kwargs):
+    """Child of hvdrun `args`, in a session of its own."""
     if not HVDRUN.exists():
         pytest.fail(f"{HVDRUN} is missing: run scripts/setup.sh first")
+    proc = subprocess.Popen([str(HVDRUN), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            errors="backslashreplace",
+                            start_new_session=True, **kwargs)
+    return Child(proc, "hvdrun")
+
+
+def wait_until(predicate, what, timeout=30, interval=0.05):
+    """Polls `predicate()` until it returns something true, and returns
+    that; fails the test naming `what` after `timeout` seconds. For states
+    that only files or /proc show (no output line announces them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"waited {timeout} s for {what}, in vain",
+                        pytrace=False)
+        time.sleep(interval)
+
+
+@pytest.fixture
+def hvdrun():
+    """run(args, timeout=60, **popen) -> CompletedProcess of hvdrun;
+    run.start(args, **popen) -> Child. Whatever is still running when the
+    test ends is killed (hvdrun's whole session)."""
     started = []
 
-    def run(args, timeout=60, **kwargs):
-        proc = subprocess.Popen([str(HVDRUN), *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, **kwargs)
-        started.append(proc)
-        out, err = proc.communicate(timeout=timeout)
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
     def start(args, **kwargs):
-        proc = subprocess.Popen([str(HVDRUN), *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, **kwargs)
-        started.append(proc)
-        return proc
+        child = start_hvdrun(args, **kwargs)
+        started.append(child)
+        return child
+
+    def run(args, timeout=60, **kwargs):
+        return start(args, **kwargs).finish(timeout)
 
     run.start = start
     yield run
-    for proc in started:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    for child in started:
+        if child.proc.poll() is None:
+            kill_session(child.proc)
 
 
 def rank_lines(text, rank, stream="stdout"):

@@ -149,34 +149,44 @@ def test_hung_peer_times_out_into_internal_error(hvdrun, tmp_path):
 
 
 def test_gil_is_released_while_waiting(hvdrun, tmp_path):
-    """A Python thread keeps running while the main thread waits on a
-    collective that rank 1 joins a second late."""
+    """A Python thread of rank 0 keeps running while rank 0's main thread
+    waits on a collective: rank 1 joins the collective only once that
+    thread has ticked 200 times during the wait, which it cannot do if the
+    wait holds the GIL."""
     script = tmp_path / "gil.py"
-    script.write_text("""
-import threading, time
+    script.write_text(f"""
+import os, sys, threading, time
 import numpy as np
 import hvd
 hvd.init()
+ticking = {str(tmp_path / "ticking")!r}
 ticks = 0
-stop = False
+before = None
 def count():
     global ticks
-    while not stop:
+    while True:
         ticks += 1
+        if before is not None and ticks - before == 200:
+            open(ticking, "w").close()
         time.sleep(0.001)
-threading.Thread(target=count, daemon=True).start()
-if hvd.rank() == 1:
-    time.sleep(1.0)
-before = ticks
+if hvd.rank() == 0:
+    threading.Thread(target=count, daemon=True).start()
+    before = ticks  # from here the main thread only enters the allreduce
+else:
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ticking):
+        if time.monotonic() > deadline:
+            sys.exit("rank 0's thread did not tick 200 times in 30 s while "
+                     "rank 0 waited in the allreduce: the wait holds the GIL")
+        time.sleep(0.01)
 hvd.allreduce(np.ones(4), name="late")
-stop = True
-print(f"ticks {ticks - before}", flush=True)
+if hvd.rank() == 0:
+    print(f"ticks {{ticks - before}}", flush=True)
 """)
     result = hvdrun(["-np", "2", PYTHON, str(script)], timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     ticks = int(stdout_of(result, 0)[0].split()[1])
-    # About 1000 if the GIL is free during the wait, at most a few if not.
-    assert ticks > 100, ticks
+    assert ticks >= 200, ticks
 
 
 def test_ranks_seen_from_python_on_two_hosts(hvdrun, tmp_path):

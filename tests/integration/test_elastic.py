@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wait_until
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "elastic_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -39,7 +39,9 @@ class Scenario:
         out = []
         for path in glob.glob(str(self.log / "*.jsonl")):
             with open(path) as f:
-                out.extend(json.loads(line) for line in f)
+                # A line still being written has no newline yet.
+                out.extend(json.loads(line) for line in f
+                           if line.endswith("\n"))
         return sorted(out, key=lambda r: r["time"])
 
     def done(self):
@@ -172,21 +174,26 @@ def test_discovery_that_fails_or_prints_garbage_keeps_the_hosts(hvdrun,
 
 def test_elastic_hvdrun_killed_leaves_no_process(hvdrun, tmp_path):
     s = Scenario(tmp_path, "localhost:2\n", epochs=1000, batches=10)
-    proc = hvdrun.start(["-np", "2", "--host-discovery-script",
-                         str(s.discover), *s.command()])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not any(
-            r["event"] == "batch" for r in s.records()):
-        time.sleep(0.1)
+    job = hvdrun.start(["-np", "2", "--host-discovery-script",
+                        str(s.discover), *s.command()])
+    wait_until(lambda: any(r["event"] == "batch" for r in s.records()),
+               "the first batch")
     pids = {int(os.path.basename(p).split(".")[-2])
             for p in glob.glob(str(s.log / "*.jsonl"))}
     assert len(pids) == 2
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
-    assert not any(_alive(p) for p in pids)
+    job.send_signal(signal.SIGKILL)
+    job.wait(timeout=30)
+    wait_until(lambda: not any(_alive(p) for p in pids),
+               f"workers {sorted(pids)} to die with hvdrun", timeout=10)
+
+
+def process_state(pid):
+    """The state letter /proc gives `pid` (R, S, T, Z, ...); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 def _alive(pid):
@@ -288,20 +295,31 @@ def test_abort_frees_survivors_blocked_on_a_hung_peer(hvdrun, tmp_path):
                  exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
                          "how": "stop"}])
     started = time.monotonic()
-    proc = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
-                         "localhost:2,127.0.0.1:1,127.0.0.2:1",
-                         "--gloo-timeout-seconds", "60", "--start-timeout",
-                         "3", *s.command()])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(
-            r["event"] == "exit" for r in s.records()):
-        time.sleep(0.05)
-    time.sleep(0.5)  # the others are now blocked on the stopped worker
-    victim = [p for p in glob.glob(str(s.log / "127.0.0.2:0.*.jsonl"))]
-    assert len(victim) == 1
+    job = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
+                        "localhost:2,127.0.0.1:1,127.0.0.2:1",
+                        "--gloo-timeout-seconds", "60", "--start-timeout",
+                        "3", *s.command()])
+
+    def others_blocked():
+        """127.0.0.1:0 is stopped between the two allreduces of its step,
+        and the other three have submitted the second one, which cannot
+        complete without it."""
+        stopped = glob.glob(str(s.log / "127.0.0.1:0.*.jsonl"))
+        if len(stopped) != 1 or \
+                process_state(int(stopped[0].split(".")[-2])) != "T":
+            return False
+        submitted = {r["slot"] for r in s.records()
+                     if r["event"] == "submitted" and r["name"] == "model.b"
+                     and (r["epoch"], r["batch"]) == (1, 1)}
+        return submitted == {"localhost:0", "localhost:1", "127.0.0.2:0"}
+
+    wait_until(others_blocked, "the others to block on the stopped worker",
+               timeout=60)
+    victim = glob.glob(str(s.log / "127.0.0.2:0.*.jsonl"))
+    assert len(victim) == 1, victim
     os.kill(int(victim[0].split(".")[-2]), signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out + err
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 0, out + err
     assert time.monotonic() - started < 40
     assert "aborting this generation's collectives" in err, err
     check_consistent_finish(s, 2)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import rank_lines
+from conftest import rank_lines, wait_until
 from signing import signature_headers
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
@@ -102,15 +102,6 @@ def test_output_files(hvdrun, tmp_path):
         assert (out / f"rank.{rank}" / "stderr").read_text() == "bad\n"
 
 
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -128,21 +119,22 @@ def start_sleepers(hvdrun, tmp_path, np=2, extra=""):
     """Workers that record their pid (and a child's) and then wait."""
     script = (f"{extra} sleep 120 & echo $! > {tmp_path}/child.$HOROVOD_RANK; "
               f"echo $$ > {tmp_path}/pid.$HOROVOD_RANK; wait")
-    proc = hvdrun.start(["-np", str(np), "sh", "-c", script])
+    job = hvdrun.start(["-np", str(np), "sh", "-c", script])
     files = [tmp_path / f"{kind}.{r}" for r in range(np)
              for kind in ("pid", "child")]
-    assert wait_for(lambda: all(f.exists() and f.read_text().strip()
-                                for f in files)), "workers did not start"
-    return proc, [int(f.read_text()) for f in files]
+    # echo writes a whole line at once: a line is a complete pid.
+    wait_until(lambda: all(f.exists() and f.read_text().endswith("\n")
+                           for f in files), "the workers' pid files")
+    return job, [int(f.read_text()) for f in files]
 
 
 def test_sigkill_of_hvdrun_leaves_no_process(hvdrun, tmp_path):
-    proc, pids = start_sleepers(hvdrun, tmp_path)
+    job, pids = start_sleepers(hvdrun, tmp_path)
     assert all(alive(pid) for pid in pids)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert wait_for(lambda: not any(alive(pid) for pid in pids)), \
-        [pid for pid in pids if alive(pid)]
+    job.send_signal(signal.SIGKILL)
+    job.wait(timeout=30)
+    wait_until(lambda: not any(alive(pid) for pid in pids),
+               f"the workers and their children {pids} to die with hvdrun")
 
 
 def test_sigint_reaches_every_worker(hvdrun, tmp_path):
@@ -150,15 +142,15 @@ def test_sigint_reaches_every_worker(hvdrun, tmp_path):
     script = (f"trap 'echo $HOROVOD_RANK >> {marker}; exit 0' INT; "
               f"echo $$ > {tmp_path}/pid.$HOROVOD_RANK; "
               "while true; do sleep 0.1; done")
-    proc = hvdrun.start(["-np", "2", "sh", "-c", script])
-    assert wait_for(lambda: all((tmp_path / f"pid.{r}").exists()
-                                for r in range(2)))
+    job = hvdrun.start(["-np", "2", "sh", "-c", script])
     # Each shell sets its trap before it writes its pid file.
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    wait_until(lambda: all((tmp_path / f"pid.{r}").exists()
+                           for r in range(2)), "the workers' pid files")
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)
     assert sorted(marker.read_text().split()) == ["0", "1"]
     assert "received Interrupt" in err
-    assert proc.returncode == 128 + signal.SIGINT
+    assert job.returncode == 128 + signal.SIGINT
 
 
 def signed_request(method, target, body=b""):
@@ -200,7 +192,7 @@ def test_workers_meet_through_the_signed_rendezvous(hvdrun, tmp_path):
 
 
 def test_secret_is_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
-    proc, pids = start_sleepers(hvdrun, tmp_path)
+    job, pids = start_sleepers(hvdrun, tmp_path)
     with open(f"/proc/{pids[0]}/environ", "rb") as f:
         env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
     secret = env[b"HVD_SECRET_KEY"]
@@ -213,8 +205,8 @@ def test_secret_is_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
                 assert secret not in f.read(), f"secret on the command line of {pid}"
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             pass
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=30)
+    job.send_signal(signal.SIGTERM)
+    job.communicate(timeout=30)
 
 
 @pytest.mark.parametrize("args, message", [

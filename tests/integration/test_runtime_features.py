@@ -5,10 +5,11 @@ response cache's effect on negotiation, and the stall inspector."""
 import json
 import os
 import re
+import signal
 
 import pytest
 
-from conftest import ROOT, rank_lines
+from conftest import ROOT, rank_lines, wait_until
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
 PYTHON = "/usr/bin/python3"
@@ -194,22 +195,30 @@ def test_timeline_started_and_stopped_from_python(hvdrun, tmp_path):
 
 
 def test_timeline_is_valid_json_after_rank_0_is_killed(hvdrun, tmp_path):
-    import signal
-    import time
     path = tmp_path / "killed.json"
     env = dict(os.environ, HOROVOD_TIMELINE=str(path))
-    proc = hvdrun.start(["-np", "2", PYTHON,
-                         str(WORKERS / "timeline_worker.py"), "forever"],
-                        env=env)
-    for line in proc.stdout:
-        if "running" in line:
-            break
-    time.sleep(0.5)  # past a few flushes of the timeline
-    pids = [int(p) for p in os.popen(
-        f"pgrep -f 'timeline_worker.py forever'").read().split()]
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
+    job = hvdrun.start(["-np", "2", PYTHON,
+                        str(WORKERS / "timeline_worker.py"), "forever"],
+                       env=env)
+    line = job.wait_for_line(lambda l: l.startswith("[0]<stdout>:running pid "),
+                             "rank 0 to report its pid")
+    rank_0 = int(line.split()[-1])
+
+    def flushed_steps():
+        """ALLREDUCEs of grad.0 in the file, once it parses (the writer may
+        be in the middle of a write)."""
+        try:
+            rows, _ = rows_of(events_of(path))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return 0
+        return rows.get("grad.0", []).count("ALLREDUCE")
+
+    wait_until(lambda: flushed_steps() >= 5,
+               "the timeline writer to flush 5 steps of grad.0")
+    os.kill(rank_0, signal.SIGKILL)
+    result = job.finish(timeout=60)
+    assert "rank 0 on host localhost was killed by signal 9" in \
+        result.stderr, result.stderr
     rows, _ = rows_of(events_of(path))
     assert rows["grad.0"].count("ALLREDUCE") >= 5, rows
 

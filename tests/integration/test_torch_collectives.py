@@ -10,14 +10,11 @@ two hvdrun runs.
 """
 
 import json
-import os
-import signal
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import HVDRUN, ROOT, rank_lines
+from conftest import ROOT, kill_session, rank_lines, start_hvdrun
 
 WORKER = ROOT / "tests" / "integration" / "workers" / \
     "torch_collectives_worker.py"
@@ -28,20 +25,15 @@ PYTHON = "/usr/bin/python3"
 def job(request):
     """(size, {rank: results}) of one worker run at `size` ranks."""
     size = request.param
-    if not HVDRUN.exists():
-        pytest.fail(f"{HVDRUN} is missing: run scripts/setup.sh first")
-    proc = subprocess.Popen(
-        [str(HVDRUN), "-np", str(size), PYTHON, str(WORKER), str(size)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+    child = start_hvdrun(["-np", str(size), PYTHON, str(WORKER), str(size)])
     try:
-        out, err = proc.communicate(timeout=120)
+        result = child.finish(timeout=120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    output = f"hvdrun exited {proc.returncode}\n{out}\n{err}"
-    assert proc.returncode == 0, output
+        if child.poll() is None:
+            kill_session(child.proc)
+    out = result.stdout
+    output = f"hvdrun exited {result.returncode}\n{out}\n{result.stderr}"
+    assert result.returncode == 0, output
     results = {}
     for rank in range(size):
         lines = [l[len("RESULT "):] for l in rank_lines(out, rank)

@@ -102,6 +102,18 @@ class CheckInTest : public ::testing::Test {
     ASSERT_FALSE(missing()) << slot << " never checked in";
   }
 
+  // Returns once `count` check-ins are blocked in the board's wait (or
+  // fails after 10 s), so that what the test does next happens during it.
+  void AwaitWaiting(int count) {
+    auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (server_->board().waiting() < count &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_GE(server_->board().waiting(), count)
+        << "check-ins never waited on the board";
+  }
+
   std::unique_ptr<RendezvousServer> server_;
 };
 
@@ -219,9 +231,10 @@ TEST_F(CheckInTest, PublishDuringTheWaitAnswersIt) {
   RendezvousClient client(ClientOptions());
   Result<WorkerAssignment> result = Status::Internal("unset");
   std::thread waiter([&] { result = client.CheckIn("a:0", 0, "", 30s); });
-  // Give the request time to reach the server; whether it arrives before
-  // or after the publish, the answer is the same.
-  std::this_thread::sleep_for(50ms);
+  // The request waits on the board for a first generation when the plan
+  // is published.
+  AwaitWaiting(1);
+  EXPECT_EQ(server_->board().generation(), 0);
   EXPECT_TRUE(server_->board().Publish(Plan(5, {"a"})).ok());
   waiter.join();
   ASSERT_TRUE(result.ok()) << result.status().ToString();

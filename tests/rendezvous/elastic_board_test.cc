@@ -59,6 +59,17 @@ void AwaitCheckedIn(const ElasticBoard& board, const std::string& slot) {
   ASSERT_FALSE(missing()) << slot << " never checked in";
 }
 
+// Waits (up to 10 s) until `count` check-ins are blocked in the board's
+// wait, so that what the caller does next happens during it.
+void AwaitWaiting(const ElasticBoard& board, int count) {
+  auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (board.waiting() < count &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(board.waiting(), count) << "check-ins never waited";
+}
+
 Result<WorkerAssignment> Unset() { return Status::Internal("unset"); }
 
 // ---- worker_assignment.h ------------------------------------------------
@@ -262,6 +273,7 @@ TEST(ElasticBoardTest, CheckInWaitsForAGenerationNewerThanAfter) {
 
   Result<WorkerAssignment> result = Unset();
   std::thread waiter([&] { result = board.CheckIn("a:0", 1, "", 30s); });
+  AwaitWaiting(board, 1);
   EXPECT_TRUE(board.Publish(Plan(2, {"a"}, 1)).ok());
   waiter.join();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -342,7 +354,7 @@ TEST(ElasticBoardTest, CloseEndsWaitsNowAndLater) {
   Result<WorkerAssignment> in_barrier = Unset(), no_generation = Unset();
   std::thread waiter([&] { in_barrier = board.CheckIn("a:0", 0, "", 60s); });
   std::thread early([&] { no_generation = board.CheckIn("a:0", 1, "", 60s); });
-  AwaitCheckedIn(board, "a:0");
+  AwaitWaiting(board, 2);
   auto started = std::chrono::steady_clock::now();
   board.Close();
   waiter.join();

@@ -1,8 +1,10 @@
 #include "timeline.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -52,6 +55,22 @@ int64_t RowOf(const json& trace, const std::string& tensor) {
     }
   }
   return -1;
+}
+
+// Waits up to `limit` for `child` to exit, then reaps it; a child still
+// running then is killed first. Returns its wait status, or nullopt when it
+// had to be killed, so that a hung child fails the test instead of hanging
+// it.
+std::optional<int> ReapWithin(pid_t child, std::chrono::milliseconds limit) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+  pollfd exited = {pidfd, POLLIN, 0};
+  const bool ended =
+      pidfd >= 0 && poll(&exited, 1, static_cast<int>(limit.count())) == 1;
+  if (pidfd >= 0) close(pidfd);
+  if (!ended) kill(child, SIGKILL);
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return std::nullopt;
+  return ended ? std::optional<int>(status) : std::nullopt;
 }
 
 int CountNamed(const json& trace, const std::string& name) {
@@ -370,14 +389,19 @@ TEST_F(TimelineTest, SigkilledWriterLeavesValidJson) {
     for (;;) pause();
   }
   close(ready[1]);
+  // The child's byte says its flushes are done; it ends the wait early if
+  // the child dies first (end of file).
+  pollfd readable = {ready[0], POLLIN, 0};
   char byte;
-  ssize_t got = read(ready[0], &byte, 1);
+  ssize_t got =
+      poll(&readable, 1, /*ms=*/30000) == 1 ? read(ready[0], &byte, 1) : -1;
   kill(child, SIGKILL);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
+  std::optional<int> status = ReapWithin(child, std::chrono::seconds(10));
   close(ready[0]);
-  ASSERT_EQ(got, 1) << "child exit status " << status;
-  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(got, 1) << "the child did not finish its flushes within 30 s "
+                    << "(wait status " << status.value_or(-1) << ")";
+  ASSERT_TRUE(status.has_value());
+  ASSERT_TRUE(WIFSIGNALED(*status)) << *status;
 
   json trace = ParseTrace(path_);
   EXPECT_EQ(CountNamed(trace, "WORK"), kEventsPerFlush * kFlushes);
@@ -410,10 +434,10 @@ TEST_F(TimelineTest, WriteErrorStopsRecordingAndKeepsTheLastBatch) {
     timeline.value().reset();
     _exit(0);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::optional<int> status = ReapWithin(child, std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << "the child did not end within 30 s";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  ASSERT_EQ(WEXITSTATUS(*status), 0);
   json trace = ParseTrace(path_);
   EXPECT_EQ(CountNamed(trace, "KEPT"), 1);
   EXPECT_EQ(CountNamed(trace, "LOST"), 0);

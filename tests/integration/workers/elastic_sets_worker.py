@@ -2,8 +2,10 @@
 localhost, 2 on 127.0.0.1) register the sets given as JSON in argv[2]; at
 step 5 of the first generation rank 2 removes its host from the hosts file
 (argv[1]), so the job shrinks to two ranks and hvd.init() re-creates the
-sets for the new world. Every step checks an allreduce in each set this
-rank is in against the sum of the set's ranks."""
+sets for the new world. The three ranks train on until that happens (the
+driver's HostsUpdated ends their generation), then to step 20. Every step
+checks an allreduce in each set this rank is in against the sum of the
+set's ranks."""
 
 import json
 import os
@@ -20,9 +22,18 @@ hvd.init(process_sets=sets)
 state = hvd.elastic.ObjectState(step=0)
 
 
+# Bounds the wait for the driver to shrink the job (steps of ~0.05 s).
+MAX_STEPS = 1000
+
+
 @hvd.elastic.run
 def train(state):
-    while state.step < 20:
+    # Every rank sees the same step and size, so all leave together.
+    while state.step < 20 or hvd.size() == 3:
+        if state.step == MAX_STEPS:
+            sys.exit(f"rank {hvd.rank()}: still {hvd.size()} ranks after "
+                     f"{MAX_STEPS} steps: the driver never removed the host "
+                     f"that rank 2 took out of {hosts_file} at step 5")
         for ps in sets:
             if ps.included():
                 got = hvd.allreduce(np.array([hvd.rank() + 1.0]), op=hvd.Sum,
@@ -35,7 +46,7 @@ def train(state):
                 f.write("localhost:2\n")
             os.replace(hosts_file + ".tmp", hosts_file)
         state.step += 1
-        time.sleep(0.2)  # so that the driver sees the change before the end
+        time.sleep(0.05)  # paces the loop: simulated work
         state.commit()
 
 

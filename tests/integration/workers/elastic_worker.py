@@ -8,7 +8,8 @@
      "sleep": 0.05}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
-(after its allreduce), commit, reset and the end, with its slot, start rank,
+(after its allreduce), per half step once its allreduce is submitted,
+commit, reset and the end, with its slot, start rank,
 current rank and size, epoch, batch and how often it entered the elastic
 loop. A scenario exit fires once per job (a marker file), so a restarted
 slot does not fail again. The "model" is a running sum of allreduced ones:
@@ -84,7 +85,11 @@ def model_after(steps):
 def update(w, multiplier, offset, name):
     """One half of a step: this rank's share of the batch, summed over ranks."""
     mine = batch_sum(state.step, offset, hvd.rank(), hvd.size())
-    total = hvd.allreduce(np.array([mine], np.int64), op=hvd.Sum, name=name)
+    handle = hvd.allreduce_async(np.array([mine], np.int64), op=hvd.Sum,
+                                 name=name)
+    # Submitted: from here this rank can only wait for its peers.
+    log("submitted", name=name, epoch=state.epoch, batch=state.batch)
+    total = hvd.synchronize(handle)
     return (w * multiplier + int(total[0])) % PRIME
 
 

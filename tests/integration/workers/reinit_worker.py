@@ -2,27 +2,35 @@
 leaks a thread or a file descriptor."""
 
 import os
-import time
 
 import numpy as np
 
 import hvd
 
 
+# The task is in do_exit() (include/linux/sched.h).
+PF_EXITING = 0x4
+
+
+def live_threads():
+    """Threads of this process that are not exiting. pthread_join returns
+    once the kernel clears the thread's tid, in the middle of its exit, so a
+    joined thread can stay listed in /proc/self/task for a moment; it has
+    been PF_EXITING since its exit began."""
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # gone while we looked
+        if not int(fields[6]) & PF_EXITING:  # field 9, flags
+            count += 1
+    return count
+
+
 def resources():
-    threads = len(os.listdir("/proc/self/task"))
-    fds = len(os.listdir("/proc/self/fd"))
-    return threads, fds
-
-
-def settled_resources(want):
-    """resources() once they equal `want`, or after 2 s. A joined thread
-    can stay listed in /proc/self/task for a moment: the kernel wakes its
-    joiner before it has finished exiting."""
-    deadline = time.monotonic() + 2
-    while resources() != want and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return resources()
+    return live_threads(), len(os.listdir("/proc/self/fd"))
 
 
 baseline = None
@@ -33,11 +41,11 @@ for cycle in range(12):
     assert total.tolist() == [want], (cycle, total)
     hvd.shutdown()
     assert not hvd.is_initialized()
-    if cycle == 1:  # after the first cycle's lazily created helpers
-        time.sleep(0.2)  # for exiting threads to leave (settled_resources)
+    # shutdown() has joined every thread and closed every descriptor of the
+    # runtime; the first cycle leaves lazily created helpers behind.
+    if cycle == 1:
         baseline = resources()
     elif cycle > 1:
-        now = settled_resources(baseline)
-        assert now == baseline, (cycle, now, baseline)
+        assert resources() == baseline, (cycle, resources(), baseline)
 print(f"rank {os.environ.get('HOROVOD_RANK', '0')}: 12 cycles, threads and "
       f"fds {baseline}", flush=True)

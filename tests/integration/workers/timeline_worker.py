@@ -1,10 +1,11 @@
 """Named allreduces for the timeline tests. argv[1]: "steps" runs 20 steps
 (the timeline comes from HOROVOD_TIMELINE); "api" records only steps 5 to 9
 with hvd.start_timeline(argv[2]) / stop_timeline(); "forever" runs until it
-is killed, printing "running" once the first steps are done; "views" and
+is killed, printing "running pid <its pid>" once the first steps are done; "views" and
 "separate" run 10 in-place grouped allreduces of 4 tensors that are views
 of one buffer, back to back, or arrays of their own, and check the sums."""
 
+import os
 import sys
 
 import numpy as np
@@ -42,5 +43,5 @@ while mode == "forever" or step < 20:
         hvd.synchronize(handle)
     step += 1
     if mode == "forever" and step == 5:
-        print("running", flush=True)
+        print(f"running pid {os.getpid()}", flush=True)
 hvd.shutdown()

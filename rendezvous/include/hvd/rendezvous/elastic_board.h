@@ -61,6 +61,11 @@ class ElasticBoard {
   // stay).
   std::map<std::string, std::string> NotifyAddresses() const;
 
+  // CheckIn calls blocked in their wait at this moment. Once a caller sees
+  // one, a Publish or Close is certain to reach it: tests use this to know
+  // a check-in is parked before they act.
+  int waiting() const;
+
   // Ends every wait with kAborted, now and later.
   void Close();
 
@@ -77,6 +82,7 @@ class ElasticBoard {
   std::set<std::string> checked_in_;
   std::set<std::string> reset_requests_;
   std::map<std::string, std::string> notify_;
+  int waiting_ = 0;
   bool closed_ = false;
   std::function<void()> listener_;
 };
