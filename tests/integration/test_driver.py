@@ -8,80 +8,36 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from conftest import HVDRUN
-from test_elastic import PYTHON, Scenario, check_consistent_finish
+from conftest import wait_until
+from test_elastic import Scenario, check_consistent_finish
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-class Watched:
-    """hvdrun in its own session, --verbose, with its stderr read by a
-    thread so that every wait on it has a deadline."""
-
-    def __init__(self, args, env=None):
-        self.proc = subprocess.Popen(
-            [str(HVDRUN), "--verbose", *args], stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True, start_new_session=True,
-            env=env)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.cond:
-                self.lines.append(line)
-                self.cond.notify_all()
-
-    def text(self):
-        with self.cond:
-            return "".join(self.lines)
-
-    def wait_for(self, pattern, timeout=60):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not re.search(pattern, "".join(self.lines)):
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and \
-                        not self.reader.is_alive():
-                    pytest.fail(f"hvdrun never printed {pattern!r}:\n"
-                                + "".join(self.lines))
-                self.cond.wait(min(left, 0.5))
-
-    def guard_pids(self):
-        """The pids hvdrun reports for the workers' guards."""
-        return {int(p) for p in re.findall(r"\) is pid (\d+)", self.text())}
-
-    def cpu_seconds(self):
-        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1]
-        utime, stime = fields.split()[11:13]
-        return (int(utime) + int(stime)) / TICKS
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self.reader.join(timeout=30)
+def start(hvdrun, args, **kwargs):
+    """hvdrun --verbose: it reports each worker's guard pid."""
+    return hvdrun.start(["--verbose", *args], **kwargs)
 
 
-@pytest.fixture
-def watched():
-    started = []
+def wait_for(child, pattern, timeout=60):
+    child.wait_for_line(lambda line: re.search(pattern, line), pattern,
+                        stream="stderr", timeout=timeout)
 
-    def start(args, env=None):
-        w = Watched(args, env)
-        started.append(w)
-        return w
 
-    yield start
-    for w in started:
-        w.stop()
+def guard_pids(child):
+    """The pids hvdrun reports for the workers' guards."""
+    return {int(p) for p in re.findall(r"\) is pid (\d+)",
+                                       child.text("stderr"))}
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1]
+    utime, stime = fields.split()[11:13]
+    return (int(utime) + int(stime)) / TICKS
 
 
 def alive(pid):
@@ -100,75 +56,68 @@ def worker_pids(log_dir):
          for p in glob.glob(str(log_dir / "pid.*"))}
 
 
-def wait_until(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-
-
 def elastic_args(s, *extra):
     return ["--host-discovery-script", str(s.discover), "--discovery-interval",
             "0.3", *extra, *s.command()]
 
 
-def reach_starting(watched, tmp_path):
+def reach_starting(hvdrun, tmp_path):
     s = Scenario(tmp_path, "localhost:2\n", epochs=100, batches=10)
-    w = watched(["-np", "2", *elastic_args(s)])
-    w.wait_for(r"generation 1 \(start\)")
-    w.wait_for(r"\) is pid \d+[\s\S]*\) is pid \d+")  # both started
+    w = start(hvdrun, ["-np", "2", *elastic_args(s)])
+    wait_for(w, r"generation 1 \(start\)")
+    w.wait_for_lines(lambda line: ") is pid " in line, "both workers' pids",
+                     count=2, stream="stderr")
     return w, s.log
 
 
-def reach_running(watched, tmp_path):
+def reach_running(hvdrun, tmp_path):
     s = Scenario(tmp_path, "localhost:2\n", epochs=100, batches=10)
-    w = watched(["-np", "2", *elastic_args(s)])
-    wait_until(lambda: any(r["event"] == "batch" for r in s.records()), 60,
-               "a training step")
+    w = start(hvdrun, ["-np", "2", *elastic_args(s)])
+    wait_until(lambda: any(r["event"] == "batch" for r in s.records()),
+               "a training step", timeout=60)
     return w, s.log
 
 
-def reach_waiting_for_slots(watched, tmp_path):
+def reach_waiting_for_slots(hvdrun, tmp_path):
     s = Scenario(tmp_path, "localhost:1\n")
-    w = watched(["-np", "2", "--min-np", "2", *elastic_args(s)])
-    w.wait_for("1 usable slots, 2 needed; waiting up to 600 s")
+    w = start(hvdrun, ["-np", "2", "--min-np", "2", *elastic_args(s)])
+    wait_for(w, "1 usable slots, 2 needed; waiting up to 600 s")
     return w, s.log
 
 
-def reach_waiting_for_checkins(watched, tmp_path):
+def reach_waiting_for_checkins(hvdrun, tmp_path):
     # A host joins while the workers are in a 30 s step.
     s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=2, sleep=30,
                  discovery={"1": "localhost:2\n127.0.0.1:1\n"})
-    w = watched(["-np", "2", "--min-np", "2", *elastic_args(s)])
-    w.wait_for(r"generation 2 \(hosts changed\)", timeout=120)
+    w = start(hvdrun, ["-np", "2", "--min-np", "2", *elastic_args(s)])
+    wait_for(w, r"generation 2 \(hosts changed\)", timeout=120)
     return w, s.log
 
 
-def reach_resetting(watched, tmp_path):
+def reach_resetting(hvdrun, tmp_path):
     # One worker hangs; its peers time out and ask for a reset; the driver
     # probes the hung one.
     s = Scenario(tmp_path, "", epochs=3, batches=4,
                  exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
                          "how": "stop"}])
-    w = watched(["-np", "3", "--min-np", "2", "-H", "localhost:2,127.0.0.1:1",
+    w = start(hvdrun, ["-np", "3", "--min-np", "2", "-H", "localhost:2,127.0.0.1:1",
                  "--gloo-timeout-seconds", "2", *s.command()])
-    w.wait_for("slot 127.0.0.1:0 did not answer", timeout=90)
+    wait_for(w, "slot 127.0.0.1:0 did not answer", timeout=90)
     return w, s.log
 
 
-def reach_stopping(watched, tmp_path):
+def reach_stopping(hvdrun, tmp_path):
     # Workers that ignore SIGTERM keep the driver in its grace period.
     log_dir = tmp_path / "log"
     log_dir.mkdir()
     script = tmp_path / "stubborn.sh"
     script.write_text(f"trap '' TERM\necho > {log_dir}/pid.$$\n"
                       "while :; do sleep 0.1; done\n")
-    w = watched(["-np", "2", "/bin/sh", str(script)])
-    wait_until(lambda: len(worker_pids(log_dir)) == 2, 30,
+    w = start(hvdrun, ["-np", "2", "/bin/sh", str(script)])
+    wait_until(lambda: len(worker_pids(log_dir)) == 2,
                "both workers to start")
-    w.proc.send_signal(signal.SIGTERM)
-    w.wait_for("received Terminated; stopping the workers")
+    w.send_signal(signal.SIGTERM)
+    wait_for(w, "received Terminated; stopping the workers")
     return w, log_dir
 
 
@@ -183,42 +132,44 @@ STATES = {
 
 
 @pytest.mark.parametrize("state", list(STATES))
-def test_sigterm_ends_hvdrun_in_every_state(watched, tmp_path, state):
-    w, log_dir = STATES[state](watched, tmp_path)
-    pids = w.guard_pids() | worker_pids(log_dir)
+def test_sigterm_ends_hvdrun_in_every_state(hvdrun, tmp_path, state):
+    w, log_dir = STATES[state](hvdrun, tmp_path)
+    pids = guard_pids(w) | worker_pids(log_dir)
     if state != "waiting for slots":
-        assert pids, w.text()
+        assert pids, w.text("stderr")
     sent = time.monotonic()
     w.proc.send_signal(signal.SIGTERM)
     try:
         w.proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pytest.fail(f"hvdrun still running 5 s after SIGTERM ({state}):\n"
-                    + w.text())
+                    + w.text("stderr"))
     took = time.monotonic() - sent
     # Its workers left with it (the guards reap them as they go).
-    wait_until(lambda: not any(alive(p) for p in pids), 5,
-               f"workers {sorted(p for p in pids if alive(p))} to exit")
-    assert w.proc.returncode == 128 + signal.SIGTERM, w.text()
+    wait_until(lambda: not any(alive(p) for p in pids),
+               f"workers {sorted(p for p in pids if alive(p))} to exit",
+               timeout=5)
+    assert w.proc.returncode == 128 + signal.SIGTERM, w.text("stderr")
     assert took < 5
 
 
-def test_hvdrun_idles_while_it_waits(watched, tmp_path):
+def test_hvdrun_idles_while_it_waits(hvdrun, tmp_path):
     """Waiting for slots (discovery every second) and for check-ins (a long
     step, its workers probed) costs hvdrun at most 5 % of a core."""
     for sub in ("slots", "checkins"):
         (tmp_path / sub).mkdir()
-    w, _ = reach_waiting_for_slots(watched, tmp_path / "slots")
-    before = w.cpu_seconds()
+    w, _ = reach_waiting_for_slots(hvdrun, tmp_path / "slots")
+    before = cpu_seconds(w.pid)
     time.sleep(4)  # the measurement window, not a synchronisation
-    used = w.cpu_seconds() - before
+    used = cpu_seconds(w.pid) - before
     assert used <= 0.05 * 4, f"hvdrun used {used:.2f} s of CPU in 4 s"
-    w.stop()
+    w.send_signal(signal.SIGTERM)
+    w.finish(timeout=10)
 
-    w, _ = reach_waiting_for_checkins(watched, tmp_path / "checkins")
-    before = w.cpu_seconds()
+    w, _ = reach_waiting_for_checkins(hvdrun, tmp_path / "checkins")
+    before = cpu_seconds(w.pid)
     time.sleep(4)
-    used = w.cpu_seconds() - before
+    used = cpu_seconds(w.pid) - before
     assert used <= 0.05 * 4, f"hvdrun used {used:.2f} s of CPU in 4 s"
 
 
