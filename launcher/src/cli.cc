@@ -67,8 +67,8 @@ std::string CheckWholeNumber(const std::string& text, int64_t min,
   auto [stop, error] = std::from_chars(text.data(), end, value);
   if (text.empty() || stop != end || error != std::errc() || value < min ||
       value > max) {
-    return Quoted(text) + " is not a whole number from " +
-           std::to_string(min) + " to " + std::to_string(max);
+    return Quoted(text) + " is not a whole number from " + std::to_string(min) +
+           " to " + std::to_string(max);
   }
   return "";
 }
@@ -76,9 +76,8 @@ std::string CheckWholeNumber(const std::string& text, int64_t min,
 // "" when `text` is a finite decimal number (fractions and exponents
 // allowed; no nan, inf or hex) above `min` (or from `min`, when
 // `min_included`) and at most `max`.
-std::string CheckDecimal(const std::string& text, double min,
-                         bool min_included, double max,
-                         const std::string& unit) {
+std::string CheckDecimal(const std::string& text, double min, bool min_included,
+                         double max, const std::string& unit) {
   double value = 0;
   const char* end = text.data() + text.size();
   auto [stop, error] = std::from_chars(text.data(), end, value);
@@ -118,7 +117,7 @@ constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week
 constexpr double kMaxDiscoverySeconds = 3600;
 // Below this a discovery interval or timeout would be a busy loop.
 constexpr double kMinDiscoverySeconds = 0.01;
-constexpr int64_t kMaxCount = 1 << 20;  // cache entries, autotune samples
+constexpr int64_t kMaxCount = 1 << 20;    // cache entries, autotune samples
 constexpr double kMaxFusionMb = 1 << 20;  // HOROVOD_FUSION_THRESHOLD <= 2^40
 constexpr double kMaxCycleMs = 60000;
 constexpr int64_t kMaxResets = 1000000;
@@ -141,8 +140,8 @@ Result<std::chrono::milliseconds> DiscoverySecondsFromEnv(
   std::string why = CheckDecimal(*text, kMinDiscoverySeconds, true,
                                  kMaxDiscoverySeconds, "seconds");
   if (!why.empty()) {
-    return Status::InvalidArgument(std::string("environment variable ") +
-                                   name + ": " + why);
+    return Status::InvalidArgument(std::string("environment variable ") + name +
+                                   ": " + why);
   }
   return Milliseconds(std::strtod(text->c_str(), nullptr));
 }
@@ -417,8 +416,8 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   app.add_option("--discovery-interval", discovery_interval,
                  "Seconds between discovery runs (default 1, or "
                  "HVD_DISCOVERY_INTERVAL)")
-      ->check(Decimal(kMinDiscoverySeconds, true, kMaxDiscoverySeconds,
-                      "seconds"))
+      ->check(
+          Decimal(kMinDiscoverySeconds, true, kMaxDiscoverySeconds, "seconds"))
       ->group(elastic);
 
   SplitArgs split = SplitAtCommand(

@@ -63,10 +63,12 @@ runtime::ElasticWorker* OwnElasticWorker() {
   return g_state.elastic.get();
 }
 
-// Raises the error of a call on `runtime`: ForkedProcessError in a fork of
-// the process that started it, otherwise the exception of its kind.
+// Raises the error of a call on `runtime`: in a fork of the process that
+// started it, ForkedProcessError (whatever the call found first);
+// otherwise the exception of the status's kind.
 [[noreturn]] void RaiseFrom(const Runtime& runtime, const Status& status) {
-  if (!runtime.CheckProcess().ok()) RaiseForked(status);
+  Status fork = runtime.CheckProcess();
+  if (!fork.ok()) RaiseForked(fork);
   Raise(status);
 }
 
@@ -240,9 +242,9 @@ PYBIND11_MODULE(_hvd_core, m) {
                                     "or dtype"));
     }
     auto runtime = Current();
-    return Checked(*runtime, runtime->Allreduce(
-                                 spec, input.data(), output.mutable_data(),
-                                 ReduceArgs(op, prescale, postscale)));
+    return Checked(*runtime,
+                   runtime->Allreduce(spec, input.data(), output.mutable_data(),
+                                      ReduceArgs(op, prescale, postscale)));
   });
   // In place on each array.
   m.def("grouped_allreduce_async",

@@ -62,9 +62,7 @@ int64_t ElasticWorker::PendingHostsUpdate() const {
   return announced > generation_ ? announced : 0;
 }
 
-std::string ElasticWorker::notify_address() const {
-  return server_->address();
-}
+std::string ElasticWorker::notify_address() const { return server_->address(); }
 
 void ElasticWorker::OnAbort(const notify::Abort& abort) {
   std::lock_guard<std::mutex> lock(abort_mu_);

@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "background_loop.h"
-#include "hvd/runtime/owner_process.h"
 #include "gloo_contexts.h"
 #include "gloo_ops.h"
 #include "handle_table.h"
+#include "hvd/runtime/owner_process.h"
 #include "process_set.h"
 #include "request_checks.h"
 #include "tensor_queue.h"

@@ -246,8 +246,7 @@ TEST(CliTest, OptionsInAnyOrderBeforeTheCommand) {
       {"-H", "localhost:2", "--cycle-time-ms", "2", "--verbose", "-np=2",
        "python", "train.py"},
       {"--hosts=localhost:2", "--num-proc=2", "python", "train.py"},
-      {"-H", "localhost:2", "--num-proc", "2", "-p2222", "python",
-       "train.py"},
+      {"-H", "localhost:2", "--num-proc", "2", "-p2222", "python", "train.py"},
       {"--fusion-threshold-mb", "8", "-H", "localhost:2", "-np", "2", "--",
        "python", "train.py"},
   };
@@ -292,10 +291,10 @@ TEST(CliTest, OptionsAfterTheCommandBelongToTheCommand) {
   EXPECT_FALSE(out.config->verbose);
   EXPECT_EQ(out.config->start_timeout, std::chrono::seconds(30));
   EXPECT_EQ(out.config->hosts[0].host, "localhost");
-  EXPECT_EQ(out.config->command,
-            (std::vector<std::string>{"python", "train.py", "-H", "x:9",
-                                      "--verbose", "--start-timeout", "nan",
-                                      "--", "-np"}));
+  EXPECT_EQ(
+      out.config->command,
+      (std::vector<std::string>{"python", "train.py", "-H", "x:9", "--verbose",
+                                "--start-timeout", "nan", "--", "-np"}));
   // "--" lets the command start with a dash.
   out = Parse({"-np", "1", "--", "--weird-program", "-np", "3"});
   ASSERT_TRUE(out.config);
@@ -332,12 +331,11 @@ TEST(CliTest, EveryNumberFlagRejectsBadValues) {
   ASSERT_GE(fd, 0);
   close(fd);
   struct Flag {
-    std::string name;  // as the user types it
-    std::vector<std::string> context;  // other flags it needs
+    std::string name;                    // as the user types it
+    std::vector<std::string> context;    // other flags it needs
     std::vector<std::string> extra_bad;  // values bad for this flag only
   };
-  const std::vector<std::string> elastic = {"--host-discovery-script",
-                                            script};
+  const std::vector<std::string> elastic = {"--host-discovery-script", script};
   const std::vector<Flag> flags = {
       {"-np", {}, {"0", "65537", "2147483647", "2.5"}},
       {"--num-proc", {}, {"0", "2147483647"}},
@@ -361,9 +359,13 @@ TEST(CliTest, EveryNumberFlagRejectsBadValues) {
       {"--stall-check-shutdown-time-seconds", {}, {"604801"}},
   };
   const std::vector<std::string> bad_everywhere = {
-      "nan",  "NaN", "inf", "-inf", "-1",     "1e300", "1e400",
-      "5x",   "",    " 5",  "5 ",   "0x10",   "+-3",
-      "99999999999999999999999999999999999999999999999999"};
+      "nan",   "NaN",
+      "inf",   "-inf",
+      "-1",    "1e300",
+      "1e400", "5x",
+      "",      " 5",
+      "5 ",    "0x10",
+      "+-3",   "99999999999999999999999999999999999999999999999999"};
   for (const Flag& flag : flags) {
     std::vector<std::string> values = bad_everywhere;
     values.insert(values.end(), flag.extra_bad.begin(), flag.extra_bad.end());
@@ -381,7 +383,8 @@ TEST(CliTest, EveryNumberFlagRejectsBadValues) {
       // numbers (CLI11's own checks print 309-digit bounds).
       size_t shown = err.find("'" + value.substr(0, 40));
       ASSERT_NE(shown, std::string::npos);
-      std::string rest = err.substr(shown + 1 + std::min<size_t>(40, value.size()));
+      std::string rest =
+          err.substr(shown + 1 + std::min<size_t>(40, value.size()));
       EXPECT_TRUE(std::regex_search(rest, std::regex(" (from|above) [0-9]")));
       EXPECT_FALSE(std::regex_search(rest, std::regex("[0-9]{8}")));
     }
@@ -390,10 +393,10 @@ TEST(CliTest, EveryNumberFlagRejectsBadValues) {
 }
 
 TEST(CliTest, NumberBoundsAreAccepted) {
-  CliOutcome out = Parse({"-np", "65536", "--start-timeout", "0.25",
-                          "--gloo-timeout-seconds", "604800",
-                          "--fusion-threshold-mb", "0", "--cycle-time-ms",
-                          "1e-3", "-p", "65535", "cmd"});
+  CliOutcome out =
+      Parse({"-np", "65536", "--start-timeout", "0.25",
+             "--gloo-timeout-seconds", "604800", "--fusion-threshold-mb", "0",
+             "--cycle-time-ms", "1e-3", "-p", "65535", "cmd"});
   ASSERT_TRUE(out.config);
   EXPECT_EQ(out.config->num_proc, 65536);
   // Fractions of a second round up: never a timeout of 0.

@@ -68,8 +68,7 @@ class ElasticWorkerTest : public ::testing::Test {
     server_ = std::move(*server);
   }
 
-  RuntimeConfig Config(int slot,
-                       std::chrono::milliseconds gloo_timeout = 60s) {
+  RuntimeConfig Config(int slot, std::chrono::milliseconds gloo_timeout = 60s) {
     RuntimeConfig config;
     config.hostname = kHost;
     config.local_rank = slot;
@@ -101,8 +100,7 @@ class ElasticWorkerTest : public ::testing::Test {
           errors[i] = joined[i].status();
           return;
         }
-        auto started =
-            Runtime::Start(joined[i]->config, joined[i]->generation);
+        auto started = Runtime::Start(joined[i]->config, joined[i]->generation);
         if (!started.ok()) {
           errors[i] = started.status();
           return;
@@ -113,7 +111,8 @@ class ElasticWorkerTest : public ::testing::Test {
     }
     for (auto& thread : threads) thread.join();
     for (size_t i = 0; i < n; ++i) {
-      EXPECT_TRUE(errors[i].ok()) << "slot " << i << ": " << errors[i].ToString();
+      EXPECT_TRUE(errors[i].ok())
+          << "slot " << i << ": " << errors[i].ToString();
     }
     return runtimes;
   }
@@ -161,8 +160,7 @@ TEST_F(ElasticWorkerTest, JoinsGenerationsAcrossAResetWithOneServer) {
   update.generation = 2;
   update.sequence = 1;
   update.added = {"127.0.0.2"};
-  ASSERT_TRUE(
-      notify::SendHostsUpdated(address0, kSecret, update, 10s).ok());
+  ASSERT_TRUE(notify::SendHostsUpdated(address0, kSecret, update, 10s).ok());
   ASSERT_TRUE(WaitFor([&] { return workers[0]->PendingHostsUpdate() == 2; }));
   EXPECT_EQ(workers[1]->PendingHostsUpdate(), 0);
 

@@ -26,8 +26,7 @@ constexpr char kSecret[] = "fork-test-secret";
 
 // The first problem found in the fork, or "" when everything held.
 std::string CheckInFork(std::unique_ptr<Runtime> runtime, Handle unwaited,
-                        std::unique_ptr<ElasticWorker> elastic,
-                        pid_t parent) {
+                        std::unique_ptr<ElasticWorker> elastic, pid_t parent) {
   const std::string pids = "process " + std::to_string(parent) +
                            "; this process (pid " + std::to_string(getpid()) +
                            ") is a fork of it";
@@ -99,8 +98,7 @@ TEST(ForkTest, ForkFailsFastAndLeavesTheParentsRuntimeAlone) {
     // The fork works on its copies; the parent's objects stay its own.
     std::string problem =
         CheckInFork(std::unique_ptr<Runtime>(runtime.release()), *unwaited,
-                    std::unique_ptr<ElasticWorker>(elastic->release()),
-                    parent);
+                    std::unique_ptr<ElasticWorker>(elastic->release()), parent);
     ssize_t written = write(report[1], problem.data(), problem.size());
     _exit(problem.empty() && written == 0 ? 0 : 1);
   }
@@ -114,8 +112,8 @@ TEST(ForkTest, ForkFailsFastAndLeavesTheParentsRuntimeAlone) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_EQ(problem, "");
-  ASSERT_TRUE(WIFEXITED(status)) << "the fork died of signal "
-                                 << WTERMSIG(status) << " (14: it hung)";
+  ASSERT_TRUE(WIFEXITED(status))
+      << "the fork died of signal " << WTERMSIG(status) << " (14: it hung)";
   EXPECT_EQ(WEXITSTATUS(status), 0);
 
   // The parent's runtime still runs collectives, and its notification

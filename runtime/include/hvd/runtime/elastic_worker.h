@@ -10,8 +10,9 @@
 // The call order of one reset is JoinNext(), Runtime::Start(), Attach().
 //
 // Thread safety: every method may be called from any thread. The Abort
-// handler runs on the notification server's threads and takes abort_mu_,
-// a leaf lock, around Runtime::Abort. In a process forked from the owner,
+// handler runs on the notification server's threads and holds abort_mu_
+// around Runtime::Abort (so abort_mu_ comes before the runtime's own locks;
+// no runtime thread takes it). In a process forked from the owner,
 // JoinNext and Attach refuse (OwnerProcess) and destroying it stops
 // nothing: the server belongs to the parent.
 #pragma once
