@@ -26,8 +26,16 @@ Result<spdlog::level::level_enum> ParseLogLevel(const std::string& text,
 }
 
 Status InitLogging(const std::string& role, int rank) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "hvd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  // Made once per process; later calls (a worker's rank changes at every
+  // elastic reset) change its pattern and level in place. Replacing the
+  // default logger would free it under a thread logging through it
+  // (spdlog::warn uses it by raw pointer): an Abort's warning on the
+  // notification server's thread during hvd.init() crashed a worker so.
+  auto logger = spdlog::default_logger();
+  if (!logger || logger->name() != "hvd") {
+    logger = std::make_shared<spdlog::logger>(
+        "hvd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  }
   std::string tag = role + " " + (rank < 0 ? "-" : std::to_string(rank));
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [" + tag + "] [%l] %v");
   spdlog::level::level_enum level = spdlog::level::warn;
@@ -49,7 +57,7 @@ Status InitLogging(const std::string& role, int rank) {
   }
   logger->set_level(level);
   logger->flush_on(spdlog::level::warn);
-  spdlog::set_default_logger(logger);
+  if (spdlog::default_logger() != logger) spdlog::set_default_logger(logger);
   return status;
 }
 

@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include <climits>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -38,15 +40,164 @@ Result<HostSlots> ParseHostSlots(const std::string& item,
   return host;
 }
 
-// A whole number of at least `min`, with an error that says so (CLI11's
-// number checks print their bounds as 300-digit doubles).
-CLI::Validator IntAtLeast(int min) {
+// The value as the user typed it, cut short if it is long, for messages.
+std::string Quoted(const std::string& text) {
+  constexpr size_t kShown = 40;
+  if (text.size() <= kShown) return "'" + text + "'";
+  return "'" + text.substr(0, kShown) + "...'";
+}
+
+// A bound of a number flag: a whole number or a short decimal.
+std::string Plain(double bound) {
+  if (bound == std::floor(bound)) {
+    return std::to_string(static_cast<int64_t>(bound));
+  }
+  std::ostringstream out;
+  out << bound;
+  return out.str();
+}
+
+// "" when `text` is a whole number in [min, max], written plainly: an
+// optional minus sign and digits, nothing around them. Otherwise the
+// reason, naming the value as typed and the range.
+std::string CheckWholeNumber(const std::string& text, int64_t min,
+                             int64_t max) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || stop != end || error != std::errc() || value < min ||
+      value > max) {
+    return Quoted(text) + " is not a whole number from " + std::to_string(min) +
+           " to " + std::to_string(max);
+  }
+  return "";
+}
+
+// "" when `text` is a finite decimal number (fractions and exponents
+// allowed; no nan, inf or hex) above `min` (or from `min`, when
+// `min_included`) and at most `max`.
+std::string CheckDecimal(const std::string& text, double min, bool min_included,
+                         double max, const std::string& unit) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  bool in_range = min_included ? value >= min : value > min;
+  if (text.empty() || stop != end || error != std::errc() ||
+      !std::isfinite(value) || !in_range || value > max) {
+    return Quoted(text) + " is not a number of " + unit +
+           (min_included ? " from " : " above ") + Plain(min) +
+           (min_included ? " to " : " and at most ") + Plain(max);
+  }
+  return "";
+}
+
+CLI::Validator WholeNumber(int64_t min, int64_t max) {
   return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        if (common::ParseInt(text, "", min, INT_MAX).ok()) return "";
-        return "'" + text + "' is not a whole number >= " + std::to_string(min);
+      [min, max](std::string& text) {
+        return CheckWholeNumber(text, min, max);
       },
-      "INT>=" + std::to_string(min));
+      "in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+CLI::Validator Decimal(double min, bool min_included, double max,
+                       const std::string& unit) {
+  return CLI::Validator(
+      [=](std::string& text) {
+        return CheckDecimal(text, min, min_included, max, unit);
+      },
+      unit + " in " + (min_included ? "[" : "(") + Plain(min) + ", " +
+          Plain(max) + "]");
+}
+
+// Bounds of the number flags. Each keeps the value far from where a
+// conversion could overflow, and within what the worker accepts from the
+// environment variable the flag sets (runtime/src/config.cc).
+constexpr int64_t kMaxProcesses = 65536;
+constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week
+constexpr double kMaxDiscoverySeconds = 3600;
+// Below this a discovery interval or timeout would be a busy loop.
+constexpr double kMinDiscoverySeconds = 0.01;
+constexpr int64_t kMaxCount = 1 << 20;    // cache entries, autotune samples
+constexpr double kMaxFusionMb = 1 << 20;  // HOROVOD_FUSION_THRESHOLD <= 2^40
+constexpr double kMaxCycleMs = 60000;
+constexpr int64_t kMaxResets = 1000000;
+
+// Whole seconds for the workers' environment, rounded up so that a
+// fraction never becomes 0.
+std::chrono::seconds CeilSeconds(double seconds) {
+  return std::chrono::seconds(static_cast<int64_t>(std::ceil(seconds)));
+}
+
+std::chrono::milliseconds Milliseconds(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+// A discovery setting from the environment, checked like the flag.
+Result<std::chrono::milliseconds> DiscoverySecondsFromEnv(
+    const char* name, std::chrono::milliseconds fallback) {
+  auto text = common::GetEnv(name);
+  if (!text) return fallback;
+  std::string why = CheckDecimal(*text, kMinDiscoverySeconds, true,
+                                 kMaxDiscoverySeconds, "seconds");
+  if (!why.empty()) {
+    return Status::InvalidArgument(std::string("environment variable ") + name +
+                                   ": " + why);
+  }
+  return Milliseconds(std::strtod(text->c_str(), nullptr));
+}
+
+// Splits the arguments after the program name the way horovodrun's
+// argparse does with its REMAINDER command: options (in any order, each
+// with its values) come first; the first word that is neither an option nor
+// an option's value starts the command, and "--" may mark that start.
+// Everything from there on is the command's, its own flags included.
+// CLI11 has no such positional, so the split is made here from CLI11's own
+// table of how many values each option takes; CLI11 then parses the options
+// alone, so an unknown option is an error rather than the command.
+// horovodrun's "-np" (CLI11 takes only one-letter short options) becomes
+// "--num-proc".
+struct SplitArgs {
+  std::vector<std::string> options;
+  std::vector<std::string> command;
+};
+
+// "-x", "--x"; not "-", "-1" or "-.5" (a value).
+bool LooksLikeOption(const std::string& word) {
+  return word.size() >= 2 && word[0] == '-' &&
+         !std::isdigit(static_cast<unsigned char>(word[1])) && word[1] != '.';
+}
+
+SplitArgs SplitAtCommand(const CLI::App& app,
+                         const std::vector<std::string>& args) {
+  SplitArgs split;
+  size_t i = 0;
+  while (i < args.size()) {
+    std::string word = args[i];
+    if (word == "--") {
+      ++i;
+      break;
+    }
+    if (!LooksLikeOption(word)) break;  // the command
+    ++i;
+    if (word == "-np" || word.rfind("-np=", 0) == 0) {
+      word = "--num-proc" + word.substr(3);
+    }
+    split.options.push_back(word);
+    if (word.find('=') != std::string::npos) continue;  // --flag=value
+    // An unknown option (or one with its value attached, "-p22") takes no
+    // separate value; CLI11 reports the unknown ones. As in argparse and
+    // CLI11, an option's values end early at the next option; CLI11 then
+    // reports the missing value.
+    const CLI::Option* option = app.get_option_no_throw(word);
+    int values = option ? option->get_items_expected_max() : 0;
+    for (int v = 0; v < values && i < args.size() && !LooksLikeOption(args[i]);
+         ++v) {
+      split.options.push_back(args[i++]);
+    }
+  }
+  split.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i),
+                       args.end());
+  return split;
 }
 
 }  // namespace
@@ -99,17 +250,24 @@ Result<std::vector<HostSlots>> ParseHostfile(const std::string& path) {
 CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   CLI::App app{
       "hvdrun: start a distributed training job, one worker process per "
-      "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python train.py",
+      "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python train.py\n"
+      "Options come before the command, in any order; the first word that "
+      "is not an option or its value starts the command (or put -- before "
+      "it).",
       "hvdrun"};
-  app.prefix_command();  // everything from the first positional on is the
-                         // command, its own flags included
+  // CLI11 names -np's option --num-proc in its messages.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    std::string message = e.what();
+    if (message.rfind("--num-proc:", 0) == 0) message = "-np/" + message;
+    return "hvdrun: " + message + "\nRun with --help for more information.\n";
+  });
   LaunchConfig config;
   std::string hosts_text, hostfile, log_level;
   double start_timeout = 30;
   app.add_option("--num-proc", config.num_proc,
                  "Number of worker processes (also -np); default: every "
                  "listed slot")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, kMaxProcesses));
   app.add_option("-H,--hosts", hosts_text,
                  "Hosts and their slots: host1:2,host2:4 (a host without "
                  ":N has 1 slot); default localhost:<np>");
@@ -126,28 +284,29 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                  "trace, debug, info, warning, error or fatal; passed to "
                  "workers as HOROVOD_LOG_LEVEL");
   app.add_option("-p,--ssh-port", config.ssh_port, "ssh port of remote hosts")
-      ->check(CLI::Range(1, 65535));
+      ->check(WholeNumber(1, 65535));
   app.add_option("-i,--ssh-identity-file", config.ssh_identity_file,
                  "ssh identity file for remote hosts")
       ->check(CLI::ExistingFile);
   app.add_option("--start-timeout", start_timeout,
                  "Seconds workers may take to start and meet at the "
-                 "rendezvous (HOROVOD_START_TIMEOUT)")
-      ->check(CLI::PositiveNumber);
+                 "rendezvous, and ssh to connect (HOROVOD_START_TIMEOUT, "
+                 "default 30)")
+      ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"));
   app.add_option("--gloo-timeout-seconds", config.gloo_timeout_seconds,
                  "Timeout of Gloo operations (HOROVOD_GLOO_TIMEOUT_SECONDS)")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumber(1, static_cast<int64_t>(kMaxTimeoutSeconds)));
   app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
                  "Tensor fusion buffer size in MiB (HOROVOD_FUSION_THRESHOLD)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Decimal(0, true, kMaxFusionMb, "MiB"));
   app.add_option("--cycle-time-ms", config.cycle_time_ms,
                  "Background cycle time in ms (HOROVOD_CYCLE_TIME)")
-      ->check(CLI::PositiveNumber);
+      ->check(Decimal(0, false, kMaxCycleMs, "milliseconds"));
   auto* cache_capacity =
       app.add_option("--cache-capacity", config.cache_capacity,
                      "Response cache entries, 0 disables "
                      "(HOROVOD_CACHE_CAPACITY)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(WholeNumber(0, kMaxCount));
   bool disable_cache = false;
   app.add_flag("--disable-cache", disable_cache,
                "Turn the response cache off (HOROVOD_CACHE_CAPACITY=0)")
@@ -172,32 +331,33 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   app.add_option("--autotune-warmup-samples", config.autotune_warmup_samples,
                  "Samples discarded before tuning starts "
                  "(HOROVOD_AUTOTUNE_WARMUP_SAMPLES, default 3)")
-      ->check(IntAtLeast(0))
+      ->check(WholeNumber(0, kMaxCount))
       ->needs(autotune)
       ->group(autotune_group);
   app.add_option("--autotune-steps-per-sample",
                  config.autotune_steps_per_sample,
                  "Working cycles measured per sample "
                  "(HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)")
-      ->check(IntAtLeast(1))
+      ->check(WholeNumber(1, kMaxCount))
       ->needs(autotune)
       ->group(autotune_group);
   app.add_option("--autotune-bayes-opt-max-samples",
                  config.autotune_max_samples,
                  "Most parameter sets scored before the best is fixed "
                  "(HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)")
-      ->check(IntAtLeast(1))
+      ->check(WholeNumber(1, kMaxCount))
       ->needs(autotune)
       ->group(autotune_group);
 
   auto* stall_group = "Stall check";
+  const auto max_seconds = static_cast<int64_t>(kMaxTimeoutSeconds);
   auto* stall_warning =
       app.add_option("--stall-check-warning-time-seconds",
                      config.stall_check_warning_seconds,
                      "Seconds some ranks may wait for the others on a tensor "
                      "before rank 0 warns (HOROVOD_STALL_CHECK_TIME_SECONDS, "
                      "default 60)")
-          ->check(IntAtLeast(1))
+          ->check(WholeNumber(1, max_seconds))
           ->group(stall_group);
   auto* stall_shutdown =
       app.add_option("--stall-check-shutdown-time-seconds",
@@ -205,7 +365,7 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                      "Seconds of such a stall before every rank's "
                      "collectives fail; 0: never "
                      "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, default 0)")
-          ->check(IntAtLeast(0))
+          ->check(WholeNumber(0, max_seconds))
           ->group(stall_group);
   app.add_flag("--no-stall-check", config.stall_check_disable,
                "Turn the stall check off (HOROVOD_STALL_CHECK_DISABLE)")
@@ -217,31 +377,32 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   app.add_option("--min-np", config.min_np,
                  "Fewest workers the job runs with; below it the job waits "
                  "up to --elastic-timeout, then fails (default: -np)")
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
   app.add_option("--max-np", config.max_np,
                  "Most workers the job runs with (default: every slot)")
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
   app.add_option("--slots-per-host", config.slots_per_host,
                  "Slots of a discovered host listed without ':N' (default 1)")
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
   app.add_option("--host-discovery-script", config.discovery_script,
                  "Executable printing the available hosts, one 'host' or "
                  "'host:slots' per line; run every --discovery-interval")
       ->check(CLI::ExistingFile)
       ->group(elastic);
-  double elastic_timeout = 600, discovery_interval = -1;
+  double elastic_timeout = 600;
+  std::optional<double> discovery_interval;
   app.add_option("--elastic-timeout", elastic_timeout,
                  "Seconds to wait for enough slots (at the start, after a "
                  "failure) and for every slot to check in (default 600)")
-      ->check(CLI::PositiveNumber)
+      ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"))
       ->group(elastic);
   app.add_option("--reset-limit", config.reset_limit,
                  "Most resets (generations after the first) before the job "
                  "fails (default: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(WholeNumber(0, kMaxResets))
       ->group(elastic);
   std::vector<int> cooldown;
   app.add_option("--blacklist-cooldown-range", cooldown,
@@ -250,25 +411,19 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                  "still lists it (default: blacklisted for good)")
       ->expected(2)
       ->allow_extra_args(false)
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumber(1, max_seconds))
       ->group(elastic);
   app.add_option("--discovery-interval", discovery_interval,
                  "Seconds between discovery runs (default 1, or "
                  "HVD_DISCOVERY_INTERVAL)")
-      ->check(CLI::PositiveNumber)
+      ->check(
+          Decimal(kMinDiscoverySeconds, true, kMaxDiscoverySeconds, "seconds"))
       ->group(elastic);
 
-  // horovodrun spells the process count "-np", which CLI11 cannot take as a
-  // short option; rewrite it before the command starts.
-  std::vector<std::string> argv_rest(args.begin() + 1, args.end());
-  for (auto& arg : argv_rest) {
-    if (arg == "-np") {
-      arg = "--num-proc";
-    } else if (!arg.empty() && arg[0] != '-') {
-      break;
-    }
-  }
-  std::vector<std::string> reversed(argv_rest.rbegin(), argv_rest.rend());
+  SplitArgs split = SplitAtCommand(
+      app, std::vector<std::string>(args.begin() + 1, args.end()));
+  std::vector<std::string> reversed(split.options.rbegin(),
+                                    split.options.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
@@ -279,7 +434,7 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
               << "Run with --help for more information.\n";
     return {std::nullopt, 2};
   };
-  config.command = app.remaining();
+  config.command = std::move(split.command);
   if (disable_cache) config.cache_capacity = 0;
   if (config.stall_check_warning_seconds &&
       config.stall_check_shutdown_seconds.value_or(0) > 0 &&
@@ -292,27 +447,27 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
         std::to_string(*config.stall_check_warning_seconds) + ")"));
   }
   config.elastic = !config.discovery_script.empty() || config.min_np > 0;
-  config.elastic_timeout =
-      std::chrono::seconds(static_cast<int64_t>(elastic_timeout + 0.999));
+  config.elastic_timeout = CeilSeconds(elastic_timeout);
+  config.start_timeout = CeilSeconds(start_timeout);
   if (!cooldown.empty()) {
     if (cooldown[0] > cooldown[1]) {
       return fail(Status::InvalidArgument(
-          "--blacklist-cooldown-range MIN MAX needs MIN <= MAX"));
+          "--blacklist-cooldown-range MIN MAX needs MIN <= MAX, got " +
+          std::to_string(cooldown[0]) + " " + std::to_string(cooldown[1])));
     }
     config.cooldown_range = std::make_pair(cooldown[0], cooldown[1]);
   }
-  auto discovery_timeout = common::GetEnvSeconds(
+  auto discovery_timeout = DiscoverySecondsFromEnv(
       common::env_vars::kHvdDiscoveryTimeout, config.discovery_timeout);
   if (!discovery_timeout.ok()) return fail(discovery_timeout.status());
   config.discovery_timeout = *discovery_timeout;
-  if (discovery_interval < 0) {
-    auto from_env = common::GetEnvSeconds(
+  if (discovery_interval) {
+    config.discovery_interval = Milliseconds(*discovery_interval);
+  } else {
+    auto from_env = DiscoverySecondsFromEnv(
         common::env_vars::kHvdDiscoveryInterval, config.discovery_interval);
     if (!from_env.ok()) return fail(from_env.status());
     config.discovery_interval = *from_env;
-  } else {
-    config.discovery_interval = std::chrono::milliseconds(
-        static_cast<int64_t>(discovery_interval * 1000));
   }
   if (config.command.empty()) {
     return fail(Status::InvalidArgument(
@@ -323,8 +478,6 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     if (!level.ok()) return fail(level.status());
     config.log_level = log_level;
   }
-  config.start_timeout =
-      std::chrono::seconds(static_cast<int64_t>(start_timeout + 0.999));
   if (!hosts_text.empty()) {
     auto hosts = ParseHostList(hosts_text);
     if (!hosts.ok()) return fail(hosts.status());
@@ -339,6 +492,18 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
           "give -np, or hosts with -H/--hosts or --hostfile"));
     }
     config.hosts = {{"localhost", config.num_proc}};
+  }
+  if (config.max_np != 0) {
+    if (config.min_np > config.max_np) {
+      return fail(Status::InvalidArgument(
+          "--min-np " + std::to_string(config.min_np) +
+          " must not exceed --max-np " + std::to_string(config.max_np)));
+    }
+    if (config.num_proc > config.max_np) {
+      return fail(Status::InvalidArgument(
+          "-np " + std::to_string(config.num_proc) +
+          " must not exceed --max-np " + std::to_string(config.max_np)));
+    }
   }
   if (config.elastic) {
     if (!config.discovery_script.empty() && !config.hosts.empty()) {
@@ -355,16 +520,22 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     }
     if (config.min_np == 0) config.min_np = config.num_proc;
     if (config.min_np > config.num_proc) {
-      return fail(Status::InvalidArgument("--min-np must not exceed -np"));
-    }
-    if (config.max_np != 0 && config.max_np < config.num_proc) {
-      return fail(Status::InvalidArgument("--max-np must be at least -np"));
+      return fail(Status::InvalidArgument(
+          "--min-np " + std::to_string(config.min_np) +
+          " must not exceed -np " + std::to_string(config.num_proc)));
     }
     return {std::move(config), 0};
   }
-  int slots = 0;
+  int64_t slots = 0;
   for (const auto& host : config.hosts) slots += host.slots;
-  if (config.num_proc == 0) config.num_proc = slots;
+  if (config.num_proc == 0) {
+    if (slots > kMaxProcesses) {
+      return fail(Status::InvalidArgument(
+          "the hosts offer " + std::to_string(slots) +
+          " slots; give -np (at most " + std::to_string(kMaxProcesses) + ")"));
+    }
+    config.num_proc = static_cast<int>(slots);
+  }
   if (config.num_proc > slots) {
     return fail(
         Status::InvalidArgument("-np " + std::to_string(config.num_proc) +

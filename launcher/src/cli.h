@@ -1,6 +1,12 @@
-// hvdrun's command line (CLI11): horovodrun's flags for static mode.
+// hvdrun's command line (CLI11): horovodrun's flags and grammar. Options
+// come first in any order; the first word that is neither an option nor an
+// option's value (or the word after "--") starts the command, which keeps
+// its own flags. Every number is checked before use: finite, within the
+// flag's range, or a usage error naming the flag, the value as typed and the
+// range.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +22,8 @@ struct CliOutcome {
   int exit_code = 0;
 };
 
-// Parses argv (argv[0] is the program). Prints help or the error itself.
+// Parses argv (argv[0] is the program). Prints help or the error itself
+// (to stdout and stderr).
 CliOutcome ParseCommandLine(const std::vector<std::string>& args);
 
 // "a:2,b,c:4" -> hosts; a host without ":N" has one slot.

@@ -1,5 +1,6 @@
 #include "worker_env.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "hvd/common/env_vars.h"
@@ -101,8 +102,25 @@ std::vector<std::string> SshCommand(const SlotAssignment& slot,
                                     const EnvList& env,
                                     const LaunchConfig& config,
                                     const std::string& working_dir) {
-  std::vector<std::string> ssh = {"ssh", "-o", "BatchMode=yes", "-o",
-                                  "StrictHostKeyChecking=no"};
+  // BatchMode: never a password prompt that would wait for a terminal.
+  // ConnectTimeout: an unreachable host fails the launch within the start
+  // timeout instead of TCP's minutes of retries. ServerAlive*: a link that
+  // stops answering after the connect ends ssh (exit 255) within
+  // kSshAliveInterval * kSshAliveCountMax, so the driver sees a dead worker.
+  const int64_t connect_seconds =
+      std::max<int64_t>(1, config.start_timeout.count());
+  std::vector<std::string> ssh = {
+      "ssh",
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "ConnectTimeout=" + std::to_string(connect_seconds),
+      "-o",
+      "ServerAliveInterval=" + std::to_string(kSshAliveInterval.count()),
+      "-o",
+      "ServerAliveCountMax=" + std::to_string(kSshAliveCountMax)};
   if (config.ssh_port != 0) {
     ssh.insert(ssh.end(), {"-p", std::to_string(config.ssh_port)});
   }

@@ -1,6 +1,7 @@
 // The environment and command line of one worker.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,10 +26,17 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
                           const DriverEndpoint& driver,
                           const LaunchConfig& config);
 
+// ssh's liveness check of a connected link: a keep-alive every interval;
+// after this many unanswered ones ssh gives up and exits (code 255).
+inline constexpr std::chrono::seconds kSshAliveInterval{5};
+inline constexpr int kSshAliveCountMax = 3;
+
 // The ssh command that runs `config.command` on `slot.host` with `env`.
 // Everything but the secret goes on the remote command line; the remote
 // shell reads HVD_SECRET_KEY from ssh's standard input first, so the secret
-// never shows in a process list.
+// never shows in a process list. ssh never prompts (BatchMode), gives up
+// connecting after config.start_timeout, and ends when the connected link
+// stops answering its keep-alives.
 std::vector<std::string> SshCommand(const SlotAssignment& slot,
                                     const EnvList& env,
                                     const LaunchConfig& config,

@@ -8,8 +8,9 @@ from .basics import (cross_rank, cross_size, init, is_initialized,
                      local_rank, local_size, negotiation_stats, rank,
                      shutdown, size, start_timeline, stop_timeline)
 from . import elastic
-from .exceptions import (HorovodInternalError, HostsUpdatedInterrupt,
-                         MismatchError, RemovedFromJobError)
+from .exceptions import (ForkedProcessError, HorovodInternalError,
+                         HostsUpdatedInterrupt, MismatchError,
+                         RemovedFromJobError)
 from .objects import allgather_object, broadcast_object
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
                   allreduce, allreduce_, allreduce_async, allreduce_async_,

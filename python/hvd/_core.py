@@ -8,8 +8,8 @@ except ImportError as e:  # pragma: no cover - only without a build
         "scripts/setup.sh in the hvd checkout, which builds it and puts it on "
         f"this Python's path ({e})") from e
 
-from .exceptions import (HorovodInternalError, MismatchError,
-                         RemovedFromJobError)
+from .exceptions import (ForkedProcessError, HorovodInternalError,
+                         MismatchError, RemovedFromJobError)
 
 core.set_exception_types(HorovodInternalError, MismatchError,
-                         RemovedFromJobError)
+                         RemovedFromJobError, ForkedProcessError)

@@ -23,6 +23,15 @@ class MismatchError(ValueError):
     elastic loop catches it."""
 
 
+class ForkedProcessError(RuntimeError):
+    """hvd was used in a process forked (os.fork, multiprocessing's fork
+    start method) from the one that called hvd.init(): the fork has a copy of
+    hvd's state but none of its threads, so a collective there would never
+    complete. Use collectives in the parent only, or call hvd.shutdown() and
+    then hvd.init() in the fork for a job of its own. Not a
+    HorovodInternalError: no elastic loop retries it."""
+
+
 class RemovedFromJobError(RuntimeError):
     """This worker's slot is not part of the job's new generation (its host
     was removed or the job shrank). hvd.elastic.run exits with code 0 on it;

@@ -12,6 +12,7 @@ namespace {
 PyObject* g_internal_error = nullptr;
 PyObject* g_mismatch_error = nullptr;
 PyObject* g_removed_error = nullptr;
+PyObject* g_forked_error = nullptr;
 
 PyObject* ExceptionFor(Code code) {
   switch (code) {
@@ -36,14 +37,21 @@ PyObject* ExceptionFor(Code code) {
 }  // namespace
 
 void SetExceptionTypes(py::object internal_error, py::object mismatch_error,
-                       py::object removed_error) {
+                       py::object removed_error, py::object forked_error) {
   g_internal_error = internal_error.release().ptr();
   g_mismatch_error = mismatch_error.release().ptr();
   g_removed_error = removed_error.release().ptr();
+  g_forked_error = forked_error.release().ptr();
 }
 
 void RaiseRemoved(const common::Status& status) {
   PyErr_SetString(g_removed_error ? g_removed_error : PyExc_RuntimeError,
+                  status.message().c_str());
+  throw py::error_already_set();
+}
+
+void RaiseForked(const common::Status& status) {
+  PyErr_SetString(g_forked_error ? g_forked_error : PyExc_RuntimeError,
                   status.message().c_str());
   throw py::error_already_set();
 }

@@ -7,15 +7,12 @@
 #include <pybind11/stl.h>
 
 #include <map>
-
 #include <memory>
-#include <mutex>
 
 #include "arrays.h"
 #include "errors.h"
 #include "hvd/common/logging.h"
-#include "hvd/notify/server.h"
-#include "hvd/runtime/elastic.h"
+#include "hvd/runtime/elastic_worker.h"
 #include "hvd/runtime/runtime.h"
 
 namespace hvd::python {
@@ -25,74 +22,110 @@ namespace py = pybind11;
 using common::Status;
 using runtime::Runtime;
 
-// Guarded by the GIL for every access except the blocking calls, which
-// work on their own reference so that a concurrent shutdown() cannot free
-// the runtime under them.
-std::shared_ptr<Runtime> g_runtime;
-// How many runtimes this process has started. Until the launcher hands out
-// generations (elastic mode), it keeps the Gloo keys of a re-init apart from
-// the last one's; every rank of a static job re-inits the same number of
-// times, so they agree on it.
-int64_t g_starts = 0;
-// Elastic mode: the generation this process last joined, whether it asked
-// every rank to sync, and the notification server, which lives as long as
-// the process so that no update is missed between two generations.
-int64_t g_generation = 0;
-bool g_sync = true;
-std::unique_ptr<notify::NotificationServer> g_notify;
-// What an Abort from the driver may touch: it arrives on the notification
-// server's thread, without the GIL, so it gets its own lock and a weak
-// reference to the current runtime and its generation.
-std::mutex g_abort_mu;
-std::weak_ptr<Runtime> g_abortable;
-int64_t g_abortable_generation = 0;
-
-void OnAbort(const notify::Abort& abort) {
-  std::lock_guard<std::mutex> lock(g_abort_mu);
-  auto runtime = g_abortable.lock();
-  // An Abort for an older generation is late news.
-  if (runtime && abort.generation == g_abortable_generation) {
-    runtime->Abort(abort.reason);
-  }
-}
+// The process's hvd state, its only process-wide variable on the C++ side
+// (errors.cc keeps the Python exception types). Guarded by the GIL for
+// every access except the blocking calls, which work on their own
+// reference to the runtime so that a concurrent shutdown() cannot free it
+// under them.
+struct WorkerState {
+  // The current generation's runtime, between init() and shutdown().
+  std::shared_ptr<Runtime> runtime;
+  // Elastic mode: the notification server, the joined generation, the sync
+  // flag and Abort routing, from the first init() to the process's end, so
+  // that no update is missed between two generations.
+  std::unique_ptr<runtime::ElasticWorker> elastic;
+  // In a fork, the runtime it inherited and gave up at shutdown(): the
+  // fork may start a job of its own, not take the parent's place in this
+  // one.
+  std::shared_ptr<Runtime> parents_runtime;
+  // How many runtimes this process has started. Until the launcher hands
+  // out generations (elastic mode), it keeps the Gloo keys of a re-init
+  // apart from the last one's; every rank of a static job re-inits the
+  // same number of times, so they agree on it.
+  int64_t starts = 0;
+};
+WorkerState g_state;
 
 std::shared_ptr<Runtime> Current() {
-  if (!g_runtime) {
+  if (!g_state.runtime) {
     Raise(Status::InvalidArgument(
         "hvd is not initialized; call hvd.init() first"));
   }
-  return g_runtime;
+  return g_state.runtime;
+}
+
+// This process's elastic worker; none in static mode or in a fork (whose
+// copy is the parent's).
+runtime::ElasticWorker* OwnElasticWorker() {
+  if (!g_state.elastic || !g_state.elastic->CheckProcess().ok()) {
+    return nullptr;
+  }
+  return g_state.elastic.get();
+}
+
+// Raises the error of a call on `runtime`: in a fork of the process that
+// started it, ForkedProcessError (whatever the call found first);
+// otherwise the exception of the status's kind.
+[[noreturn]] void RaiseFrom(const Runtime& runtime, const Status& status) {
+  Status fork = runtime.CheckProcess();
+  if (!fork.ok()) RaiseForked(fork);
+  Raise(status);
+}
+
+template <typename T>
+T Checked(const Runtime& runtime, common::Result<T> result) {
+  if (!result.ok()) RaiseFrom(runtime, result.status());
+  return std::move(*result);
 }
 
 // `process_sets`: the user's sets (global ranks each), which become sets
 // 1, 2, ... of this generation.
 void Init(const std::vector<std::vector<int>>& process_sets) {
-  if (g_runtime) return;
+  if (g_state.runtime) {
+    // A fork must give up the parent's runtime before it starts its own.
+    Status owner = g_state.runtime->CheckProcess();
+    if (!owner.ok()) RaiseForked(owner);
+    return;
+  }
   auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
+  // (An elastic worker's fork is refused by its ElasticWorker, naming the
+  // slot.)
+  if (g_state.parents_runtime && !config.elastic &&
+      !config.rendezvous_addr.empty()) {
+    const auto& parent = g_state.parents_runtime->config();
+    if (config.rendezvous_addr == parent.rendezvous_addr &&
+        config.rendezvous_port == parent.rendezvous_port) {
+      RaiseForked(Status::InvalidArgument(
+          "this process is a fork of rank " + std::to_string(parent.rank) +
+          " of the job at " + parent.rendezvous_addr + ":" +
+          std::to_string(parent.rendezvous_port) +
+          ", whose place in the job it cannot take: use collectives only in "
+          "the parent, or run hvd in the fork as a job of its own (without "
+          "the HOROVOD_* variables hvdrun set)"));
+    }
+  }
   Status logging = common::InitLogging("worker", config.rank);
   if (!logging.ok()) Raise(logging);
-  int64_t generation = g_starts;
+  int64_t generation = g_state.starts;
   if (config.elastic) {
-    if (!g_notify) {
-      g_notify = ValueOrRaise(notify::NotificationServer::Start(
-          config.hostname, config.secret, &OnAbort));
+    if (!g_state.elastic) {
+      g_state.elastic = ValueOrRaise(runtime::ElasticWorker::Start(config));
     }
     common::Result<runtime::JoinedGeneration> joined =
         Status::Internal("unset");
     {
       py::gil_scoped_release release;
-      joined = runtime::JoinNextGeneration(config, g_generation,
-                                           g_notify->address());
+      joined = g_state.elastic->JoinNext(config);
     }
     if (!joined.ok()) {
       if (joined.status().code() == common::Code::kNotFound) {
         RaiseRemoved(joined.status());
       }
+      if (!g_state.elastic->CheckProcess().ok()) RaiseForked(joined.status());
       Raise(joined.status());
     }
     config = joined->config;
     generation = joined->generation;
-    g_sync = joined->sync;
     (void)common::InitLogging("worker", config.rank);
   }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
@@ -100,20 +133,24 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     py::gil_scoped_release release;
     started = Runtime::Start(config, generation, process_sets);
   }
-  g_runtime = ValueOrRaise(std::move(started));
+  g_state.runtime = ValueOrRaise(std::move(started));
   if (config.elastic) {
-    g_generation = generation;
-    std::lock_guard<std::mutex> lock(g_abort_mu);
-    g_abortable = g_runtime;
-    g_abortable_generation = generation;
+    Status attached = g_state.elastic->Attach(g_state.runtime, generation);
+    if (!attached.ok()) Raise(attached);
   }
-  ++g_starts;
+  ++g_state.starts;
 }
 
+// In a fork the runtime is the parent's: it is set aside untouched (see
+// Runtime), and the fork may then init() a job of its own.
 void Shutdown() {
-  std::shared_ptr<Runtime> runtime = std::move(g_runtime);
-  g_runtime.reset();
+  std::shared_ptr<Runtime> runtime = std::move(g_state.runtime);
+  g_state.runtime.reset();
   if (!runtime) return;
+  if (!runtime->CheckProcess().ok()) {
+    g_state.parents_runtime = std::move(runtime);
+    return;
+  }
   py::gil_scoped_release release;
   runtime->Shutdown();
 }
@@ -125,7 +162,7 @@ py::object Wait(runtime::Handle handle) {
     py::gil_scoped_release release;
     waited = runtime->Wait(handle);
   }
-  runtime::OpResult result = ValueOrRaise(std::move(waited));
+  runtime::OpResult result = Checked(*runtime, std::move(waited));
   if (!result.status.ok()) Raise(result.status);
   if (!result.data) {
     if (result.sizes.empty()) return py::none();
@@ -173,16 +210,19 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("init", &Init,
         py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown);
-  m.def("is_initialized", [] { return g_runtime != nullptr; });
+  m.def("is_initialized", [] { return g_state.runtime != nullptr; });
   // The generation a HostsUpdated announced that this worker has not joined
   // yet, or 0.
   m.def("pending_hosts_update", [] {
-    int64_t announced = g_notify ? g_notify->latest_generation() : 0;
-    return announced > g_generation ? announced : int64_t{0};
+    auto* elastic = OwnElasticWorker();
+    return elastic ? elastic->PendingHostsUpdate() : int64_t{0};
   });
   // Whether the current generation starts with a sync from rank 0: always
   // outside elastic mode; there, when the driver says some slot is new.
-  m.def("generation_needs_sync", [] { return g_sync; });
+  m.def("generation_needs_sync", [] {
+    auto* elastic = OwnElasticWorker();
+    return elastic ? elastic->sync() : true;
+  });
   m.def("rank", [] { return Current()->config().rank; });
   m.def("size", [] { return Current()->config().size; });
   m.def("local_rank", [] { return Current()->config().local_rank; });
@@ -201,9 +241,10 @@ PYBIND11_MODULE(_hvd_core, m) {
                                     "': output differs from input in shape "
                                     "or dtype"));
     }
-    return ValueOrRaise(
-        Current()->Allreduce(spec, input.data(), output.mutable_data(),
-                             ReduceArgs(op, prescale, postscale)));
+    auto runtime = Current();
+    return Checked(*runtime,
+                   runtime->Allreduce(spec, input.data(), output.mutable_data(),
+                                      ReduceArgs(op, prescale, postscale)));
   });
   // In place on each array.
   m.def("grouped_allreduce_async",
@@ -215,70 +256,86 @@ PYBIND11_MODULE(_hvd_core, m) {
             SpecOf(buffer, "", true);  // writable
             outputs.push_back(buffer.mutable_data());
           }
-          return ValueOrRaise(
-              Current()->GroupedAllreduce(group.specs, group.inputs, outputs,
-                                          ReduceArgs(op, prescale, postscale)));
+          auto runtime = Current();
+          return Checked(*runtime, runtime->GroupedAllreduce(
+                                       group.specs, group.inputs, outputs,
+                                       ReduceArgs(op, prescale, postscale)));
         });
   m.def("allgather_async",
         [](py::array input, std::string name, int32_t process_set) {
           auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
-          return ValueOrRaise(Current()->Allgather(spec, input.data()));
+          auto runtime = Current();
+          return Checked(*runtime, runtime->Allgather(spec, input.data()));
         });
   m.def("grouped_allgather_async", [](std::vector<py::array> inputs,
                                       std::vector<std::string> names,
                                       int32_t process_set) {
     Group group = GroupOf(inputs, names, process_set);
-    return ValueOrRaise(Current()->GroupedAllgather(group.specs, group.inputs));
+    auto runtime = Current();
+    return Checked(*runtime,
+                   runtime->GroupedAllgather(group.specs, group.inputs));
   });
   m.def("broadcast_async",
         [](py::array buffer, int root, std::string name, int32_t process_set) {
           auto spec = InSet(SpecOf(buffer, std::move(name), true), process_set);
-          return ValueOrRaise(
-              Current()->Broadcast(spec, buffer.mutable_data(), root));
+          auto runtime = Current();
+          return Checked(*runtime,
+                         runtime->Broadcast(spec, buffer.mutable_data(), root));
         });
   // `splits`: rows for each rank of the set; empty for equal parts.
   m.def("alltoall_async", [](py::array input, std::vector<int64_t> splits,
                              std::string name, int32_t process_set) {
     auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
-    return ValueOrRaise(
-        Current()->Alltoall(spec, input.data(), std::move(splits)));
+    auto runtime = Current();
+    return Checked(*runtime,
+                   runtime->Alltoall(spec, input.data(), std::move(splits)));
   });
   m.def("reducescatter_async",
         [](py::array input, std::string name, int op, double prescale,
            double postscale, int32_t process_set) {
           auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
-          return ValueOrRaise(Current()->Reducescatter(
-              spec, input.data(), ReduceArgs(op, prescale, postscale)));
+          auto runtime = Current();
+          return Checked(*runtime, runtime->Reducescatter(
+                                       spec, input.data(),
+                                       ReduceArgs(op, prescale, postscale)));
         });
   m.def("grouped_reducescatter_async",
         [](std::vector<py::array> inputs, std::vector<std::string> names,
            int op, double prescale, double postscale, int32_t process_set) {
           Group group = GroupOf(inputs, names, process_set);
-          return ValueOrRaise(Current()->GroupedReducescatter(
-              group.specs, group.inputs, ReduceArgs(op, prescale, postscale)));
+          auto runtime = Current();
+          return Checked(*runtime, runtime->GroupedReducescatter(
+                                       group.specs, group.inputs,
+                                       ReduceArgs(op, prescale, postscale)));
         });
   m.def("barrier_async", [](int32_t process_set) {
-    return ValueOrRaise(Current()->Barrier(process_set));
+    auto runtime = Current();
+    return Checked(*runtime, runtime->Barrier(process_set));
   });
   m.def("join_async", [](int32_t process_set) {
-    return ValueOrRaise(Current()->Join(process_set));
+    auto runtime = Current();
+    return Checked(*runtime, runtime->Join(process_set));
   });
   m.def("add_process_set_async", [](std::vector<int> ranks) {
-    return ValueOrRaise(Current()->AddProcessSet(std::move(ranks)));
+    auto runtime = Current();
+    return Checked(*runtime, runtime->AddProcessSet(std::move(ranks)));
   });
   m.def("remove_process_set_async", [](int32_t id) {
-    return ValueOrRaise(Current()->RemoveProcessSet(id));
+    auto runtime = Current();
+    return Checked(*runtime, runtime->RemoveProcessSet(id));
   });
   m.def("start_timeline", [](std::string path, bool mark_cycles) {
-    Status started = Current()->StartTimeline(path, mark_cycles);
-    if (!started.ok()) Raise(started);
+    auto runtime = Current();
+    Status started = runtime->StartTimeline(path, mark_cycles);
+    if (!started.ok()) RaiseFrom(*runtime, started);
   });
   m.def("stop_timeline", [] { Current()->StopTimeline(); });
   // {id: [global ranks]} of every process set now.
   m.def("process_sets", [] { return Current()->ProcessSets(); });
   // This rank's negotiation counters of a set, for tests and tuning.
   m.def("negotiation_stats", [](int32_t process_set) {
-    auto stats = ValueOrRaise(Current()->Stats(process_set));
+    auto runtime = Current();
+    auto stats = Checked(*runtime, runtime->Stats(process_set));
     py::dict out;
     out["cycles"] = stats.cycles;
     out["coordinator_rounds"] = stats.coordinator_rounds;
@@ -287,7 +344,8 @@ PYBIND11_MODULE(_hvd_core, m) {
     return out;
   });
   m.def("poll", [](runtime::Handle handle) {
-    return ValueOrRaise(Current()->Poll(handle));
+    auto runtime = Current();
+    return Checked(*runtime, runtime->Poll(handle));
   });
   // None; the sizes of a join or an added set; or for allgather, alltoall
   // and reducescatter (flat uint8 array, shape, sizes).

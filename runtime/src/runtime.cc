@@ -10,6 +10,7 @@
 #include "gloo_contexts.h"
 #include "gloo_ops.h"
 #include "handle_table.h"
+#include "hvd/runtime/owner_process.h"
 #include "process_set.h"
 #include "request_checks.h"
 #include "tensor_queue.h"
@@ -121,6 +122,7 @@ class Runtime::Impl {
   }
 
   void Shutdown() {
+    if (!owner_.IsCurrent()) return;  // no thread of ours to join here
     std::lock_guard<std::mutex> lock(shutdown_mu_);
     if (!thread_.joinable()) return;
     signal_.RequestShutdown();
@@ -134,6 +136,10 @@ class Runtime::Impl {
   // Validates and enqueues one tensor or a group of them in one set.
   Result<std::vector<Handle>> Submit(int32_t set_id,
                                      std::vector<TensorEntry> entries) {
+    // First, before any lock: in a fork, the thread that would run this
+    // (and maybe hold those locks) does not exist.
+    Status owner = owner_.Check();
+    if (!owner.ok()) return owner;
     auto set = sets_.Find(set_id);
     if (!set) {
       return Status::InvalidArgument(
@@ -191,6 +197,8 @@ class Runtime::Impl {
   }
 
   void Abort(const std::string& reason) {
+    // In a fork, shutdown(2) would cut the parent's connections.
+    if (!owner_.IsCurrent()) return;
     if (sockets_.ShutdownAll()) {
       spdlog::warn("aborting this generation's collectives: {}", reason);
     }
@@ -223,9 +231,11 @@ class Runtime::Impl {
   void StopTimeline() { timeline_.Set(nullptr); }
 
   const RuntimeConfig& config() const { return config_; }
+  const OwnerProcess& owner() const { return owner_; }
   HandleTable& handles() { return handles_; }
 
  private:
+  const OwnerProcess owner_;
   RuntimeConfig config_;
   int64_t generation_;
   GlooContexts contexts_;
@@ -267,7 +277,13 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(
 }
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Runtime::~Runtime() = default;
+
+Runtime::~Runtime() {
+  // WARNING: in a fork the runtime is abandoned, never freed: freeing it
+  // would join threads that do not exist here and close the parent's
+  // Gloo pairs through their destructors.
+  if (!impl_->owner().IsCurrent()) (void)impl_.release();
+}
 
 const RuntimeConfig& Runtime::config() const { return impl_->config(); }
 
@@ -425,26 +441,41 @@ Result<Handle> Runtime::RemoveProcessSet(int32_t id) {
 }
 
 Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  Status owner = impl_->owner().Check();
+  if (!owner.ok()) return owner;
   return impl_->StartTimeline(path, mark_cycles);
 }
 
-void Runtime::StopTimeline() { impl_->StopTimeline(); }
+void Runtime::StopTimeline() {
+  if (impl_->owner().IsCurrent()) impl_->StopTimeline();
+}
 
 std::map<int32_t, std::vector<int>> Runtime::ProcessSets() const {
+  if (!impl_->owner().IsCurrent()) return {};
   return impl_->ProcessSets();
 }
 
 Result<NegotiationStats> Runtime::Stats(int32_t process_set) const {
+  Status owner = impl_->owner().Check();
+  if (!owner.ok()) return owner;
   return impl_->Stats(process_set);
 }
 
 Result<bool> Runtime::Poll(Handle handle) {
+  Status owner = impl_->owner().Check();
+  if (!owner.ok()) return owner;
   return impl_->handles().Poll(handle);
 }
 
+// In a fork, a handle enqueued before the fork would never complete: no
+// background thread runs here.
 Result<OpResult> Runtime::Wait(Handle handle) {
+  Status owner = impl_->owner().Check();
+  if (!owner.ok()) return owner;
   return impl_->handles().Wait(handle);
 }
+
+Status Runtime::CheckProcess() const { return impl_->owner().Check(); }
 
 void Runtime::Abort(const std::string& reason) { impl_->Abort(reason); }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <thread>
+
 namespace hvd::common {
 namespace {
 
@@ -41,6 +43,27 @@ TEST(LoggingTest, EveryLineCarriesRoleAndRank) {
       << output;
   EXPECT_NE(output.find("[worker 3] [error] second"), std::string::npos)
       << output;
+}
+
+// A worker re-inits logging at every elastic reset while its notification
+// server's threads may be logging: the logger must stay the same object
+// (spdlog's free functions use it by raw pointer), only its tag changes.
+TEST(LoggingTest, ReInitKeepsTheLoggerOtherThreadsAreUsing) {
+  ASSERT_TRUE(InitLogging("worker", 1).ok());
+  spdlog::logger* first = spdlog::default_logger_raw();
+  ::testing::internal::CaptureStderr();
+  std::thread logging([] {
+    for (int i = 0; i < 2000; ++i) spdlog::warn("from another thread {}", i);
+  });
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(InitLogging("worker", i).ok());
+  logging.join();
+  ASSERT_TRUE(InitLogging("worker", 7).ok());
+  spdlog::warn("after");
+  std::string output = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(spdlog::default_logger_raw(), first);
+  EXPECT_NE(output.find("from another thread 1999"), std::string::npos);
+  EXPECT_NE(output.find("[worker 7] [warning] after"), std::string::npos)
+      << output.substr(output.size() > 400 ? output.size() - 400 : 0);
 }
 
 }  // namespace

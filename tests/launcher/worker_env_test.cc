@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 namespace hvd::launcher {
@@ -88,6 +89,47 @@ TEST(WorkerEnvTest, SshCommandKeepsTheSecretOffTheCommandLine) {
       << remote;
   EXPECT_NE(remote.find("'HOROVOD_RANK=0'"), std::string::npos);
   EXPECT_NE(remote.find("'it'\\''s.py'"), std::string::npos);
+}
+
+// The value of every "-o Name=value" in an ssh argv.
+std::map<std::string, std::string> SshOptions(
+    const std::vector<std::string>& ssh) {
+  std::map<std::string, std::string> options;
+  for (size_t i = 0; i + 1 < ssh.size(); ++i) {
+    if (ssh[i] != "-o") continue;
+    const std::string& option = ssh[i + 1];
+    size_t eq = option.find('=');
+    EXPECT_NE(eq, std::string::npos) << option;
+    options[option.substr(0, eq)] = option.substr(eq + 1);
+  }
+  return options;
+}
+
+TEST(WorkerEnvTest, SshCannotHangOnAnUnreachableOrSilentHost) {
+  SlotAssignment slot{"node2", 0, 1, 0, 1, 0, 1};
+  LaunchConfig config;
+  config.command = {"python", "train.py"};
+  config.start_timeout = std::chrono::seconds(45);
+  EnvList env = WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config);
+  auto ssh = SshCommand(slot, env, config, "/w");
+  ASSERT_EQ(ssh.front(), "ssh");
+  auto options = SshOptions(ssh);
+  EXPECT_EQ(options["BatchMode"], "yes");
+  // Connecting is bounded by the start timeout...
+  EXPECT_EQ(options["ConnectTimeout"], "45");
+  // ...and a connected link by its keep-alives.
+  EXPECT_EQ(options["ServerAliveInterval"], "5");
+  EXPECT_EQ(options["ServerAliveCountMax"], "3");
+  // Every option comes before the host, the host before the remote command.
+  auto host = std::find(ssh.begin(), ssh.end(), "node2");
+  ASSERT_NE(host, ssh.end());
+  EXPECT_EQ(host + 2, ssh.end());
+  for (auto it = ssh.begin(); it != host; ++it) {
+    EXPECT_EQ(it->find("python"), std::string::npos) << *it;
+  }
+  config.start_timeout = std::chrono::seconds(7);
+  EXPECT_EQ(SshOptions(SshCommand(slot, env, config, "/w"))["ConnectTimeout"],
+            "7");
 }
 
 }  // namespace

@@ -31,8 +31,9 @@ Typical use::
     hvd.broadcast_optimizer_state(opt, root_rank=0)
 """
 
-from hvd import (Average, HorovodInternalError, HostsUpdatedInterrupt, Max,
-                 Min, MismatchError, Product, ProcessSet, Sum,
+from hvd import (Average, ForkedProcessError, HorovodInternalError,
+                 HostsUpdatedInterrupt, Max, Min, MismatchError, Product,
+                 ProcessSet, Sum,
                  add_process_set, cross_rank, cross_size,
                  get_process_set_ids_and_ranks, global_process_set, init,
                  is_initialized, local_rank, local_size, rank,
@@ -62,6 +63,7 @@ __all__ = [
     "remove_process_set", "get_process_set_ids_and_ranks",
     "Sum", "Average", "Min", "Max", "Product",
     "HorovodInternalError", "HostsUpdatedInterrupt", "MismatchError",
+    "ForkedProcessError",
     "Handle", "poll", "synchronize",
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "allgather", "allgather_async",

@@ -20,7 +20,8 @@ Result<spdlog::level::level_enum> ParseLogLevel(const std::string& text,
 // "[time] [role rank] [level] message" and the level from HVD_LOG_LEVEL or
 // HOROVOD_LOG_LEVEL (default warning). rank < 0 prints "-". Returns an error
 // for a malformed level (the logger is still set up, at the default level).
-// Safe to call again (e.g. when an elastic reset changes the rank).
+// Safe to call again (e.g. when an elastic reset changes the rank), also
+// while other threads log: the logger stays the same object.
 Status InitLogging(const std::string& role, int rank);
 
 }  // namespace hvd::common

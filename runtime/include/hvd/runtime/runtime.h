@@ -6,6 +6,11 @@
 // Runtime afterwards (an elastic reset).
 //
 // Thread safety: every method may be called from any thread.
+//
+// Fork: a process forked from the one that started the Runtime has a copy of
+// it without its threads. There every call that would enqueue, wait or touch
+// shared state fails at once with kInvalidArgument (OwnerProcess::Check's
+// message), Shutdown and Abort do nothing, and destroying it frees nothing.
 #pragma once
 
 #include <cstdint>
@@ -123,7 +128,7 @@ class Runtime {
   common::Status StartTimeline(const std::string& path, bool mark_cycles);
   void StopTimeline();
 
-  // Every process set now: id -> global ranks.
+  // Every process set now: id -> global ranks (none in a fork).
   std::map<int32_t, std::vector<int>> ProcessSets() const;
   // kInvalidArgument unless this rank is in the set.
   common::Result<NegotiationStats> Stats(int32_t process_set = 0) const;
@@ -143,6 +148,10 @@ class Runtime {
   // background thread and fails what is still pending with kAborted.
   // Idempotent.
   void Shutdown();
+
+  // Ok in the process that started this runtime; in a fork of it, the
+  // kInvalidArgument every call there fails with.
+  common::Status CheckProcess() const;
 
   class Impl;
 
