@@ -41,7 +41,11 @@ void ReplyError(httplib::Response& res, const Status& status) {
   res.status = HttpStatusFor(status.code());
   nlohmann::json body{{protocol::kError, common::CodeName(status.code())},
                       {protocol::kMessage, status.message()}};
-  res.set_content(body.dump(), "application/json");
+  // Messages quote the client's bytes (a malformed key), which need not be
+  // UTF-8; dump() would throw on them and turn a 400 into a 500.
+  res.set_content(
+      body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      "application/json");
 }
 
 }  // namespace internal
