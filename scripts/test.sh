@@ -1,26 +1,217 @@
 #!/usr/bin/env bash
-# Installs and builds (scripts/setup.sh), then runs every test. Ends with the
-# test runner's summary line; exits non-zero on any failure.
+# Installs and builds (scripts/setup.sh), then runs every test in stages
+# (docs/testing.md says what each covers and how to run one alone):
+#   ctest   the C++ tests of the normal build
+#   asan    a clang ASan+UBSan build of every C++ test (build-asan/), ctest
+#   tsan    a clang TSan build of the rendezvous and runtime tests
+#           (build-tsan/), ctest
+#   fuzz    each libFuzzer target of tests/fuzz for 60 s, two at a time, on a
+#           copy of its corpus (the ASan+UBSan build)
+#   pytest  end-to-end tests through the real hvdrun
+# Prints each stage's duration. A failed stage does not stop the later ones;
+# the script then ends with a line naming the failed stages and exits 1. On
+# success the last line is pytest's summary.
+# Environment: HVD_TEST_STAGES="asan fuzz" runs only those stages (a local
+# shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 60 s,
+# CI=true turns compiler warnings into errors (as in setup.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-"$hvd_root/scripts/setup.sh"
+all_stages="ctest asan tsan fuzz pytest"
+stages="${HVD_TEST_STAGES:-$all_stages}"
+fuzz_seconds="${HVD_FUZZ_SECONDS:-60}"
+jobs="$(nproc)"
+werror=OFF
+[ -n "${CI:-}" ] && werror=ON
 
-# Layering the linker cannot check (docs/design.md, "Components"): the
+for stage in $stages; do
+  [[ " $all_stages " == *" $stage "* ]] ||
+    hvd_die "unknown stage '$stage' in HVD_TEST_STAGES (stages: $all_stages)"
+done
+skipped=""
+for stage in $all_stages; do
+  [[ " $stages " == *" $stage "* ]] || skipped+=" $stage"
+done
+wants() { [[ " $stages " == *" $1 "* ]]; }
+
+failed=()
+durations=()
+# run_stage NAME FUNCTION: runs it, times it, records a failure.
+run_stage() {
+  local name="$1" start=$SECONDS result=ok
+  echo "== stage $name ($(date +%H:%M:%S), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  if ! "$2"; then
+    result=FAILED
+    failed+=("$name")
+  fi
+  local took=$((SECONDS - start))
+  durations+=("$(printf '%-8s %5d s  %s' "$name" "$took" "$result")")
+  echo "== stage $name: $result in $took s"
+}
+
+stage_setup() {
+  "$hvd_root/scripts/setup.sh" || return 1
+  # Only the sanitizer and fuzz stages need clang; the demo does not.
+  if wants asan || wants tsan || wants fuzz; then
+    hvd_ensure_packages clang libclang-rt-14-dev llvm || return 1
+  fi
+}
+
+# The layering the linker cannot check (docs/design.md, "Components"): the
 # rendezvous server side and the launcher never include Gloo or the runtime.
-if grep -rnE '#include [<"](gloo/|hvd/runtime)' "$hvd_root/launcher" \
-     "$hvd_root/rendezvous/src/server.cc" "$hvd_root/rendezvous/src/kv_store.cc" \
-     "$hvd_root/rendezvous/src/routes_kv.cc" \
-     "$hvd_root/rendezvous/include/hvd/rendezvous/server.h" \
-     "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
-  hvd_die "the launcher and the rendezvous server must not depend on Gloo or the runtime"
-fi
-if grep -rnE '#include .*launcher' "$hvd_root/runtime"; then
-  hvd_die "the runtime must not include launcher code"
-fi
+stage_layering() {
+  if grep -rnE '#include [<"](gloo/|hvd/runtime)' "$hvd_root/launcher" \
+       "$hvd_root/rendezvous/src/server.cc" "$hvd_root/rendezvous/src/kv_store.cc" \
+       "$hvd_root/rendezvous/src/routes_kv.cc" \
+       "$hvd_root/rendezvous/include/hvd/rendezvous/server.h" \
+       "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
+    echo "error: the launcher and the rendezvous server must not depend on Gloo or the runtime" >&2
+    return 1
+  fi
+  if grep -rnE '#include .*launcher' "$hvd_root/runtime"; then
+    echo "error: the runtime must not include launcher code" >&2
+    return 1
+  fi
+}
 
-(cd "$hvd_root/build" && ctest --output-on-failure -j"$(nproc)" --timeout 300)
+stage_ctest() {
+  (cd "$hvd_root/build" && ctest --output-on-failure -j"$jobs" --timeout 300)
+}
 
-# End-to-end tests through the real hvdrun, with Debian's Python.
-cd "$hvd_root"
-/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+# sanitizer_build DIR SANITIZE FUZZ [TARGET...]: configures DIR with clang
+# and the sanitizer, then builds the targets (all without any). -O1 and line
+# tables only: about half the compile time of -O2 -g, still readable traces.
+sanitizer_build() {
+  local dir="$hvd_root/$1" sanitize="$2" fuzz="$3"
+  shift 3
+  local log="$dir/build.log"
+  mkdir -p "$dir"
+  if ! CC=clang CXX=clang++ cmake -S "$hvd_root" -B "$dir" \
+        -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
+        -DHVD_WERROR="$werror" -DHVD_SANITIZE="$sanitize" -DHVD_FUZZ="$fuzz" \
+        -DHVD_WITH_PYTHON=OFF -DHVD_BUILD_BENCHMARKS=OFF >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    echo "error: cmake configure of $dir failed (log: $log)" >&2
+    return 1
+  fi
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  if ! cmake --build "$dir" -j"$jobs" "${targets[@]}" >>"$log" 2>&1; then
+    grep -E "error|Error" -A5 "$log" | head -n 60 >&2
+    echo "error: build of $dir failed (full log: $log)" >&2
+    return 1
+  fi
+}
+
+# sanitizer_ctest DIR [CTEST ARGS...]: the whole output goes to a log; the
+# summary is printed, and on failure the output of the failed tests.
+sanitizer_ctest() {
+  local dir="$hvd_root/$1"
+  shift
+  local log="$dir/ctest.log"
+  if (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300 "$@") >"$log" 2>&1; then
+    grep -E "tests passed" "$log"
+    return 0
+  fi
+  grep -vE '^ *Start +[0-9]+: |Test +#[0-9]+: .* Passed' "$log" | head -n 400
+  echo "error: a test failed under the sanitizer (full log: $log)" >&2
+  return 1
+}
+
+asan_built=""
+build_asan() {
+  [ -n "$asan_built" ] && return 0
+  sanitizer_build build-asan address ON && asan_built=yes
+}
+
+stage_asan() {
+  build_asan || return 1
+  sanitizer_ctest build-asan
+}
+
+stage_tsan() {
+  sanitizer_build build-tsan thread OFF hvd_tests_rendezvous hvd_tests_runtime || return 1
+  sanitizer_ctest build-tsan -L '^(rendezvous|runtime)$'
+}
+
+# run_fuzzer NAME BINARY CORPUS DICT WORK: libFuzzer on a copy of CORPUS in
+# WORK/NAME, so the repository is never written; exit status in WORK/NAME/rc.
+run_fuzzer() {
+  local name="$1" binary="$2" corpus="$3" dict="$4" work="$5/$1"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  cp -R "$corpus/." "$work/corpus/"
+  local args=(-max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=1024
+              -artifact_prefix="$work/artifacts/")
+  [ "$dict" != "-" ] && args+=(-dict="$dict")
+  local rc=0
+  UBSAN_OPTIONS=print_stacktrace=1 "$binary" "${args[@]}" "$work/corpus" \
+    >"$work/log" 2>&1 || rc=$?
+  echo "$rc" >"$work/rc"
+}
+
+stage_fuzz() {
+  build_asan || return 1
+  local manifest="$hvd_root/build-asan/tests/fuzz/fuzz_targets.txt"
+  local work
+  work="$(mktemp -d)"
+  local names=() running=0 name binary corpus dict
+  while IFS=$'\t' read -r name binary corpus dict; do
+    [[ -z "$name" || "$name" == "#"* ]] && continue
+    names+=("$name")
+    run_fuzzer "$name" "$binary" "$corpus" "$dict" "$work" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || true
+      running=$((running - 1))
+    fi
+  done <"$manifest"
+  wait
+  [ ${#names[@]} -gt 0 ] || { echo "error: no fuzz targets in $manifest" >&2; return 1; }
+  local result=0 rc runs
+  for name in "${names[@]}"; do
+    rc="$(cat "$work/$name/rc")"
+    runs="$(grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$work/$name/log" | tail -n 1)"
+    if [ "$rc" = 0 ]; then
+      echo "fuzz $name: ok (${runs:-no run count}s, corpus $(ls "$work/$name/corpus" | wc -l) inputs)"
+      continue
+    fi
+    result=1
+    tail -n 80 "$work/$name/log"
+    echo "error: fuzz target $name failed (exit $rc). Input(s): $(ls -d "$work/$name/artifacts/"* 2>/dev/null | tr '\n' ' ')"
+    echo "  Reproduce: $binary <input>; then copy the input to tests/fuzz/regressions/$name/ and fix the bug (docs/testing.md)."
+  done
+  if [ "$result" = 0 ]; then
+    rm -rf "$work"
+  else
+    echo "error: fuzzing found failures; their logs and inputs are kept in $work" >&2
+  fi
+  return "$result"
+}
+
+stage_pytest() {
+  (cd "$hvd_root" && /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration)
+}
+
+if [ -n "$skipped" ]; then
+  echo "note: HVD_TEST_STAGES skips:$skipped"
+fi
+run_stage setup stage_setup
+[ ${#failed[@]} -eq 0 ] || hvd_die "setup failed: nothing was tested"
+run_stage layering stage_layering
+for stage in ctest asan tsan fuzz; do
+  if wants "$stage"; then
+    run_stage "$stage" "stage_$stage"
+  fi
+done
+
+echo "stage durations:"
+printf '  %s\n' "${durations[@]}"
+if wants pytest; then
+  # Not through run_stage: on success, the runner's summary line (with its
+  # duration) stays the last line.
+  echo "== stage pytest ($(date +%H:%M:%S), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  stage_pytest || failed+=(pytest)
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  hvd_die "failed stages: ${failed[*]} (see each stage's messages above)"
+fi

@@ -1,11 +1,46 @@
 #include "hvd/rendezvous/worker_assignment.h"
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace hvd::rendezvous {
 
 using common::Result;
 using common::Status;
+
+namespace {
+
+// The field `name` when it is a JSON integer that fits T. nlohmann's
+// get<T>() also takes a float and converts it with a cast that is undefined
+// behaviour out of range (1e19), and silently wraps integers that do not
+// fit.
+template <typename T>
+std::optional<T> IntegerField(const nlohmann::json& json, const char* name) {
+  auto it = json.find(name);
+  if (it == json.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    uint64_t value = it->get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<T>(value);
+  }
+  int64_t value = it->get<int64_t>();
+  if (value < std::numeric_limits<T>::min() ||
+      value > std::numeric_limits<T>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<T>(value);
+}
+
+Status MalformedAnswer(const char* field) {
+  return Status::Internal(std::string("malformed check-in answer: '") + field +
+                          "' missing or of the wrong type");
+}
+
+}  // namespace
 
 std::string SlotName(const std::string& host, int local_rank) {
   return host + ":" + std::to_string(local_rank);
@@ -26,19 +61,25 @@ std::string EncodeAssignment(const WorkerAssignment& a) {
 Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
   auto json = nlohmann::json::parse(text, nullptr, false);
   WorkerAssignment a;
-  try {
-    a.generation = json.at("generation").get<int64_t>();
-    a.rank = json.at("rank").get<int>();
-    a.size = json.at("size").get<int>();
-    a.local_rank = json.at("local_rank").get<int>();
-    a.local_size = json.at("local_size").get<int>();
-    a.cross_rank = json.at("cross_rank").get<int>();
-    a.cross_size = json.at("cross_size").get<int>();
-    a.sync = json.at("sync").get<bool>();
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Internal(std::string("malformed check-in answer: ") +
-                            e.what());
+  auto generation = IntegerField<int64_t>(json, "generation");
+  if (!generation) return MalformedAnswer("generation");
+  a.generation = *generation;
+  const std::pair<const char*, int*> ints[] = {{"rank", &a.rank},
+                                               {"size", &a.size},
+                                               {"local_rank", &a.local_rank},
+                                               {"local_size", &a.local_size},
+                                               {"cross_rank", &a.cross_rank},
+                                               {"cross_size", &a.cross_size}};
+  for (const auto& [name, field] : ints) {
+    auto value = IntegerField<int>(json, name);
+    if (!value) return MalformedAnswer(name);
+    *field = *value;
   }
+  auto sync = json.find("sync");
+  if (sync == json.end() || !sync->is_boolean()) {
+    return MalformedAnswer("sync");
+  }
+  a.sync = sync->get<bool>();
   return a;
 }
 

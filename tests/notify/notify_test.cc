@@ -110,6 +110,13 @@ TEST(HostsUpdatedCodecTest, MissingFieldsWrongTypesAndNonJsonAreRejected) {
                R"({"generation":1,"sequence":1,"added":"a","removed":[]})"),
            std::string(
                R"({"generation":1,"sequence":1,"added":[1],"removed":[]})"),
+           // Floats and integers past int64 (found by notify_messages_fuzz).
+           std::string(
+               R"({"generation":2.5,"sequence":1,"added":[],"removed":[]})"),
+           std::string(
+               R"({"generation":1e19,"sequence":1,"added":[],"removed":[]})"),
+           std::string(R"({"generation":1,"sequence":9223372036854775808,)"
+                       R"("added":[],"removed":[]})"),
        }) {
     auto decoded = DecodeHostsUpdated(text);
     ASSERT_FALSE(decoded.ok()) << text;
@@ -362,6 +369,7 @@ TEST(AbortCodecTest, RoundTripAndRejections) {
   EXPECT_FALSE(DecodeAbort("{}").ok());
   EXPECT_FALSE(DecodeAbort("{\"generation\": \"x\", \"reason\": \"\"}").ok());
   EXPECT_FALSE(DecodeAbort("not json").ok());
+  EXPECT_FALSE(DecodeAbort("{\"generation\": 1e19, \"reason\": \"\"}").ok());
 }
 
 TEST(AbortServerTest, SignedAbortReachesTheHandlerUnsignedDoesNot) {

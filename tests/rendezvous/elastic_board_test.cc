@@ -129,6 +129,29 @@ TEST(WorkerAssignmentTest, MalformedJsonIsAnError) {
   }
 }
 
+// Floats and integers that do not fit their field are refused, not cast: a
+// float out of range was undefined behaviour (the cast notify_messages_fuzz
+// found in the notify messages, also here).
+TEST(WorkerAssignmentTest, NumbersThatDoNotFitAreRefused) {
+  const std::string rest =
+      R"("size":4,"local_rank":1,"local_size":2,"cross_rank":1,)"
+      R"("cross_size":2,"sync":true})";
+  ASSERT_TRUE(DecodeAssignment(R"({"generation":1,"rank":3,)" + rest).ok());
+  for (const std::string& head : {
+           std::string(R"({"generation":1,"rank":3.0,)"),
+           std::string(R"({"generation":1,"rank":1e19,)"),
+           std::string(R"({"generation":1,"rank":2147483648,)"),
+           std::string(R"({"generation":1,"rank":-2147483649,)"),
+           std::string(R"({"generation":1e19,"rank":3,)"),
+           std::string(R"({"generation":9223372036854775808,"rank":3,)"),
+       }) {
+    auto decoded = DecodeAssignment(head + rest);
+    ASSERT_FALSE(decoded.ok()) << head;
+    EXPECT_NE(decoded.status().message().find("malformed"), std::string::npos)
+        << decoded.status().ToString();
+  }
+}
+
 // ---- ElasticBoard -------------------------------------------------------
 
 TEST(ElasticBoardTest, EmptyBoardHasGenerationZeroAndNothingMissing) {
