@@ -4,8 +4,6 @@
 // routes_elastic.cc), the check-in answer's JSON (worker_assignment.cc) and
 // the error answer built from them (server.cc).
 // Input: SCOPE '\n' KEY '\n' VALUE (the rest).
-#include <httplib.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -125,9 +123,8 @@ void CheckAssignment(const std::string& json) {
 
 // A refusal that quotes the client's bytes is still a 400 with a JSON body.
 void CheckErrorAnswer(const std::string& key) {
-  httplib::Response res;
-  hvd::rendezvous::internal::ReplyError(
-      res, Status::InvalidArgument("malformed key '" + key + "'"));
+  hvd::common::HttpAnswer res = hvd::rendezvous::internal::ReplyError(
+      Status::InvalidArgument("malformed key '" + key + "'"));
   HVD_FUZZ_CHECK(res.status == 400);
   auto body = nlohmann::json::parse(res.body, nullptr, false);
   HVD_FUZZ_CHECK(body.is_object() && body.contains(protocol::kMessage));
