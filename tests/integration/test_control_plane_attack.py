@@ -10,8 +10,9 @@ the same time:
   (d) signed requests with keys and bodies that are not UTF-8.
 The test asserts that the HostsUpdated push to the attacked worker and the
 workers' hvd.init() into the next generation take at most twice their
-baseline (plus 1 s for a machine shared with the attacker), that signed
-requests keep answering, that hvdrun's RSS stays under 200 MB, that each
+baseline (plus 0.5 s for a machine shared with the attacker), that signed
+requests keep answering, that the RSS of hvdrun and of the attacked worker
+stays under 200 MB, that each
 attack is refused the way docs/protocol.md says, and that the job ends
 successfully. Every attack is bounded in count and time, targets only
 127.0.0.x and stops by itself.
@@ -40,6 +41,9 @@ HOSTS_ADDED = "127.0.0.1:2\n127.0.0.2:1\n"
 SURVIVORS = ("127.0.0.1:0", "127.0.0.1:1")
 ATTACKED_WORKER = "127.0.0.1:0"  # start rank 0
 RSS_LIMIT_KB = 200 * 1024
+# Added to twice the baseline: the attacker shares the machine's 2 cores,
+# and a baseline of 30 ms doubled is inside scheduling noise.
+SLACK_S = 0.5
 GIB = 1 << 30
 
 
@@ -302,18 +306,10 @@ class Job:
              "--host-discovery-script", str(discover),
              "--discovery-interval", "0.2", PYTHON, str(WORKER),
              str(config)], env=env)
-        self.lines = {"stdout": [], "stderr": []}
-        for name in self.lines:
-            threading.Thread(target=self._read, args=(name,),
-                             daemon=True).start()
-
-    def _read(self, name):
-        for line in getattr(self.proc, name):
-            self.lines[name].append(line.rstrip("\n"))
 
     def output(self):
-        return ("--- stdout\n" + "\n".join(self.lines["stdout"]) +
-                "\n--- stderr\n" + "\n".join(self.lines["stderr"]))
+        return ("--- stdout\n" + self.proc.text("stdout") +
+                "--- stderr\n" + self.proc.text("stderr"))
 
     def records(self, since=0.0):
         out = []
@@ -337,7 +333,7 @@ class Job:
 
     def notify_address(self, start_rank):
         prefix = f"[{start_rank}]<stderr>:"
-        for line in self.lines["stderr"]:
+        for line in self.proc.text("stderr").splitlines():
             marker = "notification server: listening on "
             if line.startswith(prefix) and marker in line:
                 host, port = line.split(marker)[1].strip().rsplit(":", 1)
@@ -505,10 +501,11 @@ def test_attacks_neither_stall_the_job_nor_grow_hvdrun(hvdrun, tmp_path):
 
     assert job.proc.returncode == 0, job.output()
     assert rss.peak_kb["hvdrun"] < RSS_LIMIT_KB, rss.peak_kb
+    assert rss.peak_kb["worker"] < RSS_LIMIT_KB, rss.peak_kb
     base = results["baseline"]
     for name, r in results.items():
         for key in ("push_add", "init_add", "push_remove", "init_remove"):
-            bound = 2 * base[key] + 1.0
+            bound = 2 * base[key] + SLACK_S
             assert r[key] <= bound, (name, key, r[key], bound, results)
         for key in ("rdv_latency", "ntf_latency"):
             assert r[key][1] < 2.0, (name, key, r[key])

@@ -76,7 +76,6 @@ class ElasticWorkerTest : public ::testing::Test {
     config.rendezvous_port = server_->port();
     config.secret = kSecret;
     config.elastic = true;
-    config.elastic_timeout = 30s;
     config.start_timeout = 30s;
     config.gloo_timeout = gloo_timeout;
     config.stall_check = false;

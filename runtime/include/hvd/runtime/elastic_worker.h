@@ -49,7 +49,9 @@ class ElasticWorker {
 
   // Checks the slot (config.hostname, config.local_rank) in for the first
   // generation after generation(), registering the notification address,
-  // and waits for every slot of it (up to config.elastic_timeout). Records
+  // and waits for every slot of it, with no deadline of its own: the driver
+  // bounds the wait (docs/design.md, "Check-in") by publishing a newer
+  // generation or closing the board; a driver that is gone fails it. Records
   // whether that generation syncs. kNotFound: the slot was removed from the
   // job; kInvalidArgument in a fork: the slot is the parent's.
   common::Result<JoinedGeneration> JoinNext(const RuntimeConfig& config);
