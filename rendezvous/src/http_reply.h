@@ -1,6 +1,6 @@
-// What the route files share: how a Status becomes an HTTP answer, the
-// route handlers, and the pure parsers behind them (tests and fuzz targets
-// call these directly; they never touch a socket).
+// What the route files share: the route handlers and the pure parsers
+// behind them (tests and fuzz targets call these directly; they never touch
+// a socket).
 #pragma once
 
 #include <chrono>
@@ -15,13 +15,6 @@
 #include "hvd/rendezvous/kv_store.h"
 
 namespace hvd::rendezvous::internal {
-
-// 400 invalid argument, 401 unauthenticated, 404 not found, 408 timeout,
-// 413 limit exceeded, 503 aborted (shutting down), 500 anything else.
-int HttpStatusFor(common::Code code);
-
-// The status for `status` and the JSON error body.
-common::HttpAnswer ReplyError(const common::Status& status);
 
 // "/v1/kv/<scope>[/<key>]" after the "/v1/kv/" prefix, already
 // percent-decoded.

@@ -14,18 +14,18 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
                          std::chrono::milliseconds max_wait) {
   const std::string slot = req.Param(protocol::kSlot);
   if (slot.empty() || slot.size() > 512) {
-    return ReplyError(Status::InvalidArgument(
+    return HttpAnswer::Error(Status::InvalidArgument(
         "check-in needs slot=<host>:<local rank>"));
   }
   auto after = common::ParseInt(req.Param(protocol::kAfter), protocol::kAfter,
                                 0, INT64_MAX);
-  if (!after.ok()) return ReplyError(after.status());
+  if (!after.ok()) return HttpAnswer::Error(after.status());
   auto wait = common::ParseInt(req.Param(protocol::kWaitMs), protocol::kWaitMs,
                                0, max_wait.count());
-  if (!wait.ok()) return ReplyError(wait.status());
+  if (!wait.ok()) return HttpAnswer::Error(wait.status());
   auto assignment = board.CheckIn(slot, *after, req.Param(protocol::kNotify),
                                   std::chrono::milliseconds(*wait));
-  if (!assignment.ok()) return ReplyError(assignment.status());
+  if (!assignment.ok()) return HttpAnswer::Error(assignment.status());
   return HttpAnswer::Json(EncodeAssignment(*assignment));
 }
 

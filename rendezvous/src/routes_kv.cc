@@ -92,36 +92,36 @@ HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
     std::vector<std::string> keys = SplitKeys(req.Param(protocol::kKeys));
     for (const std::string& key : keys) {
       if (!protocol::IsValidKey(key)) {
-        return ReplyError(Status::InvalidArgument(
+        return HttpAnswer::Error(Status::InvalidArgument(
             "malformed key '" + Printable(key) + "' in '" + protocol::kKeys +
             "'"));
       }
     }
     auto values = store.WaitAll(scope, keys, deadline);
-    if (!values.ok()) return ReplyError(WaitFailure(values.status(), wait));
+    if (!values.ok()) return HttpAnswer::Error(WaitFailure(values.status(), wait));
     return HttpAnswer::Json(EncodeValues(*values));
   }
   if (req.HasParam(protocol::kPrefix) && req.HasParam(protocol::kCount)) {
     std::string prefix = req.Param(protocol::kPrefix);
     if (!prefix.empty() && !protocol::IsValidKey(prefix)) {
-      return ReplyError(Status::InvalidArgument("malformed prefix '" +
+      return HttpAnswer::Error(Status::InvalidArgument("malformed prefix '" +
                                                 Printable(prefix) + "'"));
     }
     auto count =
         common::ParseInt(req.Param(protocol::kCount), protocol::kCount, 0,
                          store.limits().max_keys_per_wait);
-    if (!count.ok()) return ReplyError(count.status());
+    if (!count.ok()) return HttpAnswer::Error(count.status());
     auto snapshot =
         store.WaitPrefix(scope, prefix, static_cast<size_t>(*count), deadline);
     if (!snapshot.ok()) {
-      return ReplyError(WaitFailure(snapshot.status(), wait));
+      return HttpAnswer::Error(WaitFailure(snapshot.status(), wait));
     }
     const KvStore::PrefixSnapshot& values = **snapshot;
     std::call_once(values.encode_once,
                    [&values] { values.encoded = EncodeValues(values.values); });
     return HttpAnswer::Json(values.encoded);
   }
-  return ReplyError(Status::InvalidArgument(
+  return HttpAnswer::Error(Status::InvalidArgument(
       std::string("a scope GET needs '") + protocol::kKeys + "' or '" +
       protocol::kPrefix + "' and '" + protocol::kCount + "'"));
 }
@@ -129,16 +129,16 @@ HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
 HttpAnswer HandleGet(const HttpRequest& req, KvStore& store,
                      const KvPath& path, std::chrono::milliseconds max_wait) {
   auto wait = ParseWait(req, max_wait);
-  if (!wait.ok()) return ReplyError(wait.status());
+  if (!wait.ok()) return HttpAnswer::Error(wait.status());
   if (!path.key) return HandleMultiGet(req, store, path.scope, *wait);
   if (wait->count() == 0) {
     auto value = store.Get(path.scope, *path.key);
-    if (!value.ok()) return ReplyError(value.status());
+    if (!value.ok()) return HttpAnswer::Error(value.status());
     return Octets(std::move(*value));
   }
   auto values = store.WaitAll(path.scope, {*path.key},
                               KvStore::Clock::now() + *wait);
-  if (!values.ok()) return ReplyError(WaitFailure(values.status(), *wait));
+  if (!values.ok()) return HttpAnswer::Error(WaitFailure(values.status(), *wait));
   return Octets(values->begin()->second);
 }
 
@@ -148,27 +148,27 @@ HttpAnswer HandleKv(const HttpRequest& req, KvStore& store,
                     std::chrono::milliseconds max_wait) {
   auto path = ParseKvPath(
       std::string_view(req.path).substr(std::strlen(protocol::kKvPath)));
-  if (!path.ok()) return ReplyError(path.status());
+  if (!path.ok()) return HttpAnswer::Error(path.status());
   if (req.method == "GET") return HandleGet(req, store, *path, max_wait);
   if (req.method == "PUT") {
     if (!path->key) {
-      return ReplyError(
+      return HttpAnswer::Error(
           Status::InvalidArgument("PUT needs a key: /v1/kv/<scope>/<key>"));
     }
     Status status = store.Set(path->scope, *path->key, req.body);
-    if (!status.ok()) return ReplyError(status);
+    if (!status.ok()) return HttpAnswer::Error(status);
     return HttpAnswer{};
   }
   if (req.method == "DELETE") {
     if (path->key) {
       Status status = store.Delete(path->scope, *path->key);
-      if (!status.ok()) return ReplyError(status);
+      if (!status.ok()) return HttpAnswer::Error(status);
       return HttpAnswer{};
     }
     size_t deleted = store.DeleteScope(path->scope);
     return HttpAnswer::Json(nlohmann::json{{"deleted", deleted}}.dump());
   }
-  return ReplyError(Status::NotFound("no route for " + Printable(req.method) +
+  return HttpAnswer::Error(Status::NotFound("no route for " + Printable(req.method) +
                                      " " + Printable(req.path)));
 }
 

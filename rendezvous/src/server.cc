@@ -14,16 +14,6 @@ using common::HttpRequest;
 using common::Result;
 using common::Status;
 
-namespace internal {
-
-int HttpStatusFor(common::Code code) { return common::HttpStatusFor(code); }
-
-HttpAnswer ReplyError(const Status& status) {
-  return HttpAnswer::Error(status);
-}
-
-}  // namespace internal
-
 RendezvousServer::RendezvousServer(ServerOptions options)
     : options_(std::move(options)),
       store_(options_.limits),
@@ -73,7 +63,7 @@ HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
   if (req.method == "GET" && req.path == protocol::kCheckInPath) {
     return internal::HandleCheckIn(req, board_, options_.max_wait);
   }
-  return internal::ReplyError(
+  return HttpAnswer::Error(
       Status::NotFound("no route for " + common::Printable(req.method) + " " +
                        common::Printable(req.path)));
 }

@@ -123,7 +123,7 @@ void CheckAssignment(const std::string& json) {
 
 // A refusal that quotes the client's bytes is still a 400 with a JSON body.
 void CheckErrorAnswer(const std::string& key) {
-  hvd::common::HttpAnswer res = hvd::rendezvous::internal::ReplyError(
+  hvd::common::HttpAnswer res = hvd::common::HttpAnswer::Error(
       Status::InvalidArgument("malformed key '" + key + "'"));
   HVD_FUZZ_CHECK(res.status == 400);
   auto body = nlohmann::json::parse(res.body, nullptr, false);
