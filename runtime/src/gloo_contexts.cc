@@ -78,13 +78,13 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   const std::string gen = "g" + std::to_string(generation) + "/";
   GlooContexts contexts;
   contexts.device = device;
-  const std::vector<int> before = OpenDescriptors();
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto global =
       Connect(config, device, gen + "global/", config.rank, config.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
   // Connect() has closed its rendezvous connection by now: what is new and
-  // connected belongs to the context.
+  // connected, and not accepted by another server, belongs to the context.
   contexts.global_sockets = NewConnectedSockets(before);
   if (which == ContextSet::kGlobalOnly) return contexts;
   // Ranks on a host are contiguous, so the host's first rank names it.
@@ -106,7 +106,7 @@ Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
     int32_t id, int rank, int size, std::vector<SocketId>* sockets) {
-  const std::vector<int> before = OpenDescriptors();
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto context = Connect(
       config, device,
       "g" + std::to_string(generation) + "/set" + std::to_string(id) + "/",
