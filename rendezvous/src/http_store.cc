@@ -2,6 +2,7 @@
 
 #include <gloo/common/error.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace hvd::rendezvous {
@@ -72,7 +73,10 @@ void HttpStore::wait(const std::vector<std::string>& keys,
     }
   }
   if (wanted.empty()) return;
-  auto values = client_.MultiGet(scope_, wanted, timeout);
+  // Gloo passes its context's timeout (HOROVOD_GLOO_TIMEOUT_SECONDS, meant
+  // for collectives); waiting for peers to arrive is the store's own budget
+  // (HOROVOD_START_TIMEOUT), so the shorter one bounds it.
+  auto values = client_.MultiGet(scope_, wanted, std::min(timeout, timeout_));
   if (!values.ok()) Throw(values.status());
   for (auto& [key, value] : *values) {
     fetched_[key.substr(prefix_.size())] = std::move(value);

@@ -3,13 +3,14 @@
 import http.client
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
 
-from conftest import rank_lines, wait_until
+from conftest import HVDRUN, Child, kill_session, rank_lines, wait_until
 from signing import signature_headers
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
@@ -232,3 +233,45 @@ def test_help_lists_the_flags(hvdrun):
                  "--fusion-threshold-mb", "--cycle-time-ms",
                  "--cache-capacity", "--timeline-filename"):
         assert flag in result.stdout
+
+
+def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
+    """Rank 1's host never answers ssh (the fake ssh on PATH hangs, past
+    even the ConnectTimeout a real one would honour). The launch still ends
+    within --start-timeout plus the stop grace: rank 0's hvd.init() gives up
+    on its missing peer, and the job is stopped with the hung ssh. Runs in
+    a network namespace of its own with only loopback, so the remote host's
+    name resolves nowhere and nothing leaves the machine."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    calls = tmp_path / "ssh.calls"
+    (fake / "ssh").write_text(
+        f"#!/bin/sh\necho \"$$ $*\" >> {calls}\nexec sleep 600\n")
+    (fake / "ssh").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    args = ["-np", "2", "-H", "localhost:1,unreachable-host:1",
+            "--network-interface", "lo", "--start-timeout", "3",
+            sys.executable, "-c", "import hvd; hvd.init(); print('joined')"]
+    started = time.monotonic()
+    job = Child(subprocess.Popen(
+        ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+         str(HVDRUN), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, errors="backslashreplace", env=env,
+        start_new_session=True), "hvdrun in a network namespace")
+    try:
+        result = job.finish(timeout=60)
+    finally:
+        if job.poll() is None:
+            kill_session(job.proc)
+    took = time.monotonic() - started
+    assert result.returncode != 0, result.stderr
+    assert "joined" not in result.stdout
+    # 3 s start timeout, 5 s stop grace, and Python's start-up.
+    assert took < 20, (took, result.stderr)
+    assert "rank 0 on host localhost exited with code" in result.stderr, \
+        result.stderr
+    pid, line = calls.read_text().splitlines()[0].split(" ", 1)
+    assert "ConnectTimeout=3" in line and "BatchMode=yes" in line, line
+    assert "unreachable-host" in line.split(), line
+    wait_until(lambda: not alive(int(pid)), "the hung ssh to be stopped",
+               timeout=10)

@@ -141,6 +141,20 @@ TEST_F(HttpStoreTest, MissingPeerIsAnIoExceptionAfterTheTimeout) {
   EXPECT_EQ(store.get("0"), std::vector<char>{'a'});
 }
 
+TEST_F(HttpStoreTest, GlooTimeoutLongerThanTheStoresEndsAtTheStoresTimeout) {
+  // Gloo hands its collective timeout to wait(); a peer that never arrives
+  // must still fail the rendezvous at the store's (start) timeout.
+  HttpStore store(ClientOptions(), "gloo", "g1/", 100ms);
+  EXPECT_THROW(store.wait({"1"}, std::chrono::milliseconds(600000)),
+               gloo::IoException);
+  EXPECT_EQ(store.last_error().code(), common::Code::kTimeout);
+  // The request asked the server to wait what was left of 100 ms.
+  const std::string message = store.last_error().message();
+  const size_t at = message.find("wait_ms=");
+  ASSERT_NE(at, std::string::npos) << message;
+  EXPECT_LE(std::stoll(message.substr(at + 8)), 100) << message;
+}
+
 TEST_F(HttpStoreTest, UnreachableServerIsAnIoException) {
   common::HttpClientOptions options = ClientOptions();
   server_->Stop();

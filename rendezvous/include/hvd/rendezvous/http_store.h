@@ -46,6 +46,9 @@ class HttpStore : public gloo::rendezvous::Store {
   // Waits up to the store's timeout for the key to exist.
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
+  // Waits up to the shorter of `timeout` (Gloo passes its collective
+  // timeout) and the store's timeout (the start timeout: how long peers
+  // may take to arrive).
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
 
