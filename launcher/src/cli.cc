@@ -395,8 +395,11 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   double elastic_timeout = 600;
   std::optional<double> discovery_interval;
   app.add_option("--elastic-timeout", elastic_timeout,
-                 "Seconds to wait for enough slots (at the start, after a "
-                 "failure) and for every slot to check in (default 600)")
+                 "Seconds to wait for enough slots (--min-np; -np at the "
+                 "start) before the job fails (default 600). It never ends "
+                 "a worker that is busy training: a new worker's first "
+                 "check-in is bounded by --start-timeout, a running one's "
+                 "by its liveness")
       ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"))
       ->group(elastic);
   app.add_option("--reset-limit", config.reset_limit,

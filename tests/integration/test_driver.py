@@ -231,6 +231,18 @@ def test_every_worker_failing_ends_the_job_at_once(hvdrun, tmp_path):
     assert "every host is blacklisted with no cooldown" in result.stderr, \
         result.stderr
     assert "job failed" in result.stderr
+    # The final line lists the failed ranks of the generation they trained
+    # in: each a slot of the job that exited with the scenario's code 17.
+    final = [line for line in result.stderr.splitlines()
+             if "job failed" in line][-1]
+    listed = re.search(r"failures in generation \d+: (.*?); job failed",
+                       final)
+    assert listed, final
+    failures = re.findall(r"slot (\S+) \(rank (\d+)\) exited with code 17\b",
+                          listed.group(1))
+    assert failures and len(failures) == listed.group(1).count("slot "), final
+    assert {slot for slot, _ in failures} <= set(slots), final
+    assert len({rank for _, rank in failures}) == len(failures), final
 
 
 def test_workers_that_exit_zero_without_init_finish_an_elastic_job(

@@ -523,6 +523,28 @@ TEST(JobPolicyElastic, WithACooldownTheWaitEndsWhenTheHostReturns) {
   EXPECT_EQ(All<StartWorker>(back).size(), 2u);
 }
 
+TEST(JobPolicyElastic, ACooldownPastTheElasticTimeoutEndsTheWaitAtTheTimeout) {
+  PolicyConfig config = Elastic(2, 2);
+  config.cooldown = CooldownRange{30s, 30s};
+  config.elastic_timeout = 5s;
+  Harness h(config, {{"a", 2}});
+  h.Start();
+  h.ExitSlot("a:0", Exit(5));
+  h.ExitSlot("a:1", Killed(SIGTERM));
+  EXPECT_FALSE(h.policy().finished());
+  // The elastic timeout comes before the host's cooldown ends.
+  EXPECT_EQ(*h.policy().NextDeadline(), h.now() + 5s);
+  Actions timeout = h.ToDeadline();
+  EXPECT_TRUE(All<StartWorker>(timeout).empty());
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_NE(h.exit_code(), 0);
+  EXPECT_NE(h.log().find("not enough slots for 5 s"), std::string::npos)
+      << h.log();
+  EXPECT_NE(h.log().find("last failure: slot a:0 (rank 0) exited with code 5"),
+            std::string::npos)
+      << h.log();
+}
+
 TEST(JobPolicyElastic, TheFinalMessageListsEveryFailedRankOfAGeneration) {
   Harness h(Elastic(4, 2), {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
   h.Start();
