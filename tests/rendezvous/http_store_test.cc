@@ -2,13 +2,12 @@
 #include "hvd/rendezvous/http_store.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gloo/common/error.h>
 #include <thread>
 
+#include "child_processes.h"
 #include "hvd/rendezvous/server.h"
 
 namespace hvd::rendezvous {
@@ -17,62 +16,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr char kSecret[] = "feedfacefeedface";
-
-// Children of one test; killed and reaped however the test ends.
-class Workers {
- public:
-  ~Workers() {
-    for (pid_t pid : pids_) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-  void Spawn(const std::vector<std::string>& args, const std::string& secret) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      setenv("HVD_SECRET_KEY", secret.c_str(), 1);
-      std::vector<char*> argv;
-      for (const auto& arg : args)
-        argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    pids_.push_back(pid);
-  }
-  // Exit codes in spawn order; -1 for a worker still running at the deadline
-  // (then killed) or one that died of a signal.
-  std::vector<int> Wait(std::chrono::seconds limit) {
-    std::vector<int> codes(pids_.size(), -1);
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    size_t done = 0;
-    while (done < pids_.size() && std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      pid_t pid = waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) {
-        std::this_thread::sleep_for(10ms);  // reaping, not synchronising
-        continue;
-      }
-      for (size_t i = 0; i < pids_.size(); ++i) {
-        if (pids_[i] == pid) {
-          codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-          pids_[i] = -pids_[i];  // reaped
-          ++done;
-        }
-      }
-    }
-    std::vector<pid_t> alive;
-    for (pid_t pid : pids_) {
-      if (pid > 0) alive.push_back(pid);
-    }
-    pids_ = alive;
-    return codes;
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
 
 class HttpStoreTest : public ::testing::Test {
  protected:
@@ -96,7 +39,7 @@ class HttpStoreTest : public ::testing::Test {
 
 TEST_F(HttpStoreTest, FourProcessesConnectAndAllreduce) {
   constexpr int kSize = 4;
-  Workers workers;
+  hvd::testing::ChildProcesses workers;
   for (int rank = 0; rank < kSize; ++rank) {
     workers.Spawn({HVD_GLOO_WORKER, std::to_string(server_->port()),
                    std::to_string(rank), std::to_string(kSize), "g1/"},
@@ -115,7 +58,7 @@ TEST_F(HttpStoreTest, GenerationsWithTheirOwnPrefixDoNotCollide) {
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(client.Set("gloo", "g1/" + std::to_string(rank), "stale").ok());
   }
-  Workers workers;
+  hvd::testing::ChildProcesses workers;
   for (int rank = 0; rank < 2; ++rank) {
     workers.Spawn({HVD_GLOO_WORKER, std::to_string(server_->port()),
                    std::to_string(rank), "2", "g2/"},
@@ -125,7 +68,7 @@ TEST_F(HttpStoreTest, GenerationsWithTheirOwnPrefixDoNotCollide) {
 }
 
 TEST_F(HttpStoreTest, WrongSecretFailsClearly) {
-  Workers workers;
+  hvd::testing::ChildProcesses workers;
   workers.Spawn(
       {HVD_GLOO_WORKER, std::to_string(server_->port()), "0", "2", "g1/"},
       "wrong");
