@@ -392,6 +392,23 @@ TEST(CliTest, EveryNumberFlagRejectsBadValues) {
   std::remove(script);
 }
 
+TEST(CliTest, CooldownRangeRejectsBadNumbersInEitherPlace) {
+  for (std::string bad :
+       {"nan", "inf", "-1", "0", "1e300", "2.5", "5x", "",
+        "99999999999999999999999999999999999999999999999999"}) {
+    for (int place = 0; place < 2; ++place) {
+      std::vector<std::string> range = {"3", "8"};
+      range[place] = bad;
+      std::string err =
+          ErrorOf({"-H", "a:2", "--min-np", "1", "-np", "1",
+                   "--blacklist-cooldown-range", range[0], range[1], "cmd"});
+      SCOPED_TRACE("'" + range[0] + "' '" + range[1] + "': " + err);
+      EXPECT_NE(err.find("blacklist-cooldown-range"), std::string::npos);
+      EXPECT_FALSE(std::regex_search(err, std::regex("[0-9]{60}")));
+    }
+  }
+}
+
 TEST(CliTest, NumberBoundsAreAccepted) {
   CliOutcome out =
       Parse({"-np", "65536", "--start-timeout", "0.25",
