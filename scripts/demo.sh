@@ -59,6 +59,7 @@ job=$!
 tail -n +1 -f "$log" --pid "$job" 2>/dev/null |
   grep --line-buffered -E '^(hvdrun: (generation|slot|every|.*failed)|\[[0-9]+\]<stdout>:|\[[0-9]+\]<stderr>:hvd: )' |
   sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^hvdrun: /  hvdrun: /' &
+follow=$!
 
 wait_for 'epoch 0:' 120
 say "adding host 127.0.0.2 with 2 slots"
@@ -84,11 +85,15 @@ sleep 3
 say "removing host localhost (where rank 0 runs)"
 printf '127.0.0.3:2\n' >"$hosts"
 
+# The job ends by itself once training finishes; bound the wait anyway.
+wait_for 'job succeeded\|job failed' 300
 set +e
 wait "$job"
 code=$?
+# tail follows the log until hvdrun is gone (checked each second): its last
+# lines are out once the pipeline ends.
+wait "$follow"
 set -e
-sleep 0.3
 echo
 echo "What happened:"
 grep -E '^hvdrun: generation' "$log" | sed 's/^hvdrun: /  /'
