@@ -39,8 +39,9 @@ constexpr uint64_t kBodyBytes = 4096;
 constexpr size_t kMaxSignatureField = 128;
 
 // Feeds `bytes` as reads would, the body only once the header passed (as
-// the server does after the signature check). True when a whole request
-// was parsed.
+// the server does after the signature check). The whole input is all the
+// client sends: when the parser can make no progress with what is left, the
+// stream ends there. True when a whole request was parsed.
 bool Parse(RequestParser& parser, std::string_view bytes) {
   boost::beast::error_code ec;
   bool body_allowed = false;
@@ -51,16 +52,18 @@ bool Parse(RequestParser& parser, std::string_view bytes) {
       parser.AllowBody(kBodyBytes);
       body_allowed = true;
     }
-    size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()),
-                             ec);
-    if (ec == http::error::need_more) {
-      if (bytes.empty()) return false;  // the client stopped mid-request
-      ec = {};
+    size_t used = 0;
+    if (!bytes.empty()) {
+      used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
+      bytes.remove_prefix(used);
+      if (ec == http::error::need_more) ec = {};
+      if (ec) return false;
     }
-    if (ec) return false;
-    bytes.remove_prefix(used);
-    if (used == 0 && bytes.empty()) {
-      // End of input: Beast ends a body that runs to end of stream here.
+    if (used == 0) {
+      // Nothing more to parse: the client closed here. Beast ends a body
+      // that runs to the end of the stream; anything else is truncated.
+      // (put_eof is only for a parser that got some bytes.)
+      if (!parser.got_some()) return false;
       parser.put_eof(ec);
       return !ec && parser.is_done();
     }
