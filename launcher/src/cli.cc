@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
+#include "hvd/common/build_info.h"
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
@@ -154,12 +156,17 @@ Result<std::chrono::milliseconds> DiscoverySecondsFromEnv(
 // CLI11 has no such positional, so the split is made here from CLI11's own
 // table of how many values each option takes; CLI11 then parses the options
 // alone, so an unknown option is an error rather than the command.
-// horovodrun's "-np" (CLI11 takes only one-letter short options) becomes
-// "--num-proc".
+// horovodrun's single-dash words of several letters, which CLI11 would read
+// as a cluster of one-letter options, become their long names.
 struct SplitArgs {
   std::vector<std::string> options;
   std::vector<std::string> command;
 };
+
+constexpr std::pair<const char*, const char*> kSingleDashWords[] = {
+    {"-np", "--num-proc"},
+    {"-cb", "--check-build"},
+    {"-hostfile", "--hostfile"}};
 
 // "-x", "--x"; not "-", "-1" or "-.5" (a value).
 bool LooksLikeOption(const std::string& word) {
@@ -179,8 +186,12 @@ SplitArgs SplitAtCommand(const CLI::App& app,
     }
     if (!LooksLikeOption(word)) break;  // the command
     ++i;
-    if (word == "-np" || word.rfind("-np=", 0) == 0) {
-      word = "--num-proc" + word.substr(3);
+    for (const auto& [dash, long_name] : kSingleDashWords) {
+      const std::string spelled = dash;
+      if (word == spelled || word.rfind(spelled + "=", 0) == 0) {
+        word = std::string(long_name) + word.substr(spelled.size());
+        break;
+      }
     }
     split.options.push_back(word);
     if (word.find('=') != std::string::npos) continue;  // --flag=value
@@ -280,6 +291,14 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
                  "and stderr");
   app.add_flag("--verbose", config.verbose, "Log what the launcher does");
+  bool show_version = false, check_build = false, gloo = false;
+  app.add_flag("-v,--version", show_version, "Print hvd's version and exit");
+  app.add_flag("--check-build", check_build,
+               "Print what this build contains (frameworks, controllers, "
+               "tensor operations) and exit (also -cb)");
+  app.add_flag("--gloo", gloo,
+               "Use Gloo for the controller and CPU collectives: hvd always "
+               "does (accepted for horovodrun's command lines)");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warning, error or fatal; passed to "
                  "workers as HOROVOD_LOG_LEVEL");
@@ -374,12 +393,12 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
       ->group(stall_group);
 
   auto* elastic = "Elastic mode (on with --host-discovery-script or --min-np)";
-  app.add_option("--min-np", config.min_np,
+  app.add_option("--min-np,--min-num-proc", config.min_np,
                  "Fewest workers the job runs with; below it the job waits "
                  "up to --elastic-timeout, then fails (default: -np)")
       ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
-  app.add_option("--max-np", config.max_np,
+  app.add_option("--max-np,--max-num-proc", config.max_np,
                  "Most workers the job runs with (default: every slot)")
       ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
@@ -431,6 +450,12 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+  }
+  if (show_version || check_build) {
+    const common::BuildInfo info = common::GetBuildInfo();
+    std::cout << (show_version ? info.version + "\n"
+                               : common::CheckBuildReport(info));
+    return {std::nullopt, 0};
   }
   auto fail = [](const Status& status) -> CliOutcome {
     std::cerr << "hvdrun: " << status.message() << "\n"

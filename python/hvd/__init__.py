@@ -8,6 +8,10 @@ from .basics import (cross_rank, cross_size, init, is_initialized,
                      local_rank, local_size, negotiation_stats, rank,
                      shutdown, size, start_timeline, stop_timeline)
 from . import elastic
+from .build import (ccl_built, cuda_built, ddl_built, gloo_built,
+                    gloo_enabled, mpi_built, mpi_enabled,
+                    mpi_threads_supported, nccl_built, rocm_built)
+from .build import __version__
 from .exceptions import (ForkedProcessError, HorovodInternalError,
                          HostsUpdatedInterrupt, MismatchError,
                          RemovedFromJobError)

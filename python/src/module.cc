@@ -11,6 +11,7 @@
 
 #include "arrays.h"
 #include "errors.h"
+#include "hvd/common/build_info.h"
 #include "hvd/common/logging.h"
 #include "hvd/runtime/elastic_worker.h"
 #include "hvd/runtime/runtime.h"
@@ -211,6 +212,21 @@ PYBIND11_MODULE(_hvd_core, m) {
         py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown);
   m.def("is_initialized", [] { return g_state.runtime != nullptr; });
+  // What this build contains (hvd.gloo_built() and friends).
+  m.def("build_info", [] {
+    const common::BuildInfo info = common::GetBuildInfo();
+    py::dict facts;
+    facts["version"] = info.version;
+    facts["pytorch"] = info.pytorch;
+    facts["gloo"] = info.gloo;
+    facts["nccl_version"] = info.nccl_version;
+    facts["cuda"] = info.cuda;
+    facts["rocm"] = info.rocm;
+    facts["mpi"] = info.mpi;
+    facts["ddl"] = info.ddl;
+    facts["ccl"] = info.ccl;
+    return facts;
+  });
   // The generation a HostsUpdated announced that this worker has not joined
   // yet, or 0.
   m.def("pending_hosts_update", [] {

@@ -1,6 +1,7 @@
 """hvdrun in static mode, end to end with real worker processes."""
 
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -275,3 +276,47 @@ def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
     assert "unreachable-host" in line.split(), line
     wait_until(lambda: not alive(int(pid)), "the hung ssh to be stopped",
                timeout=10)
+
+
+def test_version_and_check_build_tell_what_the_python_queries_tell(hvdrun):
+    """hvdrun --version / -cb and hvd's build queries (Horovod's names)
+    describe the same build."""
+    facts = json.loads(subprocess.run(
+        [sys.executable, "-c",
+         "import json, hvd, hvd.torch as ht; print(json.dumps(dict("
+         "version=hvd.__version__, torch_version=ht.__version__, "
+         "gloo=hvd.gloo_built(), gloo_enabled=ht.gloo_enabled(), "
+         "mpi=hvd.mpi_built(), mpi_enabled=ht.mpi_enabled(), "
+         "nccl=hvd.nccl_built(), cuda=ht.cuda_built(), rocm=ht.rocm_built(), "
+         "ddl=ht.ddl_built(), ccl=ht.ccl_built())))"],
+        capture_output=True, text=True, timeout=120, check=True).stdout)
+    version = hvdrun(["--version"])
+    assert version.returncode == 0, version.stderr
+    assert version.stdout == facts["version"] + "\n"
+    assert facts["torch_version"] == facts["version"]
+    report = hvdrun(["-cb"])
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith(f"hvd v{facts['version']}:"), report.stdout
+
+    def line(name, built):
+        return f"    [{'X' if built else ' '}] {name}\n"
+    assert facts["gloo"] and facts["gloo_enabled"]
+    assert not facts["mpi"] and not facts["mpi_enabled"]
+    for name, built in [("PyTorch", True), ("Gloo", facts["gloo"]),
+                        ("MPI", facts["mpi"]), ("NCCL", facts["nccl"] != 0),
+                        ("DDL", facts["ddl"]), ("CCL", facts["ccl"])]:
+        assert line(name, built) in report.stdout, (name, report.stdout)
+    assert isinstance(facts["nccl"], int)
+    assert facts["cuda"] is False and facts["rocm"] is False
+
+
+def test_mpi_threads_supported_raises_as_horovod_does_without_mpi():
+    result = subprocess.run(
+        [sys.executable, "-c",
+         "import hvd.torch as hvd\n"
+         "try:\n    hvd.mpi_threads_supported()\n"
+         "except ValueError as e:\n    print('ValueError:', e)\n"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ValueError: MPI is not enabled"), \
+        result.stdout

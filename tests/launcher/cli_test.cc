@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "hvd/common/build_info.h"
 #include "worker_env.h"
 
 namespace hvd::launcher {
@@ -165,6 +166,61 @@ TEST(CliTest, HostfileLines) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(":1"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// horovodrun's single-dash spellings of several letters and its long
+// aliases (CLI11 alone would read "-hostfile" as -h and print help).
+TEST(CliTest, HorovodrunSpellingsAndAliases) {
+  std::string path = ::testing::TempDir() + "/hosts_spelling";
+  std::ofstream(path) << "a slots=2\nb slots=2\n";
+  CliOutcome out = Parse({"-hostfile", path, "--gloo", "--min-num-proc", "1",
+                          "--max-num-proc", "4", "-np", "2", "cmd"});
+  ASSERT_TRUE(out.config);
+  ASSERT_EQ(out.config->hosts.size(), 2u);
+  EXPECT_EQ(out.config->hosts[1].host, "b");
+  EXPECT_TRUE(out.config->elastic);
+  EXPECT_EQ(out.config->min_np, 1);
+  EXPECT_EQ(out.config->max_np, 4);
+  EXPECT_EQ(out.config->command, std::vector<std::string>{"cmd"});
+  std::remove(path.c_str());
+}
+
+// The output of a parse that ends at once with exit code 0.
+std::string OutputOf(const std::vector<std::string>& args) {
+  ::testing::internal::CaptureStdout();
+  CliOutcome out = Parse(args);
+  std::string text = ::testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(out.config);
+  EXPECT_EQ(out.exit_code, 0);
+  return text;
+}
+
+TEST(CliTest, VersionAndCheckBuildPrintAndExit) {
+  const common::BuildInfo info = common::GetBuildInfo();
+  EXPECT_EQ(OutputOf({"--version"}), info.version + "\n");
+  EXPECT_EQ(OutputOf({"-v"}), info.version + "\n");
+  const std::string report = OutputOf({"-cb"});
+  EXPECT_EQ(report, common::CheckBuildReport(info));
+  EXPECT_EQ(OutputOf({"--check-build", "-np", "2", "cmd"}), report);
+}
+
+TEST(CliTest, CheckBuildReportMarksWhatIsBuilt) {
+  common::BuildInfo info;
+  info.version = "9.8.7";
+  info.pytorch = true;
+  info.nccl_version = 22807;
+  const std::string report = common::CheckBuildReport(info);
+  EXPECT_EQ(report.rfind("hvd v9.8.7:\n", 0), 0u) << report;
+  for (const char* line : {"[X] PyTorch", "[ ] TensorFlow", "[X] Gloo",
+                           "[ ] MPI", "[X] NCCL", "[ ] DDL", "[ ] CCL"}) {
+    EXPECT_NE(report.find(std::string("    ") + line + "\n"),
+              std::string::npos)
+        << line << "\n"
+        << report;
+  }
+  info.nccl_version = 0;
+  EXPECT_NE(common::CheckBuildReport(info).find("[ ] NCCL"),
+            std::string::npos);
 }
 
 TEST(CliTest, ElasticFlags) {

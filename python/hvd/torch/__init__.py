@@ -16,6 +16,8 @@ CUDA collectives come with the NCCL backend). Modules:
 * ``functions``: ``broadcast_parameters``, ``broadcast_optimizer_state``,
   ``broadcast_object``, ``allgather_object``.
 * ``optimizer``: ``DistributedOptimizer``.
+* from ``hvd``: ``start_timeline``, ``stop_timeline`` and the build queries
+  (``gloo_built``, ``nccl_built``, ``mpi_enabled``, ...).
 * process sets (from ``hvd``): ``ProcessSet``, ``global_process_set``,
   ``add_process_set``, ``remove_process_set``,
   ``get_process_set_ids_and_ranks``; ``init(process_sets=...)``. Every
@@ -37,7 +39,11 @@ from hvd import (Average, ForkedProcessError, HorovodInternalError,
                  add_process_set, cross_rank, cross_size,
                  get_process_set_ids_and_ranks, global_process_set, init,
                  is_initialized, local_rank, local_size, rank,
-                 remove_process_set, shutdown, size)
+                 remove_process_set, shutdown, size, start_timeline,
+                 stop_timeline)
+from hvd.build import (__version__, ccl_built, cuda_built, ddl_built, gloo_built,
+                       gloo_enabled, mpi_built, mpi_enabled,
+                       mpi_threads_supported, nccl_built, rocm_built)
 
 from .async_ops import (Handle, allgather_async, allreduce_async,
                         allreduce_async_, broadcast_async, broadcast_async_,
@@ -76,4 +82,8 @@ __all__ = [
     "Compression", "DistributedOptimizer",
     "broadcast_parameters", "broadcast_optimizer_state",
     "broadcast_object", "allgather_object",
+    "start_timeline", "stop_timeline",
+    "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
+    "mpi_threads_supported", "nccl_built", "cuda_built", "rocm_built",
+    "ddl_built", "ccl_built",
 ]
