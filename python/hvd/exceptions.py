@@ -17,10 +17,11 @@ class HostsUpdatedInterrupt(RuntimeError):
         self.skip_sync = skip_sync
 
 
-class MismatchError(ValueError):
+class MismatchError(ValueError, RuntimeError):
     """Ranks disagree on a collective (name, operation, dtype, shape, root or
     reduce op). A bug in the training script: retrying will not help, so no
-    elastic loop catches it."""
+    elastic loop catches it. Also a RuntimeError, which is what Horovod
+    raises in this case, so Horovod code that catches that still does."""
 
 
 class ForkedProcessError(RuntimeError):
