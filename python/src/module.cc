@@ -283,14 +283,14 @@ PYBIND11_MODULE(_hvd_core, m) {
           auto runtime = Current();
           return Checked(*runtime, runtime->Allgather(spec, input.data()));
         });
-  m.def("grouped_allgather_async", [](std::vector<py::array> inputs,
-                                      std::vector<std::string> names,
-                                      int32_t process_set) {
-    Group group = GroupOf(inputs, names, process_set);
-    auto runtime = Current();
-    return Checked(*runtime,
-                   runtime->GroupedAllgather(group.specs, group.inputs));
-  });
+  m.def("grouped_allgather_async",
+        [](std::vector<py::array> inputs, std::vector<std::string> names,
+           int32_t process_set) {
+          Group group = GroupOf(inputs, names, process_set);
+          auto runtime = Current();
+          return Checked(*runtime,
+                         runtime->GroupedAllgather(group.specs, group.inputs));
+        });
   m.def("broadcast_async",
         [](py::array buffer, int root, std::string name, int32_t process_set) {
           auto spec = InSet(SpecOf(buffer, std::move(name), true), process_set);
@@ -306,15 +306,15 @@ PYBIND11_MODULE(_hvd_core, m) {
     return Checked(*runtime,
                    runtime->Alltoall(spec, input.data(), std::move(splits)));
   });
-  m.def("reducescatter_async",
-        [](py::array input, std::string name, int op, double prescale,
-           double postscale, int32_t process_set) {
-          auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
-          auto runtime = Current();
-          return Checked(*runtime, runtime->Reducescatter(
-                                       spec, input.data(),
-                                       ReduceArgs(op, prescale, postscale)));
-        });
+  m.def("reducescatter_async", [](py::array input, std::string name, int op,
+                                  double prescale, double postscale,
+                                  int32_t process_set) {
+    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+    auto runtime = Current();
+    return Checked(*runtime,
+                   runtime->Reducescatter(spec, input.data(),
+                                          ReduceArgs(op, prescale, postscale)));
+  });
   m.def("grouped_reducescatter_async",
         [](std::vector<py::array> inputs, std::vector<std::string> names,
            int op, double prescale, double postscale, int32_t process_set) {

@@ -14,8 +14,8 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
                          std::chrono::milliseconds max_wait) {
   const std::string slot = req.Param(protocol::kSlot);
   if (slot.empty() || slot.size() > 512) {
-    return HttpAnswer::Error(Status::InvalidArgument(
-        "check-in needs slot=<host>:<local rank>"));
+    return HttpAnswer::Error(
+        Status::InvalidArgument("check-in needs slot=<host>:<local rank>"));
   }
   auto after = common::ParseInt(req.Param(protocol::kAfter), protocol::kAfter,
                                 0, INT64_MAX);

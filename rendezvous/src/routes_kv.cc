@@ -92,24 +92,24 @@ HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
     std::vector<std::string> keys = SplitKeys(req.Param(protocol::kKeys));
     for (const std::string& key : keys) {
       if (!protocol::IsValidKey(key)) {
-        return HttpAnswer::Error(Status::InvalidArgument(
-            "malformed key '" + Printable(key) + "' in '" + protocol::kKeys +
-            "'"));
+        return HttpAnswer::Error(
+            Status::InvalidArgument("malformed key '" + Printable(key) +
+                                    "' in '" + protocol::kKeys + "'"));
       }
     }
     auto values = store.WaitAll(scope, keys, deadline);
-    if (!values.ok()) return HttpAnswer::Error(WaitFailure(values.status(), wait));
+    if (!values.ok())
+      return HttpAnswer::Error(WaitFailure(values.status(), wait));
     return HttpAnswer::Json(EncodeValues(*values));
   }
   if (req.HasParam(protocol::kPrefix) && req.HasParam(protocol::kCount)) {
     std::string prefix = req.Param(protocol::kPrefix);
     if (!prefix.empty() && !protocol::IsValidKey(prefix)) {
-      return HttpAnswer::Error(Status::InvalidArgument("malformed prefix '" +
-                                                Printable(prefix) + "'"));
+      return HttpAnswer::Error(Status::InvalidArgument(
+          "malformed prefix '" + Printable(prefix) + "'"));
     }
-    auto count =
-        common::ParseInt(req.Param(protocol::kCount), protocol::kCount, 0,
-                         store.limits().max_keys_per_wait);
+    auto count = common::ParseInt(req.Param(protocol::kCount), protocol::kCount,
+                                  0, store.limits().max_keys_per_wait);
     if (!count.ok()) return HttpAnswer::Error(count.status());
     auto snapshot =
         store.WaitPrefix(scope, prefix, static_cast<size_t>(*count), deadline);
@@ -126,8 +126,8 @@ HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
       protocol::kPrefix + "' and '" + protocol::kCount + "'"));
 }
 
-HttpAnswer HandleGet(const HttpRequest& req, KvStore& store,
-                     const KvPath& path, std::chrono::milliseconds max_wait) {
+HttpAnswer HandleGet(const HttpRequest& req, KvStore& store, const KvPath& path,
+                     std::chrono::milliseconds max_wait) {
   auto wait = ParseWait(req, max_wait);
   if (!wait.ok()) return HttpAnswer::Error(wait.status());
   if (!path.key) return HandleMultiGet(req, store, path.scope, *wait);
@@ -136,9 +136,10 @@ HttpAnswer HandleGet(const HttpRequest& req, KvStore& store,
     if (!value.ok()) return HttpAnswer::Error(value.status());
     return Octets(std::move(*value));
   }
-  auto values = store.WaitAll(path.scope, {*path.key},
-                              KvStore::Clock::now() + *wait);
-  if (!values.ok()) return HttpAnswer::Error(WaitFailure(values.status(), *wait));
+  auto values =
+      store.WaitAll(path.scope, {*path.key}, KvStore::Clock::now() + *wait);
+  if (!values.ok())
+    return HttpAnswer::Error(WaitFailure(values.status(), *wait));
   return Octets(values->begin()->second);
 }
 
@@ -168,8 +169,8 @@ HttpAnswer HandleKv(const HttpRequest& req, KvStore& store,
     size_t deleted = store.DeleteScope(path->scope);
     return HttpAnswer::Json(nlohmann::json{{"deleted", deleted}}.dump());
   }
-  return HttpAnswer::Error(Status::NotFound("no route for " + Printable(req.method) +
-                                     " " + Printable(req.path)));
+  return HttpAnswer::Error(Status::NotFound(
+      "no route for " + Printable(req.method) + " " + Printable(req.path)));
 }
 
 }  // namespace hvd::rendezvous::internal

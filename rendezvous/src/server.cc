@@ -43,9 +43,8 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   http.limits.body_bytes = o.limits.max_value_bytes + 4096;
   RendezvousServer* self = server.get();
   auto started = common::SignedHttpServer::Start(
-      std::move(http), [self](const HttpRequest& req) {
-        return self->Route(req);
-      });
+      std::move(http),
+      [self](const HttpRequest& req) { return self->Route(req); });
   if (!started.ok()) return started.status();
   server->http_ = std::move(*started);
   server->port_ = server->http_->port();
@@ -63,9 +62,9 @@ HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
   if (req.method == "GET" && req.path == protocol::kCheckInPath) {
     return internal::HandleCheckIn(req, board_, options_.max_wait);
   }
-  return HttpAnswer::Error(
-      Status::NotFound("no route for " + common::Printable(req.method) + " " +
-                       common::Printable(req.path)));
+  return HttpAnswer::Error(Status::NotFound("no route for " +
+                                            common::Printable(req.method) +
+                                            " " + common::Printable(req.path)));
 }
 
 uint64_t RendezvousServer::requests_total() const {
@@ -78,20 +77,20 @@ std::string RendezvousServer::StatusJson() const {
   double uptime =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_)
           .count();
-  nlohmann::json body{{"uptime_s", uptime},
-                      {"generation", generation_.load()},
-                      {"scopes", stats.scopes},
-                      {"keys", stats.keys},
-                      {"bytes", stats.bytes},
-                      {"waiters", stats.waiters},
-                      {"requests",
-                       {{"total", answered.total},
-                        {"2xx", answered.ok_2xx},
-                        {"4xx", answered.client_4xx},
-                        {"401", answered.unauthenticated_401},
-                        {"5xx", answered.server_5xx},
-                        {"dropped_connections",
-                         answered.dropped_connections}}}};
+  nlohmann::json body{
+      {"uptime_s", uptime},
+      {"generation", generation_.load()},
+      {"scopes", stats.scopes},
+      {"keys", stats.keys},
+      {"bytes", stats.bytes},
+      {"waiters", stats.waiters},
+      {"requests",
+       {{"total", answered.total},
+        {"2xx", answered.ok_2xx},
+        {"4xx", answered.client_4xx},
+        {"401", answered.unauthenticated_401},
+        {"5xx", answered.server_5xx},
+        {"dropped_connections", answered.dropped_connections}}}};
   return body.dump();
 }
 

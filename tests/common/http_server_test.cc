@@ -25,8 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::RawSocket;
-using testing::Slowloris;
 using testing::SignedRequestBytes;
+using testing::Slowloris;
 using testing::StatusOf;
 
 constexpr char kSecret[] = "server-test-secret";
@@ -51,19 +51,19 @@ class HttpServerTest : public ::testing::Test {
     options.limits.body_deadline = 1500ms;
     options.limits.unauthenticated_idle = 800ms;
     Adjust(options);
-    auto server = SignedHttpServer::Start(options, [this](const HttpRequest&
-                                                              req) {
-      ++handled_;
-      if (req.path == "/throw") throw std::runtime_error("handler bug");
-      nlohmann::json params = nlohmann::json::object();
-      for (const auto& [name, value] : req.params) params[name] = value;
-      nlohmann::json echo{{"method", req.method},
-                          {"path", req.path},
-                          {"params", params},
-                          {"body", req.body}};
-      return HttpAnswer::Json(
-          echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    });
+    auto server =
+        SignedHttpServer::Start(options, [this](const HttpRequest& req) {
+          ++handled_;
+          if (req.path == "/throw") throw std::runtime_error("handler bug");
+          nlohmann::json params = nlohmann::json::object();
+          for (const auto& [name, value] : req.params) params[name] = value;
+          nlohmann::json echo{{"method", req.method},
+                              {"path", req.path},
+                              {"params", params},
+                              {"body", req.body}};
+          return HttpAnswer::Json(echo.dump(
+              -1, ' ', false, nlohmann::json::error_handler_t::replace));
+        });
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
   }
@@ -210,8 +210,7 @@ TEST_F(HttpServerTest, AHugeUnauthenticatedBodyIsRefusedWithoutReadingIt) {
   for (const auto& [name, value] : headers->Fields()) {
     head += name + ": " + value + "\r\n";
   }
-  ASSERT_TRUE(
-      signed_socket.Send(head + "Content-Length: 1073741824\r\n\r\n"));
+  ASSERT_TRUE(signed_socket.Send(head + "Content-Length: 1073741824\r\n\r\n"));
   EXPECT_EQ(StatusOf(signed_socket.ReadAnswer(10s)), 413);
   EXPECT_EQ(handled_, 0);
   EXPECT_EQ(SignedGet(), 200);
@@ -290,8 +289,8 @@ TEST_F(HttpServerTest, IdleStrangersAreDroppedSignedClientsStay) {
 }
 
 TEST_F(HttpServerTest, ABodyThatStallsIsDroppedAtItsDeadline) {
-  std::string request = SignedRequestBytes(kSecret, "PUT", "/k",
-                                           std::string(1000, 'x'));
+  std::string request =
+      SignedRequestBytes(kSecret, "PUT", "/k", std::string(1000, 'x'));
   RawSocket socket(server_->port());
   // Headers and the first 10 body bytes, then nothing.
   ASSERT_TRUE(socket.Send(request.substr(0, request.size() - 990)));
@@ -308,7 +307,8 @@ class HttpServerSlowlorisTest : public HttpServerTest {
   }
 };
 
-TEST_F(HttpServerSlowlorisTest, DoesNotDelayASignedRequestAndIsCutAtTheDeadline) {
+TEST_F(HttpServerSlowlorisTest,
+       DoesNotDelayASignedRequestAndIsCutAtTheDeadline) {
   Slowloris attack(server_->port(), 500);
   ASSERT_EQ(attack.open(), 500u);
   // All 500 hold a half-sent request now.

@@ -103,9 +103,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RequestParser parser(kHeaderBytes, kHeaderFields);
   const bool whole = Parse(parser, bytes);
   const auto signature = parser.signature();
-  for (std::string_view field : {signature.timestamp, signature.nonce,
-                                 signature.content_sha256,
-                                 signature.signature}) {
+  for (std::string_view field :
+       {signature.timestamp, signature.nonce, signature.content_sha256,
+        signature.signature}) {
     HVD_FUZZ_CHECK(field.size() <= kMaxSignatureField);
   }
   HVD_FUZZ_CHECK(parser.body().size() <= kBodyBytes);

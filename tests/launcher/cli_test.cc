@@ -213,14 +213,12 @@ TEST(CliTest, CheckBuildReportMarksWhatIsBuilt) {
   EXPECT_EQ(report.rfind("hvd v9.8.7:\n", 0), 0u) << report;
   for (const char* line : {"[X] PyTorch", "[ ] TensorFlow", "[X] Gloo",
                            "[ ] MPI", "[X] NCCL", "[ ] DDL", "[ ] CCL"}) {
-    EXPECT_NE(report.find(std::string("    ") + line + "\n"),
-              std::string::npos)
+    EXPECT_NE(report.find(std::string("    ") + line + "\n"), std::string::npos)
         << line << "\n"
         << report;
   }
   info.nccl_version = 0;
-  EXPECT_NE(common::CheckBuildReport(info).find("[ ] NCCL"),
-            std::string::npos);
+  EXPECT_NE(common::CheckBuildReport(info).find("[ ] NCCL"), std::string::npos);
 }
 
 TEST(CliTest, ElasticFlags) {

@@ -347,8 +347,8 @@ TEST(JobPolicyElastic, NoGenerationWithoutAHolderOfTheCommittedState) {
   h.CheckInAll();
   // Discovery replaces every host: the newcomers hold nothing.
   h.On(HostsDiscovered{{{"c", 2}}});
-  EXPECT_TRUE(h.policy().finished() || h.log().find("left to carry") !=
-                                           std::string::npos);
+  EXPECT_TRUE(h.policy().finished() ||
+              h.log().find("left to carry") != std::string::npos);
   EXPECT_NE(h.log().find("no slot of generation 1 is left to carry the "
                          "committed state"),
             std::string::npos)
@@ -384,9 +384,9 @@ TEST(JobPolicyElastic, AFailureBlacklistsTheHostAbortsAndFormsTheNext) {
   EXPECT_EQ(stops[0].worker, h.worker("b:1"));
   auto aborts = All<PushAbort>(failed);
   ASSERT_EQ(aborts.size(), 1u);
-  EXPECT_EQ(std::set<std::string>(aborts[0].slots.begin(),
-                                  aborts[0].slots.end()),
-            (std::set<std::string>{"a:0", "a:1"}));
+  EXPECT_EQ(
+      std::set<std::string>(aborts[0].slots.begin(), aborts[0].slots.end()),
+      (std::set<std::string>{"a:0", "a:1"}));
   EXPECT_EQ(h.plan().generation, 2);
   EXPECT_EQ(h.plan().slots.size(), 2u);
   EXPECT_TRUE(h.plan().slots.at("a:0").sync);
