@@ -145,3 +145,13 @@ def test_combined_moments_of_an_empty_batch_are_nan():
         torch.cat([local_moments(torch.empty(0, 2)) for _ in range(2)]))
     assert count == 0
     assert torch.isnan(mean).all() and torch.isnan(var).all()
+
+
+def test_wrong_inputs_raise_what_batch_norm_raises():
+    """Checked before any collective, so without hvd.init()."""
+    import hvd.torch as hvd
+    layer = hvd.SyncBatchNorm(3)
+    with pytest.raises(RuntimeError, match="expected 3 channels"):
+        layer(torch.ones(4, 5))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        layer(torch.ones(4))

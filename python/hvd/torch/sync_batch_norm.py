@@ -211,7 +211,8 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         self._check_input_dim(input)
         if input.size(1) != self.num_features:
-            raise ValueError(
+            # RuntimeError: what torch's BatchNorm raises for this.
+            raise RuntimeError(
                 f"SyncBatchNorm: expected {self.num_features} channels "
                 f"(dimension 1), got input of size {list(input.size())}")
         factor = None
