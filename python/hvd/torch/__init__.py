@@ -16,6 +16,7 @@ CUDA collectives come with the NCCL backend). Modules:
 * ``functions``: ``broadcast_parameters``, ``broadcast_optimizer_state``,
   ``broadcast_object``, ``allgather_object``.
 * ``optimizer``: ``DistributedOptimizer``.
+* ``sync_batch_norm``: ``SyncBatchNorm``.
 * from ``hvd``: ``start_timeline``, ``stop_timeline`` and the build queries
   (``gloo_built``, ``nccl_built``, ``mpi_enabled``, ...).
 * process sets (from ``hvd``): ``ProcessSet``, ``global_process_set``,
@@ -60,6 +61,7 @@ from .mpi_ops import (allgather, allreduce, allreduce_, alltoall, barrier,
                       broadcast, broadcast_, join, reducescatter)
 from .optimizer import DistributedOptimizer
 from .scatter_async import alltoall_async, reducescatter_async
+from .sync_batch_norm import SyncBatchNorm
 from . import elastic
 
 __all__ = [
@@ -79,7 +81,7 @@ __all__ = [
     "grouped_allreduce_async_", "grouped_allgather",
     "grouped_allgather_async", "grouped_reducescatter",
     "grouped_reducescatter_async",
-    "Compression", "DistributedOptimizer",
+    "Compression", "DistributedOptimizer", "SyncBatchNorm",
     "broadcast_parameters", "broadcast_optimizer_state",
     "broadcast_object", "allgather_object",
     "start_timeline", "stop_timeline",
