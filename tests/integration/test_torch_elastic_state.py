@@ -17,6 +17,7 @@ Each worker script records what it saw in a dict ``R``, printed as one
 """
 
 import math
+import random
 
 import pytest
 
@@ -33,10 +34,12 @@ from hvd.torch.elastic.sampler import _shard  # noqa: E402
 
 
 def epoch_order(n, seed, epoch):
-    """The order the sampler should visit ``range(n)`` in (shuffle=True)."""
-    generator = torch.Generator()
-    generator.manual_seed(seed + epoch)
-    return torch.randperm(n, generator=generator).tolist()
+    """The order the sampler should visit ``range(n)`` in (shuffle=True):
+    Horovod's, so that a Horovod checkpoint's ``processed_num`` names the
+    same samples."""
+    order = list(range(n))
+    random.Random(seed + epoch).shuffle(order)
+    return order
 
 
 def expected_shard(remaining, rank, size):
@@ -277,7 +280,7 @@ def test_sampler_state_dict_round_trip():
     first.record_batch(0, 5)
     saved = first.state_dict()
     first.record_batch(1, 5)  # the saved dict is a copy
-    assert saved == {"epoch": 4,
+    assert saved == {"epoch": 4, "processed_num": 5,
                      "processed_indices": set(epoch_order(12, 1, 4)[:5])}
     second = hvd.elastic.ElasticSampler(range(12), seed=1)
     second.load_state_dict(saved)
