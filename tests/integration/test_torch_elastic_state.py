@@ -901,3 +901,55 @@ def test_elastic_run_recovers_to_the_model_of_a_run_without_fault(
                            for s in clean[rank]["steps"] if s[0] == epoch
                            for i in s[2])
         assert committed == list(range(n))
+
+
+HOSTS_UPDATED_BODY = """
+class Tracked(hvd.elastic.ObjectState):
+    def reset(self):
+        R["events"].append(["reset", hvd.size(), self.commits])
+
+
+R["events"] = []
+state = Tracked(hvd.broadcast_object, hvd.rank, commits=0)
+state.register_reset_callbacks([lambda: R["events"].append(["callback"])])
+attempts = []
+
+
+@hvd.elastic.run
+def train(state):
+    attempts.append(1)
+    R["events"].append(["attempt", len(attempts)])
+    while state.commits < 6:
+        state.commits += 1
+        # Only rank 1 hears of the update, in the first attempt.
+        if len(attempts) == 1 and rank == 1 and state.commits == 3:
+            state.on_hosts_updated(100.0,
+                                   hvd.elastic.HostUpdateResult.removed)
+        # Then only rank 0, of one older than the update acted on.
+        if len(attempts) == 2 and rank == 0 and state.commits == 5:
+            state.on_hosts_updated(50.0, hvd.elastic.HostUpdateResult.added)
+        try:
+            state.commit()
+        except hvd.HostsUpdatedInterrupt as e:
+            R["events"].append(["interrupt", state.commits, e.skip_sync])
+            raise
+
+
+train(state)
+R["commits"] = state.commits
+"""
+
+
+def test_on_hosts_updated_interrupts_every_rank_at_the_same_commit(
+        hvdrun, tmp_path):
+    """A host message given to one rank only (Horovod's notification hook)
+    interrupts both ranks at the same commit; hvd.elastic.run re-initializes,
+    calls reset() before the callbacks, syncs through the Horovod-style
+    bcast_object and goes on; a message older than the one acted on, on the
+    other rank, interrupts no one."""
+    r = run_torch_workers(hvdrun, tmp_path, HOSTS_UPDATED_BODY, 2)
+    for rank in (0, 1):
+        assert r[rank]["events"] == [
+            ["attempt", 1], ["interrupt", 3, True], ["reset", 2, 3],
+            ["callback"], ["attempt", 2]], rank
+        assert r[rank]["commits"] == 6
