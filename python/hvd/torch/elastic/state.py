@@ -325,9 +325,9 @@ class TorchState(ObjectState):
         object.__setattr__(self, "_handlers", handlers)
         for name, handler in handlers.items():
             object.__setattr__(self, name, handler.value)
-        super().__init__(bcast_object=functools.partial(
-            broadcast_object, root_rank=0, name="hvd.elastic.torch_state"),
-                         get_rank=rank, **plain)
+        bcast = functools.partial(broadcast_object, root_rank=0,
+                                  name="hvd.elastic.torch_state")
+        super().__init__(bcast_object=bcast, get_rank=rank, **plain)
 
     def __setattr__(self, name: str, value: Any) -> None:
         handlers = self.__dict__.get("_handlers", {})
