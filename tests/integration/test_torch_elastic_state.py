@@ -16,7 +16,10 @@ Each worker script records what it saw in a dict ``R``, printed as one
 ``RESULT <json>`` line per rank; the tests assert on those values.
 """
 
+import copy
 import math
+import random
+import types
 
 import pytest
 
@@ -25,6 +28,7 @@ import torch
 from conftest import run_torch_workers
 
 import hvd.torch as hvd  # noqa: E402
+from hvd.torch.elastic import sampler as sampler_module  # noqa: E402
 from hvd.torch.elastic.sampler import _shard  # noqa: E402
 
 
@@ -33,10 +37,12 @@ from hvd.torch.elastic.sampler import _shard  # noqa: E402
 
 
 def epoch_order(n, seed, epoch):
-    """The order the sampler should visit ``range(n)`` in (shuffle=True)."""
-    generator = torch.Generator()
-    generator.manual_seed(seed + epoch)
-    return torch.randperm(n, generator=generator).tolist()
+    """The order the sampler should visit ``range(n)`` in (shuffle=True):
+    Horovod's, so that a Horovod checkpoint's ``processed_num`` names the
+    same samples."""
+    order = list(range(n))
+    random.Random(seed + epoch).shuffle(order)
+    return order
 
 
 def expected_shard(remaining, rank, size):
@@ -277,7 +283,7 @@ def test_sampler_state_dict_round_trip():
     first.record_batch(0, 5)
     saved = first.state_dict()
     first.record_batch(1, 5)  # the saved dict is a copy
-    assert saved == {"epoch": 4,
+    assert saved == {"epoch": 4, "processed_num": 5,
                      "processed_indices": set(epoch_order(12, 1, 4)[:5])}
     second = hvd.elastic.ElasticSampler(range(12), seed=1)
     second.load_state_dict(saved)
@@ -317,6 +323,245 @@ def test_on_reset_reshards_samplers_before_the_callbacks():
     sampler.record_batch(0, 2)
     state.on_reset()
     assert seen == [[2, 3, 4, 5]]
+
+
+# ---------------------------------------------------------------------------
+# One process: Horovod's constructors, reset() and on_hosts_updated
+
+
+def test_states_take_horovods_constructor_arguments():
+    sent = []
+
+    def bcast(obj):  # Horovod calls bcast_object with the object only
+        sent.append(copy.deepcopy(obj))
+        return {"epoch": 7, "batch": 8}
+
+    state = hvd.elastic.ObjectState(bcast, hvd.rank, epoch=1, batch=2)
+    state.sync()
+    assert sent == [{"epoch": 1, "batch": 2}]
+    assert (state.epoch, state.batch) == (7, 8)
+    keyword = hvd.elastic.ObjectState(bcast_object=bcast, get_rank=hvd.rank,
+                                      epoch=3)
+    assert keyword.epoch == 3
+    # hvd's own forms go on working: no broadcast function given.
+    plain = hvd.elastic.ObjectState(epoch=4)
+    plain.epoch = 5
+    plain.sync()  # rank 0 of 1: its own saved state comes back
+    assert plain.epoch == 4
+    assert isinstance(hvd.elastic.State(bcast, hvd.rank), hvd.elastic.State)
+    assert isinstance(hvd.elastic.State(), hvd.elastic.State)
+    empty = hvd.elastic.TorchState(model=None, optimizer=None, epoch=0)
+    assert empty.model is None and empty.optimizer is None
+    empty.epoch = 1
+    empty.commit()
+    empty.epoch = 2
+    empty.restore()
+    assert empty.epoch == 1
+
+
+def test_on_reset_calls_reset_before_the_callbacks():
+    events = []
+
+    class Tracked(hvd.elastic.ObjectState):
+        def reset(self):
+            events.append(("reset", self.epoch))
+
+    state = Tracked(epoch=1)
+    state.register_reset_callbacks([lambda: events.append("callback")])
+    state.on_reset()
+    assert events == [("reset", 1), "callback"]
+
+    class TrackedTorch(hvd.elastic.TorchState):
+        def reset(self):
+            events.append(("torch reset", len(self.sampler)))
+
+    sampler = hvd.elastic.ElasticSampler(range(10), shuffle=False)
+    torch_state = TrackedTorch(sampler=sampler)
+    sampler.record_batch(0, 3)
+    events.clear()
+    torch_state.on_reset()
+    # The samplers have worked out what is left before reset() runs.
+    assert events == [("torch reset", 7)]
+
+
+def test_on_hosts_updated_interrupts_the_next_commit_once():
+    state = hvd.elastic.ObjectState(epoch=0)
+    state.commit()
+    state.on_hosts_updated(10, hvd.elastic.HostUpdateResult.added)
+    state.epoch = 1
+    with pytest.raises(hvd.HostsUpdatedInterrupt) as raised:
+        state.commit()
+    assert raised.value.skip_sync is False
+    # The commit saved before it raised.
+    state.epoch = 2
+    state.restore()
+    assert state.epoch == 1
+    state.commit()  # the update was acted on: no second interrupt
+    state.on_hosts_updated(9, hvd.elastic.HostUpdateResult.removed)
+    state.check_host_updates()  # older than the one acted on: ignored
+    state.on_hosts_updated(11, hvd.elastic.HostUpdateResult.removed)
+    with pytest.raises(hvd.HostsUpdatedInterrupt) as raised:
+        state.check_host_updates()
+    # Only hosts removed: Horovod's skip_sync.
+    assert raised.value.skip_sync is True
+    # A reset handles what was queued before it.
+    state.on_hosts_updated(12, hvd.elastic.HostUpdateResult.mixed)
+    state.on_reset()
+    state.commit()
+
+
+def test_a_handler_class_written_for_horovods_registry():
+    class Counter:
+        n = 0
+
+    class CounterHandler(hvd.elastic.StateHandler):
+        def __init__(self, counter):  # Horovod's handlers take the value
+            super().__init__(counter)
+            self.save()
+
+        def save(self):
+            self._saved = self.value.n
+
+        def restore(self):
+            self.value.n = self._saved
+
+        def sync(self):
+            pass
+
+    registry = hvd.elastic.get_handler_registry()
+    hvd.elastic.set_handler_registry([(Counter, CounterHandler)] + registry)
+    try:
+        counter = Counter()
+        state = hvd.elastic.TorchState(counter=counter)
+    finally:
+        hvd.elastic.set_handler_registry(registry)
+    counter.n = 3
+    state.commit()
+    counter.n = 5
+    state.restore()
+    assert state.counter is counter and counter.n == 3
+
+
+# ---------------------------------------------------------------------------
+# One process: the sampler's timing and Horovod's progress count
+
+
+class Indexed(torch.utils.data.Dataset):
+    """Sample i is i: a loader's batches show which samples it yielded."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+
+def test_record_batch_after_a_restore_records_what_the_loader_yielded():
+    sampler = hvd.elastic.ElasticSampler(Indexed(10), shuffle=True, seed=2)
+    state = hvd.elastic.TorchState(sampler=sampler)
+    loader = torch.utils.data.DataLoader(sampler.dataset, batch_size=2,
+                                         sampler=sampler)
+    batches = enumerate(loader)
+    i, first = next(batches)
+    sampler.record_batch(i, 2)
+    state.commit()
+    i, _lost = next(batches)
+    sampler.record_batch(i, 2)
+    state.restore()
+    assert sampler.processed_indices == set(first.tolist())
+    assert sampler.processed_num == 2 and len(sampler) == 8
+    # The loop goes on with the same iteration: the share in use.
+    i, third = next(batches)
+    sampler.record_batch(i, 2)
+    assert sampler.processed_indices == set(first.tolist() + third.tolist())
+    assert epoch_order(10, 2, 0)[:6] == \
+        first.tolist() + _lost.tolist() + third.tolist()
+    # The next iteration is cut from what was left at the restore, as
+    # Horovod's: in hvd.elastic.run nothing is recorded between a restore
+    # and that iteration, so this is every sample not committed.
+    assert [int(b) for batch in loader for b in batch] == \
+        epoch_order(10, 2, 0)[2:]
+
+
+def test_sampler_loads_a_horovod_state_dict():
+    sampler = hvd.elastic.ElasticSampler(range(11), seed=3)
+    sampler.load_state_dict({"epoch": 2, "processed_num": 4})
+    order = epoch_order(11, 3, 2)
+    assert sampler.epoch == 2 and sampler.processed_num == 4
+    assert sampler.processed_indices == set(order[:4])
+    assert list(sampler) == order[4:] and len(sampler) == 7
+    # hvd's own state_dict: the indices win over the count.
+    sampler.load_state_dict({"epoch": 2, "processed_num": 4,
+                             "processed_indices": {order[5]}})
+    assert list(sampler) == order[:5] + order[6:]
+
+
+@pytest.fixture
+def fake_world(monkeypatch):
+    """The sampler's view of hvd.rank()/hvd.size(), set by the test: several
+    ranks' samplers in this one process."""
+    world = types.SimpleNamespace(rank=0, size=1)
+    monkeypatch.setattr(sampler_module, "_hvd", types.SimpleNamespace(
+        rank=lambda: world.rank, size=lambda: world.size))
+    return world
+
+
+def test_sampler_covers_an_epoch_once_over_resizes_and_a_failure(fake_world):
+    """The protocol TorchState drives, on several ranks in one process:
+    each world loads the committed progress (sync), iterates its share in
+    batches in step, records them, and commits the union of every rank's
+    records; a failure rolls back to the commit. Every sample of the epoch
+    is in exactly one committed batch, but for the padding of the last
+    world; and at every commit the progress is Horovod's: the first
+    processed_num samples of the epoch's order."""
+    n, bs, seed, epoch = 61, 3, 4, 2
+    order = epoch_order(n, seed, epoch)
+    committed = {"epoch": epoch, "processed_num": 0}
+    done = []          # the indices of every committed batch
+    horovod_count = 0  # Horovod's processed_num: batch_size * size per batch
+    # (world size, batches per rank, failure after the commit); None: all.
+    for size, batches, failure in [(3, 2, False), (2, 3, True),
+                                   (4, 1, False), (3, None, False)]:
+        samplers, iterators = [], []
+        for rank in range(size):
+            fake_world.rank, fake_world.size = rank, size
+            sampler = sampler_module.ElasticSampler(range(n), seed=seed)
+            sampler.load_state_dict(committed)
+            samplers.append(sampler)
+            iterators.append(iter(sampler))
+        remaining = [i for i in order if i not in done]
+        assert [len(s) for s in samplers] == \
+            [math.ceil(len(remaining) / size)] * size
+        if batches is None:
+            batches = math.ceil(len(samplers[0]) / bs)
+        for b in range(batches):
+            for sampler, it in zip(samplers, iterators):
+                take = min(bs, len(sampler) - b * bs)
+                batch = [next(it) for _ in range(take)]
+                sampler.record_batch(b, bs)
+                done += batch
+            horovod_count += bs * size
+        union = set().union(*(s.processed_indices for s in samplers))
+        committed = {"epoch": epoch, "processed_indices": union}
+        if horovod_count < n:
+            assert union == set(order[:horovod_count])
+        if failure:
+            for sampler, it in zip(samplers, iterators):
+                sampler.record_batch(batches, bs)  # lost with the failure
+                sampler.load_state_dict(committed)
+                assert sampler.processed_indices == union
+    assert sorted(set(done)) == list(range(n))
+    padding = len(done) - n
+    assert 0 <= padding < 3
+    extra = list(done)
+    for i in range(n):
+        extra.remove(i)
+    assert sorted(extra) == sorted(remaining[:padding])
+    # A commit would merge them all: the whole epoch.
+    assert committed["processed_indices"] == set(range(n))
 
 
 # ---------------------------------------------------------------------------
@@ -656,3 +901,55 @@ def test_elastic_run_recovers_to_the_model_of_a_run_without_fault(
                            for s in clean[rank]["steps"] if s[0] == epoch
                            for i in s[2])
         assert committed == list(range(n))
+
+
+HOSTS_UPDATED_BODY = """
+class Tracked(hvd.elastic.ObjectState):
+    def reset(self):
+        R["events"].append(["reset", hvd.size(), self.commits])
+
+
+R["events"] = []
+state = Tracked(hvd.broadcast_object, hvd.rank, commits=0)
+state.register_reset_callbacks([lambda: R["events"].append(["callback"])])
+attempts = []
+
+
+@hvd.elastic.run
+def train(state):
+    attempts.append(1)
+    R["events"].append(["attempt", len(attempts)])
+    while state.commits < 6:
+        state.commits += 1
+        # Only rank 1 hears of the update, in the first attempt.
+        if len(attempts) == 1 and rank == 1 and state.commits == 3:
+            state.on_hosts_updated(100.0,
+                                   hvd.elastic.HostUpdateResult.removed)
+        # Then only rank 0, of one older than the update acted on.
+        if len(attempts) == 2 and rank == 0 and state.commits == 5:
+            state.on_hosts_updated(50.0, hvd.elastic.HostUpdateResult.added)
+        try:
+            state.commit()
+        except hvd.HostsUpdatedInterrupt as e:
+            R["events"].append(["interrupt", state.commits, e.skip_sync])
+            raise
+
+
+train(state)
+R["commits"] = state.commits
+"""
+
+
+def test_on_hosts_updated_interrupts_every_rank_at_the_same_commit(
+        hvdrun, tmp_path):
+    """A host message given to one rank only (Horovod's notification hook)
+    interrupts both ranks at the same commit; hvd.elastic.run re-initializes,
+    calls reset() before the callbacks, syncs through the Horovod-style
+    bcast_object and goes on; a message older than the one acted on, on the
+    other rank, interrupts no one."""
+    r = run_torch_workers(hvdrun, tmp_path, HOSTS_UPDATED_BODY, 2)
+    for rank in (0, 1):
+        assert r[rank]["events"] == [
+            ["attempt", 1], ["interrupt", 3, True], ["reset", 2, 3],
+            ["callback"], ["attempt", 2]], rank
+        assert r[rank]["commits"] == 6

@@ -1,6 +1,6 @@
 """Elastic training: hvd.elastic.run and the states it commits and syncs."""
 
 from .run import run
-from .state import ObjectState, State
+from .state import HostUpdateResult, ObjectState, State
 
-__all__ = ["run", "State", "ObjectState"]
+__all__ = ["run", "State", "ObjectState", "HostUpdateResult"]

@@ -16,9 +16,10 @@ def run(func):
     Before each attempt the state is synced from rank 0 when the generation
     needs it (the driver says so when any slot is new). A HorovodInternalError
     restores the last commit; a HostsUpdatedInterrupt keeps the live state.
-    Either way hvd re-initializes into the next generation, runs the reset
-    callbacks and calls `func` again. A worker whose slot is no longer part
-    of the job leaves with exit code 0.
+    Either way hvd re-initializes into the next generation, calls
+    `state.on_reset()` (which calls `state.reset()`, then the reset
+    callbacks), syncs if needed and calls `func` again, as Horovod does. A
+    worker whose slot is no longer part of the job leaves with exit code 0.
     """
 
     @functools.wraps(func)

@@ -18,14 +18,15 @@ current ranks::
     train(state)
 """
 
-from ...elastic import ObjectState, State, run
+from ...elastic import HostUpdateResult, ObjectState, State, run
 from .sampler import ElasticSampler
 from .state import (ModelStateHandler, OptimizerStateHandler,
                     SamplerStateHandler, StatefulHandler, StateHandler,
                     TorchState, get_handler_registry, set_handler_registry)
 
 __all__ = [
-    "run", "State", "ObjectState", "TorchState", "ElasticSampler",
+    "run", "State", "ObjectState", "HostUpdateResult", "TorchState",
+    "ElasticSampler",
     "StateHandler", "ModelStateHandler", "OptimizerStateHandler",
     "SamplerStateHandler", "StatefulHandler",
     "get_handler_registry", "set_handler_registry",

@@ -19,7 +19,8 @@ Handlers, first match wins:
   ``commit()`` first merges the indices every rank processed since the
   last commit, so that the committed progress is the job's, not one
   rank's; sync merges and broadcasts rank 0's epoch; after every reset,
-  restore and sync the sampler re-shards for the current world.
+  restore and sync the sampler works out what is left for the current
+  world; the share is cut when the loader is next iterated.
 * anything else with ``state_dict()`` and ``load_state_dict()`` (an LR
   scheduler, a GradScaler): its ``state_dict()`` deep-copied on save,
   loaded on restore, rank 0's broadcast as a pickle on sync.
@@ -42,6 +43,8 @@ Differences from horovod.torch.elastic.TorchState, on purpose:
 """
 
 import copy
+import functools
+import inspect
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple, Type
 
@@ -50,6 +53,7 @@ import torch
 from ...elastic.state import ObjectState
 from ..functions import (allgather_object, broadcast_object,
                          broadcast_optimizer_state, broadcast_parameters)
+from ...basics import rank
 from .sampler import ElasticSampler
 
 
@@ -78,12 +82,13 @@ def _cpu_copy(value: Any) -> Any:
 class StateHandler:
     """Keeps one attribute of a TorchState: save, restore, sync.
 
-    ``name`` is the attribute's name, used to name collectives.
+    ``name`` is the attribute's name, used to name collectives; a handler
+    written for Horovod (constructor ``(value)``) gets it set afterwards.
     Subclasses save in their constructor, so that a restore before the
     first commit returns to the state the TorchState was built with.
     """
 
-    def __init__(self, value: Any, name: str):
+    def __init__(self, value: Any, name: Optional[str] = None):
         self.value = value
         self.name = name
 
@@ -252,7 +257,8 @@ _handler_registry: List[Tuple[Any, Type[StateHandler]]] = [
 
 def get_handler_registry() -> List[Tuple[Any, Type[StateHandler]]]:
     """The (type or predicate, handler class) pairs TorchState tries, in
-    order. A handler class is called as ``cls(value, name)``."""
+    order. A handler class is called as ``cls(value, name)``, or as
+    ``cls(value)`` if that is all its constructor takes (Horovod's)."""
     return list(_handler_registry)
 
 
@@ -263,13 +269,27 @@ def set_handler_registry(
     _handler_registry = list(registry)
 
 
+def _make_handler(handler_cls: Type[StateHandler], value: Any,
+                  name: str) -> StateHandler:
+    """``handler_cls(value, name)``, or ``handler_cls(value)`` for a class
+    written for Horovod's registry, which passes the value only."""
+    try:
+        inspect.signature(handler_cls).bind(value, name)
+    except TypeError:
+        handler = handler_cls(value)
+        if getattr(handler, "name", None) is None:
+            handler.name = name
+        return handler
+    return handler_cls(value, name)
+
+
 def _handler_for(value: Any, name: str) -> Optional[StateHandler]:
     for match, handler_cls in _handler_registry:
         if isinstance(match, type):
             if isinstance(value, match):
-                return handler_cls(value, name)
+                return _make_handler(handler_cls, value, name)
         elif match(value):
-            return handler_cls(value, name)
+            return _make_handler(handler_cls, value, name)
     return None
 
 
@@ -305,7 +325,9 @@ class TorchState(ObjectState):
         object.__setattr__(self, "_handlers", handlers)
         for name, handler in handlers.items():
             object.__setattr__(self, name, handler.value)
-        super().__init__(bcast_object=broadcast_object, **plain)
+        bcast = functools.partial(broadcast_object, root_rank=0,
+                                  name="hvd.elastic.torch_state")
+        super().__init__(bcast_object=bcast, get_rank=rank, **plain)
 
     def __setattr__(self, name: str, value: Any) -> None:
         handlers = self.__dict__.get("_handlers", {})
@@ -320,7 +342,8 @@ class TorchState(ObjectState):
         super().save()
 
     def restore(self) -> None:
-        """Goes back to the last save (local); samplers re-shard."""
+        """Goes back to the last save (local); samplers work out what is
+        left, and cut it when next iterated."""
         for handler in self._handlers.values():
             handler.restore()
         super().restore()
@@ -332,8 +355,7 @@ class TorchState(ObjectState):
             handler.sync()
         if self._saved_state:
             live = {name: getattr(self, name) for name in self._saved_state}
-            self._saved_state = self._bcast_object(
-                live, root_rank=0, name="hvd.elastic.torch_state")
+            self._saved_state = self._bcast_object(live)
             self._set_attrs()
         self.save()
 
@@ -345,8 +367,8 @@ class TorchState(ObjectState):
         super().commit()
 
     def on_reset(self) -> None:
-        """Samplers re-shard for the new world, then the reset callbacks
-        run."""
+        """Samplers work out their next share for the new world, then
+        reset() and the reset callbacks run."""
         for handler in self._handlers.values():
             handler.on_reset()
         super().on_reset()
