@@ -56,7 +56,7 @@ def named(model, prefix):
     return [(f"{prefix}.{n}", p) for n, p in model.named_parameters()]
 
 
-# -- sparse gradients ----------------------------------------------------------
+# -- sparse gradients ---------------------------------------------------------
 
 def make_sparse():
     torch.manual_seed(0)
@@ -99,7 +99,7 @@ R["last_step_rows"] = sorted({i for r in range(size)
 R["entries_per_rank"] = indices(0, 0).numel()
 
 
-# -- sparse_allreduce_async ----------------------------------------------------
+# -- sparse_allreduce_async ---------------------------------------------------
 
 def sparse_input(r):
     """A 4x5 matrix with a repeated index (uncoalesced); the last rank
@@ -129,7 +129,7 @@ except TypeError as e:
     R["sparse_allreduce"]["dense_refused"] = str(e)
 
 
-# -- groups --------------------------------------------------------------------
+# -- groups -------------------------------------------------------------------
 
 def make_dense():
     torch.manual_seed(1)
