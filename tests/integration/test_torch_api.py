@@ -7,6 +7,7 @@ non-zero, and the test fails showing hvdrun's output.
 """
 
 
+import numpy as np
 import pytest
 
 
@@ -238,9 +239,27 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
         hvd.broadcast_optimizer_state(adam, root_rank=0)
         hvd.broadcast_optimizer_state(sgd, root_rank=0)
         R["after"] = [dump(adam), dump(sgd)]
-        fresh = torch.optim.Adam(model.parameters(), lr=0.5 + rank)
-        hvd.broadcast_optimizer_state(fresh, root_rank=1)
+        # Never stepped, no gradients yet, weight decay (a step would move
+        # the parameters): the root creates the state by a zero-gradient
+        # step that leaves parameters and gradients as they were.
+        before = [p.tolist() for p in model.parameters()]
+        R["params"] = before
+        fresh = torch.optim.AdamW(model.parameters(), lr=0.5 + rank,
+                                  weight_decay=0.5)
+        model.zero_grad(set_to_none=True)
+        hvd.broadcast_optimizer_state(fresh, root_rank=1, model=model)
         R["fresh"] = dump(fresh)
+        R["fresh_kept"] = [[p.tolist() for p in model.parameters()] == before,
+                           [p.grad is None for p in model.parameters()]]
+        # A DistributedOptimizer steps locally (no allreduce); hvd's earlier
+        # positional process_set still works.
+        dist = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
+                            weight_decay=0.5),
+            named_parameters=model.named_parameters())
+        hvd.broadcast_optimizer_state(dist, 0, hvd.global_process_set)
+        R["dist"] = dump(dist)
+        R["dist_kept"] = [p.tolist() for p in model.parameters()] == before
     """)
     assert r[0]["before"] != r[1]["before"]
     assert r[1]["after"] == r[0]["after"] == r[0]["before"]
@@ -251,7 +270,20 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
     assert steps == [1.0, 1.0]
     assert r[0]["fresh"] == r[1]["fresh"]
     assert r[0]["fresh"]["param_groups"][0]["lr"] == 1.5
-    assert r[0]["fresh"]["state"] == {}
+    fresh = r[0]["fresh"]["state"]
+    assert sorted(fresh) == ["0", "1"]  # weight and bias
+    for s in fresh.values():
+        assert s["step"] == 1.0
+        assert set(np.ravel(s["exp_avg"])) == {0.0}
+        assert set(np.ravel(s["exp_avg_sq"])) == {0.0}
+    for rank in (0, 1):
+        assert r[rank]["fresh_kept"] == [True, [True, True]]
+        assert r[rank]["dist_kept"] is True
+    assert r[0]["dist"] == r[1]["dist"]
+    # Rank 0's momentum after a step on zero gradients: weight_decay * p.
+    momenta = [s["momentum_buffer"] for s in r[0]["dist"]["state"].values()]
+    for momentum, param in zip(momenta, r[0]["params"]):
+        assert np.allclose(momentum, 0.5 * np.asarray(param))
 
 
 def test_objects(hvdrun, tmp_path):

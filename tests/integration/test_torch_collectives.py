@@ -122,6 +122,15 @@ def test_alltoall_even_and_uneven_splits(job):
         check(got["a2a_empty_sender"][0], want, "empty sender")
         assert got["a2a_empty_sender"][1] == received
 
+        # Horovod raises ValueError for every kind of bad splits.
+        for key in ("float_tensor", "float_list", "bool_tensor", "two_dim",
+                    "negative", "count", "sum", "indivisible"):
+            result = got[f"a2a_bad_{key}"]
+            assert result != "no error", key
+            assert result[1] is True, (key, result)
+            assert "split" in result[2] or "divide" in result[2], \
+                (key, result)
+
 
 def test_alltoall_dtypes(job):
     size, r = job
@@ -257,15 +266,21 @@ def test_autograd_gradients(job):
         equal = [[s + 1] * size for s in range(size)]
         check(got["grad_a2a_equal"], a2a_grad(equal), "alltoall equal")
 
-        # reducescatter: my row i belongs to rank d's block at position p;
-        # every rank's input gets d's weight there, times the scale.
+        # reducescatter: my row i belongs to rank d's block at position p,
+        # so d(sum of losses)/dx is d's weight there for Sum, that over size
+        # for Average. Horovod's gradient is size times that (allreduce's
+        # convention): times size for Sum, as is for Average, then times
+        # the scale factors.
         grad = np.concatenate([weights(d, count, 2)
                                for d, (_, count) in
                                enumerate(blocks(rows, size))])
-        check(got["grad_rs_sum"], grad, "reducescatter sum")
-        check(got["grad_rs_average"], grad / size, "reducescatter average")
-        check(got["grad_rs_sum_post2"], grad * 2, "reducescatter postscale")
-        check(got["grad_g_rs_sum"], grad, "grouped reducescatter")
+        check(got["grad_rs_sum"], grad * size, "reducescatter sum")
+        check(got["grad_rs_average"], grad, "reducescatter average")
+        check(got["grad_rs_sum_post2"], grad * size * 2,
+              "reducescatter postscale")
+        check(got["grad_rs_average_pre3"], grad * 3,
+              "reducescatter prescale")
+        check(got["grad_g_rs_sum"], grad * size, "grouped reducescatter")
 
         # grouped allreduce: the allreduce of the loss weights.
         wa = sum(np.array([1.0, 2.0, 3.0]) * (s + 1) for s in range(size))

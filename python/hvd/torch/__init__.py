@@ -4,8 +4,8 @@ A pure-Python layer over the numpy-level ``hvd`` package: torch tensors are
 handed to the core as numpy arrays that share their memory (CPU tensors;
 CUDA collectives come with the NCCL backend). Modules:
 
-* ``async_ops``: allreduce/allgather/broadcast ``*_async``, ``poll``,
-  ``synchronize``.
+* ``async_ops``: allreduce/allgather/broadcast ``*_async``,
+  ``sparse_allreduce_async``, ``poll``, ``synchronize``.
 * ``scatter_async``: ``alltoall_async``, ``reducescatter_async``.
 * ``grouped_async``: ``grouped_*_async`` (a list of tensors as one unit).
 * ``mpi_ops``: synchronous, autograd-aware collectives; ``join``,
@@ -48,7 +48,7 @@ from hvd.build import (__version__, ccl_built, cuda_built, ddl_built, gloo_built
 
 from .async_ops import (Handle, allgather_async, allreduce_async,
                         allreduce_async_, broadcast_async, broadcast_async_,
-                        poll, synchronize)
+                        poll, sparse_allreduce_async, synchronize)
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
@@ -76,6 +76,7 @@ __all__ = [
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "allgather", "allgather_async",
     "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "sparse_allreduce_async",
     "alltoall", "alltoall_async", "reducescatter", "reducescatter_async",
     "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
     "grouped_allreduce_async_", "grouped_allgather",

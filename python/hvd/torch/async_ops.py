@@ -13,6 +13,9 @@ Calling protocol (as in horovod.torch):
   everywhere; a named one is matched by name (``allreduce.<name>`` here, as
   horovod prefixes names with the op) and must be unique among the
   operations in flight.
+* ``sparse_allreduce_async`` reduces a sparse COO tensor by two
+  allgathers (indices, values); its handle is also a callable, as in
+  horovod, where the handle is a function that returns the result.
 * ``process_set=`` (every function here and in the other op modules)
   limits a collective to the ranks of an ``hvd.ProcessSet`` registered with
   ``hvd.init(process_sets=...)`` or ``hvd.add_process_set``; only those
@@ -103,6 +106,8 @@ def poll(handle: Any) -> bool:
     """
     if isinstance(handle, list):
         return all(poll(h) for h in handle)
+    if isinstance(handle, SparseHandle):
+        return handle.poll()
     return _hvd.poll(handle._core if isinstance(handle, Handle) else handle)
 
 
@@ -123,7 +128,7 @@ def synchronize(handle: Any) -> Any:
     """
     if isinstance(handle, list):
         return _synchronize_all(handle)
-    if isinstance(handle, Handle):
+    if isinstance(handle, (Handle, SparseHandle)):
         return handle._wait()
     return _hvd.synchronize(handle)
 
@@ -229,3 +234,71 @@ def broadcast_async_(tensor: torch.Tensor, root_rank: int,
                                  name=op_name("broadcast", name),
                                  process_set=process_set)
     return Handle(core, staged)
+
+
+class SparseHandle:
+    """A sparse allreduce in flight: the allgathers of its indices and
+    values. ``synchronize(handle)`` or ``handle()`` gives the result."""
+
+    __slots__ = ("_indices", "_values", "_like", "_divisor")
+
+    def __init__(self, indices: Handle, values: Handle, like: torch.Tensor,
+                 divisor: int):
+        self._indices, self._values = indices, values
+        self._like = like
+        self._divisor = divisor
+
+    def poll(self) -> bool:
+        return poll(self._indices) and poll(self._values)
+
+    def _wait(self) -> torch.Tensor:
+        # Both are waited on even if one fails, so none keeps its tensors.
+        indices, values = _synchronize_all([self._indices, self._values])
+        if self._divisor != 1:
+            values = values / self._divisor
+        # Gathered as (nnz, sparse_dim) rows: back to COO's layout.
+        return torch.sparse_coo_tensor(indices.t(), values,
+                                       self._like.shape)
+
+    __call__ = _wait
+
+
+def sparse_allreduce_async(tensor: torch.Tensor, name: Optional[str],
+                           op: Any,
+                           process_set: Any = _hvd.global_process_set
+                           ) -> SparseHandle:
+    """Starts reducing a sparse COO ``tensor`` over the set's ranks.
+
+    Every rank's indices and values are allgathered (``<name>.indices``,
+    ``<name>.values``); the result has the same shape, all ranks' entries
+    (not coalesced: an index several ranks hold appears once per rank, and
+    torch adds them up when it coalesces), with values divided by the
+    set's size for ``op=hvd.Average``. Only Average and Sum are sums.
+
+    Returns:
+        A :class:`SparseHandle`; ``synchronize(handle)`` (or, as in
+        horovod, ``handle()``) gives the sparse result.
+
+    Raises:
+        TypeError: ``tensor`` is not a sparse COO tensor.
+        ValueError: ``op`` is neither Average nor Sum.
+    """
+    if not isinstance(tensor, torch.Tensor) or tensor.layout != \
+            torch.sparse_coo:
+        raise TypeError("hvd.torch.sparse_allreduce_async expects a sparse "
+                        "COO tensor (torch.sparse_coo), got "
+                        f"{getattr(tensor, 'layout', type(tensor).__name__)}")
+    if op not in (_hvd.Average, _hvd.Sum):
+        raise ValueError("hvd.torch.sparse_allreduce_async supports "
+                         "op=hvd.Average and op=hvd.Sum only")
+    # Allgather concatenates dimension 0: indices go as (nnz, sparse_dim).
+    indices = tensor._indices().t().contiguous()
+    values = tensor._values().contiguous()
+    suffix = (lambda part: None) if name is None else \
+        (lambda part: f"{name}.{part}")
+    indices_handle = allgather_async(indices, name=suffix("indices"),
+                                     process_set=process_set)
+    values_handle = allgather_async(values, name=suffix("values"),
+                                    process_set=process_set)
+    divisor = len(set_ranks(process_set)) if op == _hvd.Average else 1
+    return SparseHandle(indices_handle, values_handle, tensor, divisor)

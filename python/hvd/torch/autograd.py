@@ -12,7 +12,7 @@ their losses (what data-parallel training differentiates):
 * alltoall: the alltoall of the incoming gradient sent back the way the
   rows came (splits = the received splits).
 * reducescatter: the allgather of the incoming gradient, times the scale
-  factors, divided by the set's size for Average.
+  factors, times the set's size for Sum (not for Average), as horovod.
 
 Every Function works within the process set of its forward call. The
 backward collectives are unnamed, so their names come from the core in
@@ -40,10 +40,14 @@ def set_rank(process_set: Any) -> int:
 def reducescatter_grad_scale(op: Any, prescale_factor: float,
                              postscale_factor: float,
                              process_set: Any) -> float:
-    """d(output)/d(input) of a reducescatter, per element."""
+    """The factor horovod applies to the allgathered gradient of a
+    reducescatter: the set's size for Sum, 1 for Average, times both
+    scale factors. It is ``size`` times d(output)/d(input), the
+    convention of allreduce's gradient (a Sum over the set's ranks of the
+    incoming gradients, an Average for Average)."""
     scale = prescale_factor * postscale_factor
-    if op == _hvd.Average:
-        scale /= len(set_ranks(process_set))
+    if op == _hvd.Sum:
+        scale *= len(set_ranks(process_set))
     return scale
 
 

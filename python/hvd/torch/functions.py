@@ -120,7 +120,7 @@ def _join(skeleton: Any, tensors: List[torch.Tensor]) -> Any:
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
-                              root_rank: int,
+                              root_rank: int, model: Any = None,
                               process_set: Any = GLOBAL) -> None:
     """Makes every rank's optimizer state equal to ``root_rank``'s.
 
@@ -129,15 +129,31 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
     (``lr``, ``momentum``, ``betas``, ...). The root's ``state_dict()`` is
     split into its tensors, broadcast in place, and a picklable skeleton of
     everything else, broadcast as one object; the other ranks load the
-    result with ``load_state_dict``. An optimizer that has not stepped yet
-    stays without state (the root's), unlike horovod, which runs a step
-    with zero gradients first.
+    result with ``load_state_dict``.
+
+    As in horovod, a root whose optimizer has no state yet (it has not
+    stepped) first creates it by a step on zero gradients (see
+    ``_init_state``), so that every rank starts from the same state (for
+    Adam: zero moments and ``step`` 1). Unlike horovod's, that step leaves
+    the parameters and their gradients as they were.
+
+    Args:
+        optimizer: a torch optimizer or a ``DistributedOptimizer``.
+        root_rank: the (global) rank whose state every rank gets.
+        model: accepted for horovod's signature; not needed, since the
+            parameters are restored after the zero-gradient step whether or
+            not the model is given.
+        process_set: the ranks taking part (default: every rank).
 
     Raises:
         ValueError: the optimizers have a different number of param groups
             or parameters (from ``load_state_dict``).
     """
+    if isinstance(model, _hvd.ProcessSet):  # hvd's earlier positional order
+        model, process_set = None, model
     is_root = _hvd.rank() == root_rank
+    if is_root and not optimizer.state_dict()["state"]:
+        _init_state(optimizer)
     tensors: List[Tuple[str, torch.Tensor]] = []
     skeleton = _split(optimizer.state_dict(), "", tensors)
     received = broadcast_object(skeleton if is_root else None, root_rank,
@@ -154,6 +170,38 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
         synchronize(handle)
     if not is_root:
         optimizer.load_state_dict(_join(skeleton, [t for _, t in tensors]))
+
+
+def _init_state(optimizer: torch.optim.Optimizer) -> None:
+    """Creates ``optimizer``'s state by one local step on zero gradients
+    (sparse zeros for SparseAdam), as horovod does, then puts back every
+    parameter's value and gradient.
+
+    A ``DistributedOptimizer`` steps as its wrapped class, without
+    allreduces: only the root runs this. Optimizers whose step needs a
+    closure (L-BFGS) are left without state.
+    """
+    from .optimizer import _DistributedMixin  # noqa: import cycle
+
+    if isinstance(optimizer, torch.optim.LBFGS):
+        return
+    params = [p for group in optimizer.param_groups for p in group["params"]
+              if p.requires_grad]
+    saved = [(p, p.detach().clone(), p.grad) for p in params]
+    try:
+        for p in params:
+            zero = torch.zeros_like(p)
+            p.grad = zero.to_sparse() if isinstance(
+                optimizer, torch.optim.SparseAdam) else zero
+        if isinstance(optimizer, _DistributedMixin):
+            super(_DistributedMixin, optimizer).step()
+        else:
+            optimizer.step()
+    finally:
+        with torch.no_grad():
+            for p, value, grad in saved:
+                p.copy_(value)
+                p.grad = grad
 
 
 def _collect_specs(value: Any, path: str,

@@ -132,9 +132,9 @@ def reducescatter(tensor: torch.Tensor, name: Optional[str] = None,
     """Reduces ``tensor`` over the set (``op`` Average by default, or Sum)
     and returns this rank's block of rows (see ``reducescatter_async``).
 
-    Autograd-aware: the gradient is the allgather of the blocks'
-    gradients, times the scale factors, divided by the set's size for
-    Average.
+    Autograd-aware, as in horovod: the gradient is the allgather of the
+    blocks' gradients, times the scale factors, times the set's size for
+    Sum (not for Average).
     """
     op = _hvd.Average if op is None else op
     check_rows(tensor, "reducescatter")

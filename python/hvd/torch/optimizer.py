@@ -23,6 +23,13 @@ then averaged over ranks. With a single rank (outside an elastic job) no
 hooks are installed and nothing is communicated: the results are those of
 the wrapped optimizer.
 
+Sparse gradients (``torch.nn.Embedding(sparse=True)``) are reduced by
+``sparse_allreduce_async`` (allgathers of their indices and values), or,
+with ``sparse_as_dense=True``, densified, allreduced and made sparse
+again. With ``groups=`` the gradients of each group are reduced by one
+grouped allreduce, started when the whole group is ready (see
+``optimizer_groups``).
+
 With ``process_set=`` the gradients are averaged over the ranks of that set
 only, as in horovod: every rank of the set steps together; a rank outside
 the set installs no hooks, communicates nothing and steps on its own
@@ -44,14 +51,45 @@ into its view at its next allreduce.
 import os
 import warnings
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 
 import hvd as _hvd
 
-from .async_ops import Handle, allreduce_async_, set_ranks, synchronize
+from .async_ops import (Handle, allreduce_async_, set_ranks,
+                        sparse_allreduce_async, synchronize)
 from .compression import Compression, Compressor
+from .functions import broadcast_object
+from .grouped_async import grouped_allreduce_async_
+from .optimizer_groups import Group, form_groups, resolve_groups
+
+
+class _Pending:
+    """The reductions started for one group of gradients.
+
+    ``finish()`` waits for each of them and writes its result into its
+    parameter's gradient; it waits for all even if one fails, then raises
+    the first failure, so that no handle keeps its tensors.
+    """
+
+    __slots__ = ("_finishers",)
+
+    def __init__(self):
+        self._finishers = []
+
+    def add(self, finisher) -> None:
+        self._finishers.append(finisher)
+
+    def finish(self) -> None:
+        error = None
+        for finisher in self._finishers:
+            try:
+                finisher()
+            except Exception as e:  # noqa: BLE001 - re-raised below
+                error = error or e
+        if error is not None:
+            raise error
 
 
 class _DistributedMixin(torch.optim.Optimizer):
@@ -65,6 +103,7 @@ class _DistributedMixin(torch.optim.Optimizer):
                  named_parameters: Optional[Iterable[Tuple[str, Any]]],
                  compression: Compressor, backward_passes_per_step: int,
                  op: Any, gradient_predivide_factor: float,
+                 groups: Any, sparse_as_dense: bool,
                  process_set: Any, gradients_as_buffer_views: bool):
         super().__init__(params)
         self._compression = compression
@@ -72,6 +111,7 @@ class _DistributedMixin(torch.optim.Optimizer):
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.backward_passes_per_step = backward_passes_per_step
+        self.sparse_as_dense = sparse_as_dense
 
         all_params = [p for group in self.param_groups
                       for p in group["params"]]
@@ -100,11 +140,20 @@ class _DistributedMixin(torch.optim.Optimizer):
             p: name for name, p in named}
         self._allreduce_delay: Dict[torch.Tensor, int] = {
             p: backward_passes_per_step for p in all_params}
-        self._handles: Dict[torch.Tensor, Tuple[Optional[Handle], Any]] = {}
+        # p -> the reduction started for its group; None while p's hook has
+        # fired but its reduction has not started (more backward passes or
+        # the rest of its group to come).
+        self._handles: Dict[torch.Tensor, Optional[_Pending]] = {}
         self._grad_accs = []
         self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
+        # Explicit groups (see optimizer_groups): each is reduced by one
+        # grouped allreduce once all its gradients are ready.
+        self._groups = groups
+        self._group_list: List[Group] = []
+        self._group_of: Dict[torch.Tensor, Group] = {}
+        self._group_ready: Dict[Group, int] = {}
         # Params in the order their allreduces started, until the buffers
         # exist; then p -> its view.
         self._grad_order = [] if gradients_as_buffer_views else None
@@ -120,20 +169,46 @@ class _DistributedMixin(torch.optim.Optimizer):
     # -- hooks ---------------------------------------------------------------
 
     def _register_hooks(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                self._requires_update.add(p)
-                # The AccumulateGrad node of p: its hook runs once p.grad
-                # holds this backward pass's gradient.
-                grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                grad_acc.register_hook(self._make_hook(p))
-                self._grad_accs.append(grad_acc)
+        trained = [p for group in self.param_groups for p in group["params"]
+                   if p.requires_grad]
+        if self._groups is not None:
+            trained = self._agreed_order(trained)
+        self._group_list = form_groups(trained, self._groups)
+        for group in self._group_list:
+            self._group_ready[group] = 0
+            for p in group:
+                self._group_of[p] = group
+        for p in trained:
+            self._requires_update.add(p)
+            # The AccumulateGrad node of p: its hook runs once p.grad
+            # holds this backward pass's gradient.
+            grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            grad_acc.register_hook(self._make_hook(p))
+            self._grad_accs.append(grad_acc)
+
+    def _agreed_order(self, params: List[torch.Tensor]
+                      ) -> List[torch.Tensor]:
+        """``params`` in the order of the set's first rank, so that every
+        rank forms the same groups (as horovod, by parameter names)."""
+        names = [self._parameter_names[p] for p in params]
+        root = min(set_ranks(self.process_set))
+        order = broadcast_object(names, root_rank=root,
+                                 name="DistributedOptimizer.groups",
+                                 process_set=self.process_set)
+        position = {name: i for i, name in enumerate(order)}
+        differ = sorted(set(names) ^ set(order))
+        if differ:
+            raise ValueError(
+                "DistributedOptimizer(groups=...): the parameters that "
+                f"require grad differ from rank {root}'s: "
+                f"{', '.join(differ[:5])}; every rank must train the same "
+                "parameters")
+        return sorted(params, key=lambda p: position[
+            self._parameter_names[p]])
 
     def _make_hook(self, p: torch.Tensor):
         def hook(*_unused):
-            if p in self._handles and self._handles[p][0] is not None:
+            if self._allreduce_delay[p] <= 0:
                 raise AssertionError(
                     "gradients were computed more than "
                     "backward_passes_per_step times before step(); increase "
@@ -141,40 +216,89 @@ class _DistributedMixin(torch.optim.Optimizer):
                     "locally")
             assert not p.grad.requires_grad
             self._allreduce_delay[p] -= 1
-            handle, ctx = None, None
+            self._handles.setdefault(p, None)
             if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
+                group = self._group_of[p]
+                self._group_ready[group] += 1
+                if self._group_ready[group] == len(group):
+                    self._start(group)
         return hook
 
-    def _allreduce_grad_async(self, p: torch.Tensor) -> Tuple[Handle, Any]:
-        if p.grad is None:
-            # Unused on this rank: contribute zeros so the others' allreduce
-            # of the same name completes.
-            p.grad = torch.zeros_like(p)
-        if p.grad.is_sparse:
-            raise TypeError(
-                f"parameter {self._parameter_names[p]!r} has a sparse "
-                "gradient; DistributedOptimizer supports dense gradients "
-                "only")
-        view = self._grad_views.get(p)
-        if view is not None and p.grad is not view:
-            view.copy_(p.grad)
-            p.grad = view
-        elif self._grad_order is not None:
-            self._grad_order.append(p)
+    def _start(self, group: Group) -> None:
+        pending = self._allreduce_grads_async(group)
+        for p in group:
+            self._handles[p] = pending
+
+    def _allreduce_grads_async(self, group: Group) -> _Pending:
+        """Starts the reduction of the gradients of ``group``: the dense
+        ones (and, with sparse_as_dense, the sparse ones densified) by one
+        allreduce each, or one grouped allreduce with explicit groups; the
+        sparse ones by ``sparse_allreduce_async``."""
+        pending = _Pending()
+        dense: List[Tuple[torch.Tensor, torch.Tensor]] = []  # (p, tensor)
+        for p in group:
+            if p.grad is None:
+                # Unused on this rank: contribute zeros so the others'
+                # allreduce of the same name completes.
+                p.grad = torch.zeros_like(p)
+            if p.grad.is_sparse and not self.sparse_as_dense:
+                handle = sparse_allreduce_async(
+                    p.grad, name=self._parameter_names[p], op=self.op,
+                    process_set=self.process_set)
+                pending.add(_set_grad(p, handle))
+            elif p.grad.is_sparse:
+                dense.append((p, p.grad.to_dense()))
+            else:
+                dense.append((p, self._dense_grad(p)))
+        if not dense:
+            return pending
         if self.op == _hvd.Average:
             # The core divides by size() after the postscale factor.
             prescale = 1.0 / self.gradient_predivide_factor
             postscale = self.gradient_predivide_factor
         else:
             prescale = postscale = 1.0
-        compressed, ctx = self._compression.compress(p.grad)
-        handle = allreduce_async_(compressed, name=self._parameter_names[p],
-                                  op=self.op, prescale_factor=prescale,
-                                  postscale_factor=postscale,
-                                  process_set=self.process_set)
-        return handle, ctx
+        compressed = [self._compression.compress(t) for _, t in dense]
+        tensors = [c for c, _ in compressed]
+        if self._groups is not None:
+            handles = grouped_allreduce_async_(
+                tensors, name=self._parameter_names[dense[0][0]],
+                op=self.op, prescale_factor=prescale,
+                postscale_factor=postscale, process_set=self.process_set)
+        else:
+            handles = [allreduce_async_(
+                t, name=self._parameter_names[p], op=self.op,
+                prescale_factor=prescale, postscale_factor=postscale,
+                process_set=self.process_set)
+                for t, (p, _) in zip(tensors, dense)]
+        for (p, tensor), (_, ctx), handle in zip(dense, compressed, handles):
+            pending.add(self._write_back(p, tensor, handle, ctx))
+        return pending
+
+    def _dense_grad(self, p: torch.Tensor) -> torch.Tensor:
+        """p.grad, moved back into its buffer view if user code replaced
+        it; recorded for the layout of the buffers before they exist."""
+        view = self._grad_views.get(p)
+        if view is not None and p.grad is not view:
+            view.copy_(p.grad)
+            p.grad = view
+        elif self._grad_order is not None:
+            self._grad_order.append(p)
+        return p.grad
+
+    def _write_back(self, p: torch.Tensor, tensor: torch.Tensor,
+                    handle: Handle, ctx: Any):
+        """What writes the reduced ``tensor`` into p.grad once ``handle``
+        is done (back to sparse when p.grad was densified)."""
+        sparse_dim = p.grad.sparse_dim() if p.grad.is_sparse else None
+
+        def finish() -> None:
+            result = self._compression.decompress(synchronize(handle), ctx)
+            if sparse_dim is not None:
+                p.grad = result.to_sparse(sparse_dim)
+            elif result is not p.grad:
+                p.grad.copy_(result)
+        return finish
 
     # -- public API ----------------------------------------------------------
 
@@ -188,23 +312,23 @@ class _DistributedMixin(torch.optim.Optimizer):
         if not self._grad_accs:  # no hooks: one rank, or outside the set
             self._synchronized = True
             return
-        for p in self._requires_update - set(self._handles):
-            self._handles[p] = self._allreduce_grad_async(p)
-        for p, (handle, ctx) in list(self._handles.items()):
-            if handle is None:
-                self._handles[p] = self._allreduce_grad_async(p)
+        for group in self._group_list:
+            if any(self._handles.get(p) is None for p in group):
+                self._start(group)
         try:
-            for p, (handle, ctx) in self._handles.items():
-                result = self._compression.decompress(synchronize(handle),
-                                                      ctx)
-                if result is not p.grad:
-                    p.grad.copy_(result)
+            started = {id(h): h for h in self._handles.values()}
+            error = None
+            for pending in started.values():
+                try:
+                    pending.finish()
+                except Exception as e:  # noqa: BLE001 - re-raised below
+                    error = error or e
+            if error is not None:
+                raise error
         finally:
             # Also after a failure (an elastic reset follows): nothing stays
             # pending and the next backward pass starts counting afresh.
-            self._handles.clear()
-            for q in self._allreduce_delay:
-                self._allreduce_delay[q] = self.backward_passes_per_step
+            self._clear_pending()
         if self._grad_order:
             self._make_grad_views(self._grad_order)
             self._grad_order = None
@@ -280,11 +404,23 @@ class _DistributedMixin(torch.optim.Optimizer):
             self._allreduce_delay[p] = passes
 
     def _reset_pending(self) -> None:
-        self._handles = {}
         self._synchronized = False
         self._should_synchronize = True
+        self._clear_pending()
+
+    def _clear_pending(self) -> None:
+        self._handles = {}
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = self.backward_passes_per_step
+        for group in self._group_ready:
+            self._group_ready[group] = 0
+
+
+def _set_grad(p: torch.Tensor, handle: Any):
+    """What sets p.grad to the sparse result of ``handle`` once done."""
+    def finish() -> None:
+        p.grad = synchronize(handle)
+    return finish
 
 
 def _duplicates(names: Iterable[str]) -> list:
@@ -303,6 +439,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
                          backward_passes_per_step: int = 1,
                          op: Any = None,
                          gradient_predivide_factor: float = 1.0,
+                         num_groups: int = 0,
+                         groups: Any = None,
+                         sparse_as_dense: bool = False,
                          process_set: Any = _hvd.global_process_set,
                          gradients_as_buffer_views: bool = True
                          ) -> torch.optim.Optimizer:
@@ -320,6 +459,16 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         op: ``hvd.Average`` (default) or ``hvd.Sum`` (or Min/Max/Product).
         gradient_predivide_factor: with Average, gradients are multiplied by
             ``1 / f`` before the sum and by ``f / size()`` after it.
+        num_groups: deprecated spelling of an int ``groups`` (ignored when
+            ``groups`` is given).
+        groups: reduce the gradients in groups, each as one grouped
+            allreduce once all its gradients are ready: an int n cuts the
+            parameters into n groups of nearly equal size; a list of lists
+            of parameters gives the groups, every parameter not listed
+            being a group of its own (see ``optimizer_groups``).
+        sparse_as_dense: reduce sparse gradients (``Embedding(sparse=True)``)
+            as dense tensors by allreduce, instead of allgathering their
+            indices and values; the result is made sparse again.
         process_set: average over the ranks of this ``hvd.ProcessSet`` only
             (default: every rank). Ranks outside it do not communicate.
         gradients_as_buffer_views: after the first step, keep the
@@ -332,8 +481,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
 
     Raises:
         ValueError: bad named_parameters, a non-positive
-            backward_passes_per_step, or a predivide factor with op other
-            than Average.
+            backward_passes_per_step, a predivide factor with op other
+            than Average, or bad groups.
     """
     if op is None:
         op = _hvd.Average
@@ -343,11 +492,13 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be at least 1, got "
                          f"{backward_passes_per_step}")
+    groups = resolve_groups(groups, num_groups)
     base = type(optimizer)
     cls = type(base.__name__, (_DistributedMixin, base),
                {"__module__": _DistributedMixin.__module__})
     wrapped = cls(optimizer.param_groups, named_parameters, compression,
                   backward_passes_per_step, op, gradient_predivide_factor,
-                  process_set, gradients_as_buffer_views)
+                  groups, sparse_as_dense, process_set,
+                  gradients_as_buffer_views)
     wrapped.state.update(optimizer.state)
     return wrapped

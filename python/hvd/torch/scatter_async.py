@@ -33,17 +33,23 @@ Splits = Union[None, torch.Tensor, np.ndarray, List[int], Tuple[int, ...]]
 def splits_list(splits: Splits, op: str) -> Optional[List[int]]:
     """``splits`` (a list, a 1-D integer tensor or array, or None) as ints.
 
+    Bad splits are a ``ValueError``, as in horovod (whose core refuses
+    splits that are not int32 with one); the count and the sum are checked
+    by the core, also as ``ValueError``.
+
     Raises:
-        TypeError: not integers, or a tensor on another device.
-        ValueError: not one-dimensional, or a negative count.
+        ValueError: not integers (a float, complex or bool tensor, or a
+            list holding something else than ints), not one-dimensional,
+            or a negative count.
+        TypeError: a tensor on another device than the CPU.
     """
     if splits is None:
         return None
     if isinstance(splits, torch.Tensor):
         if splits.dtype.is_floating_point or splits.dtype.is_complex or \
                 splits.dtype == torch.bool:
-            raise TypeError(f"hvd.torch.{op}: splits must be integers, got "
-                            f"a tensor of {splits.dtype}")
+            raise ValueError(f"hvd.torch.{op}: splits must be integers, "
+                             f"got a tensor of {splits.dtype}")
         if splits.device.type != "cpu":
             raise TypeError(f"hvd.torch.{op}: splits must be a CPU tensor "
                             f"or a list, got a tensor on {splits.device}")
@@ -53,11 +59,15 @@ def splits_list(splits: Splits, op: str) -> Optional[List[int]]:
                              f"{tuple(splits.shape)}")
         values = [int(s) for s in splits.tolist()]
     else:
+        if isinstance(splits, np.ndarray) and splits.ndim != 1:
+            raise ValueError(f"hvd.torch.{op}: splits must be "
+                             f"one-dimensional, got shape {splits.shape}")
         values = []
         for s in splits:
-            if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
-                raise TypeError(f"hvd.torch.{op}: splits must be integers, "
-                                f"got {s!r}")
+            if isinstance(s, (bool, np.bool_)) or \
+                    not isinstance(s, (int, np.integer)):
+                raise ValueError(f"hvd.torch.{op}: splits must be integers, "
+                                 f"got {s!r}")
             values.append(int(s))
     if any(s < 0 for s in values):
         raise ValueError(f"hvd.torch.{op}: splits must not be negative, "

@@ -70,6 +70,28 @@ def alltoall_section(R, rank, size):
     y, _ = hvd.alltoall(i16, splits=splits)
     R["a2a_int16"] = [str(y.dtype), out(y)]
 
+    # Bad splits, the same on every rank: each is a ValueError, as in
+    # horovod. The first five are refused before anything is sent, the
+    # last three by the core.
+    rows = torch.zeros(size, 1)
+    bad = {
+        "float_tensor": (rows, torch.ones(size)),
+        "float_list": (rows, [1.0] * size),
+        "bool_tensor": (rows, torch.ones(size, dtype=torch.bool)),
+        "two_dim": (rows, torch.ones(1, size, dtype=torch.int32)),
+        "negative": (rows, [-1, 2] + [1] * (size - 2)),
+        "count": (rows, [1] * (size + 1)),
+        "sum": (rows, [2] + [1] * (size - 1)),
+        "indivisible": (torch.zeros(size + 1, 1), None),
+    }
+    for key, (tensor, splits) in bad.items():
+        try:
+            hvd.alltoall(tensor, splits=splits, name=f"a2a.bad.{key}")
+            R[f"a2a_bad_{key}"] = "no error"
+        except Exception as e:  # noqa: BLE001 - the type is the result
+            R[f"a2a_bad_{key}"] = [type(e).__name__,
+                                   isinstance(e, ValueError), str(e)]
+
 
 def reducescatter_section(R, rank, size):
     rows = 2 * size + 1  # not divisible by size
@@ -176,10 +198,13 @@ def autograd_section(R, rank, size):
     R["grad_a2a_equal"] = out(x.grad)
 
     rows = 2 * size + 1
-    for op, key, post in ((hvd.Sum, "sum", 1.0), (hvd.Average, "average", 1.0),
-                          (hvd.Sum, "sum_post2", 2.0)):
+    for op, key, pre, post in ((hvd.Sum, "sum", 1.0, 1.0),
+                               (hvd.Average, "average", 1.0, 1.0),
+                               (hvd.Sum, "sum_post2", 1.0, 2.0),
+                               (hvd.Average, "average_pre3", 3.0, 1.0)):
         x = rows_of(rows, 2, 0).requires_grad_()
-        y = hvd.reducescatter(x, op=op, postscale_factor=post)
+        y = hvd.reducescatter(x, op=op, prescale_factor=pre,
+                              postscale_factor=post)
         (y * weights(rank, y.shape[0], 2)).sum().backward()
         R[f"grad_rs_{key}"] = out(x.grad)
 
