@@ -104,7 +104,7 @@ def test_every_horovodrun_option_is_accepted_or_refused(hvdrun, tmp_path):
             # --check-build ends the run after parsing: nothing starts.
             result = hvdrun([*args, "-cb"], timeout=30)
             assert result.returncode == 0, (args, result.stderr)
-            assert "Available" in result.stdout or "hvd" in result.stdout
+            assert result.stdout.strip(), args  # the version or build
     for spellings, values, reason in REFUSED:
         for spelling in spellings:
             result = hvdrun([spelling, *values, "-cb"], timeout=30)
