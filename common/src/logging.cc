@@ -37,7 +37,11 @@ Status InitLogging(const std::string& role, int rank) {
         "hvd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   }
   std::string tag = role + " " + (rank < 0 ? "-" : std::to_string(rank));
-  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [" + tag + "] [%l] %v");
+  // HOROVOD_LOG_HIDE_TIME=1 (hvdrun --log-without-timestamp): no time.
+  auto hide_time = GetEnvBool(env_vars::kLogHideTime, false);
+  const bool with_time = !hide_time.ok() || !*hide_time;
+  logger->set_pattern((with_time ? "[%Y-%m-%d %H:%M:%S.%e] [" : "[") + tag +
+                      "] [%l] %v");
   spdlog::level::level_enum level = spdlog::level::warn;
   Status status;
   const char* source = env_vars::kHvdLogLevel;

@@ -10,10 +10,13 @@
 #include <sstream>
 #include <utility>
 
+#include "config_file.h"
 #include "hvd/common/build_info.h"
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
+#include "option_suggestion.h"
+#include "refused_options.h"
 
 namespace hvd::launcher {
 
@@ -86,7 +89,8 @@ std::string CheckDecimal(const std::string& text, double min, bool min_included,
   bool in_range = min_included ? value >= min : value > min;
   if (text.empty() || stop != end || error != std::errc() ||
       !std::isfinite(value) || !in_range || value > max) {
-    return Quoted(text) + " is not a number of " + unit +
+    return Quoted(text) + " is not a number" +
+           (unit.empty() ? "" : " of " + unit) +
            (min_included ? " from " : " above ") + Plain(min) +
            (min_included ? " to " : " and at most ") + Plain(max);
   }
@@ -161,17 +165,58 @@ Result<std::chrono::milliseconds> DiscoverySecondsFromEnv(
 struct SplitArgs {
   std::vector<std::string> options;
   std::vector<std::string> command;
+  std::string error;  // an unknown or refused option: a usage error
 };
 
 constexpr std::pair<const char*, const char*> kSingleDashWords[] = {
     {"-np", "--num-proc"},
     {"-cb", "--check-build"},
-    {"-hostfile", "--hostfile"}};
+    {"-hostfile", "--hostfile"},
+    {"-prefix-timestamp", "--prefix-output-with-timestamp"}};
 
 // "-x", "--x"; not "-", "-1" or "-.5" (a value).
 bool LooksLikeOption(const std::string& word) {
   return word.size() >= 2 && word[0] == '-' &&
          !std::isdigit(static_cast<unsigned char>(word[1])) && word[1] != '.';
+}
+
+// Every spelling of every option, for suggestions and abbreviations.
+std::vector<std::string> KnownNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+    for (const auto& name : option->get_snames()) names.push_back("-" + name);
+  }
+  for (const auto& [dash, long_name] : kSingleDashWords) names.push_back(dash);
+  for (auto* refused = RefusedOptionsBegin(); refused != RefusedOptionsEnd();
+       ++refused) {
+    names.emplace_back(refused->name);
+  }
+  return names;
+}
+
+// The option `name` stands for: itself, or the one long option it is an
+// unambiguous prefix of (argparse's abbreviations: --verb is --verbose).
+// Empty when it is none.
+std::string ResolveOptionName(const CLI::App& app, const std::string& name) {
+  if (app.get_option_no_throw(name) || FindRefusedOption(name)) return name;
+  // "-p22": a short option with its value attached.
+  if (name.size() > 2 && name[1] != '-' &&
+      app.get_option_no_throw(name.substr(0, 2))) {
+    return name;
+  }
+  if (name.rfind("--", 0) != 0 || name.size() < 4) return "";
+  std::string match;
+  const CLI::Option* owner = nullptr;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& long_name : option->get_lnames()) {
+      if (("--" + long_name).rfind(name, 0) != 0) continue;
+      if (owner && owner != option) return "";  // ambiguous
+      if (!owner) match = "--" + long_name;
+      owner = option;
+    }
+  }
+  return match;
 }
 
 SplitArgs SplitAtCommand(const CLI::App& app,
@@ -193,12 +238,25 @@ SplitArgs SplitAtCommand(const CLI::App& app,
         break;
       }
     }
+    const size_t equals = word.find('=');
+    const std::string typed = word.substr(0, equals);
+    const std::string name = ResolveOptionName(app, typed);
+    if (name.empty()) {
+      std::string near = ClosestName(typed, KnownNames(app));
+      split.error = "unknown option " + typed +
+                    (near.empty() ? "" : "; did you mean " + near + "?");
+      return split;
+    }
+    if (const RefusedOption* refused = FindRefusedOption(name)) {
+      split.error = name + " is not supported: " + refused->reason;
+      return split;
+    }
+    if (name != typed) word = name + word.substr(typed.size());
     split.options.push_back(word);
-    if (word.find('=') != std::string::npos) continue;  // --flag=value
-    // An unknown option (or one with its value attached, "-p22") takes no
-    // separate value; CLI11 reports the unknown ones. As in argparse and
-    // CLI11, an option's values end early at the next option; CLI11 then
-    // reports the missing value.
+    if (equals != std::string::npos) continue;  // --flag=value
+    // An option with its value attached ("-p22") takes no separate value.
+    // As in argparse and CLI11, an option's values end early at the next
+    // option; CLI11 then reports the missing value.
     const CLI::Option* option = app.get_option_no_throw(word);
     int values = option ? option->get_items_expected_max() : 0;
     for (int v = 0; v < values && i < args.size() && !LooksLikeOption(args[i]);
@@ -258,162 +316,233 @@ Result<std::vector<HostSlots>> ParseHostfile(const std::string& path) {
   return hosts;
 }
 
-CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
-  CLI::App app{
+namespace {
+
+constexpr int64_t kMaxCore = 65535;
+
+// "" when `text` is CPU core numbers separated by commas ("3" or "0,4").
+std::string CheckCoreList(const std::string& text) {
+  std::stringstream items(text);
+  std::string item;
+  bool good = !text.empty() && text.back() != ',';
+  while (good && std::getline(items, item, ',')) {
+    good = CheckWholeNumber(item, 0, kMaxCore).empty();
+  }
+  if (!good) {
+    return Quoted(text) + " is not a list of CPU core numbers (0 to " +
+           std::to_string(kMaxCore) +
+           "), one per local rank, separated by commas";
+  }
+  return "";
+}
+
+CLI::Validator CoreList() {
+  return CLI::Validator([](std::string& text) { return CheckCoreList(text); },
+                        "CORE[,CORE...]");
+}
+
+// Rules between options, checked once the file and the command line are
+// both in.
+Status CheckCombinations(const LaunchConfig& config) {
+  if (!config.autotune) {
+    for (auto [given, name] :
+         {std::pair{!config.autotune_log_file.empty(), "--autotune-log-file"},
+          std::pair{config.autotune_warmup_samples.has_value(),
+                    "--autotune-warmup-samples"},
+          std::pair{config.autotune_steps_per_sample.has_value(),
+                    "--autotune-steps-per-sample"},
+          std::pair{config.autotune_max_samples.has_value(),
+                    "--autotune-bayes-opt-max-samples"}}) {
+      if (given) {
+        return Status::InvalidArgument(std::string(name) + " needs --autotune");
+      }
+    }
+  }
+  if (config.stall_check_disable) {
+    for (auto [given, name] :
+         {std::pair{config.stall_check_warning_seconds.has_value(),
+                    "--stall-check-warning-time-seconds"},
+          std::pair{config.stall_check_shutdown_seconds.has_value(),
+                    "--stall-check-shutdown-time-seconds"}}) {
+      if (given) {
+        return Status::InvalidArgument(std::string(name) +
+                                       " has no effect with --no-stall-check");
+      }
+    }
+  }
+  if (config.network_interface.find(',') != std::string::npos) {
+    return Status::InvalidArgument(
+        "--network-interfaces " + Quoted(config.network_interface) +
+        ": hvd uses one network interface (Gloo's HOROVOD_GLOO_IFACE); "
+        "name one");
+  }
+  return Status::Ok();
+}
+
+// What CLI11 fills from the options; cli.cc turns it into a LaunchConfig.
+struct OptionValues {
+  LaunchConfig config;
+  std::string hosts_text, hostfile, log_level, config_file;
+  double start_timeout = 30;
+  double elastic_timeout = 600;
+  std::optional<double> discovery_interval;
+  std::vector<int> cooldown;
+  bool show_version = false, check_build = false, gloo = false;
+  bool disable_cache = false, no_hierarchical = false;
+  bool log_with_timestamp = true;
+  const CLI::Option* log_timestamp = nullptr;
+};
+
+void DescribeApp(CLI::App& app) {
+  app.description(
       "hvdrun: start a distributed training job, one worker process per "
       "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python train.py\n"
       "Options come before the command, in any order; the first word that "
       "is not an option or its value starts the command (or put -- before "
-      "it).",
-      "hvdrun"};
+      "it). An option given twice: the last one counts.");
   // CLI11 names -np's option --num-proc in its messages.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     std::string message = e.what();
     if (message.rfind("--num-proc:", 0) == 0) message = "-np/" + message;
     return "hvdrun: " + message + "\nRun with --help for more information.\n";
   });
-  LaunchConfig config;
-  std::string hosts_text, hostfile, log_level;
-  double start_timeout = 30;
-  app.add_option("--num-proc", config.num_proc,
+}
+
+void DefineOptions(CLI::App& app, OptionValues& v) {
+  // As argparse: an option given twice keeps its last value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--num-proc", v.config.num_proc,
                  "Number of worker processes (also -np); default: every "
                  "listed slot")
       ->check(WholeNumber(1, kMaxProcesses));
-  app.add_option("-H,--hosts", hosts_text,
+  app.add_option("-H,--hosts", v.hosts_text,
                  "Hosts and their slots: host1:2,host2:4 (a host without "
                  ":N has 1 slot); default localhost:<np>");
-  app.add_option("--hostfile", hostfile,
+  app.add_option("--hostfile", v.hostfile,
                  "File with one 'host slots=N' (or 'host:N') per line")
       ->excludes("--hosts");
-  app.add_option("--network-interface", config.network_interface,
-                 "Network interface for Gloo's traffic (HOROVOD_GLOO_IFACE)");
-  app.add_option("--output-filename", config.output_dir,
+  app.add_option("--network-interface,--network-interfaces",
+                 v.config.network_interface,
+                 "Network interface for Gloo's traffic (HOROVOD_GLOO_IFACE); "
+                 "hvd uses one");
+  app.add_option("--output-filename", v.config.output_dir,
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
                  "and stderr");
-  app.add_flag("--verbose", config.verbose, "Log what the launcher does");
-  bool show_version = false, check_build = false, gloo = false;
-  app.add_flag("-v,--version", show_version, "Print hvd's version and exit");
-  app.add_flag("--check-build", check_build,
+  app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
+  app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
+  app.add_flag("--check-build", v.check_build,
                "Print what this build contains (frameworks, controllers, "
                "tensor operations) and exit (also -cb)");
-  app.add_flag("--gloo", gloo,
+  app.add_flag("--gloo", v.gloo,
                "Use Gloo for the controller and CPU collectives: hvd always "
                "does (accepted for horovodrun's command lines)");
-  app.add_option("--log-level", log_level,
+  app.add_option("--log-level", v.log_level,
                  "trace, debug, info, warning, error or fatal; passed to "
                  "workers as HOROVOD_LOG_LEVEL");
-  app.add_option("-p,--ssh-port", config.ssh_port, "ssh port of remote hosts")
+  app.add_option("-p,--ssh-port", v.config.ssh_port, "ssh port of remote hosts")
       ->check(WholeNumber(1, 65535));
-  app.add_option("-i,--ssh-identity-file", config.ssh_identity_file,
+  app.add_option("-i,--ssh-identity-file", v.config.ssh_identity_file,
                  "ssh identity file for remote hosts")
       ->check(CLI::ExistingFile);
-  app.add_option("--start-timeout", start_timeout,
+  app.add_option("--start-timeout", v.start_timeout,
                  "Seconds workers may take to start and meet at the "
                  "rendezvous, and ssh to connect (HOROVOD_START_TIMEOUT, "
                  "default 30)")
       ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"));
-  app.add_option("--gloo-timeout-seconds", config.gloo_timeout_seconds,
+  app.add_option("--gloo-timeout-seconds", v.config.gloo_timeout_seconds,
                  "Timeout of Gloo operations (HOROVOD_GLOO_TIMEOUT_SECONDS)")
       ->check(WholeNumber(1, static_cast<int64_t>(kMaxTimeoutSeconds)));
-  app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
+  app.add_option("--fusion-threshold-mb", v.config.fusion_threshold_mb,
                  "Tensor fusion buffer size in MiB (HOROVOD_FUSION_THRESHOLD)")
       ->check(Decimal(0, true, kMaxFusionMb, "MiB"));
-  app.add_option("--cycle-time-ms", config.cycle_time_ms,
+  app.add_option("--cycle-time-ms", v.config.cycle_time_ms,
                  "Background cycle time in ms (HOROVOD_CYCLE_TIME)")
       ->check(Decimal(0, false, kMaxCycleMs, "milliseconds"));
-  auto* cache_capacity =
-      app.add_option("--cache-capacity", config.cache_capacity,
-                     "Response cache entries, 0 disables "
-                     "(HOROVOD_CACHE_CAPACITY)")
-          ->check(WholeNumber(0, kMaxCount));
-  bool disable_cache = false;
-  app.add_flag("--disable-cache", disable_cache,
-               "Turn the response cache off (HOROVOD_CACHE_CAPACITY=0)")
-      ->excludes(cache_capacity);
-  app.add_option("--timeline-filename", config.timeline_filename,
+  app.add_option("--cache-capacity", v.config.cache_capacity,
+                 "Response cache entries, 0 turns the response cache off "
+                 "(HOROVOD_CACHE_CAPACITY)")
+      ->check(WholeNumber(0, kMaxCount));
+  app.add_flag("--disable-cache", v.disable_cache,
+               "Accepted for horovodrun's command lines: there it stops "
+               "caching the launcher's host checks between runs, and hvdrun "
+               "never caches them (the response cache is --cache-capacity "
+               "0)");
+  app.add_option("--timeline-filename", v.config.timeline_filename,
                  "Write a Chrome-trace timeline here (HOROVOD_TIMELINE)");
-  app.add_flag("--timeline-mark-cycles", config.timeline_mark_cycles,
+  app.add_flag("--timeline-mark-cycles,!--no-timeline-mark-cycles",
+               v.config.timeline_mark_cycles,
                "Also mark every background cycle in the timeline "
                "(HOROVOD_TIMELINE_MARK_CYCLES)");
 
   auto* autotune_group = "Autotune";
-  auto* autotune =
-      app.add_flag("--autotune", config.autotune,
-                   "Tune the fusion threshold, cycle time and response cache "
-                   "from measured throughput, on rank 0 (HOROVOD_AUTOTUNE)")
-          ->group(autotune_group);
-  app.add_option("--autotune-log-file", config.autotune_log_file,
+  app.add_flag("--autotune,!--no-autotune", v.config.autotune,
+               "Tune the fusion threshold, cycle time and response cache "
+               "from measured throughput, on rank 0 (HOROVOD_AUTOTUNE); "
+               "--no-autotune: off")
+      ->group(autotune_group);
+  app.add_option("--autotune-log-file", v.config.autotune_log_file,
                  "CSV of every autotune trial and the chosen one, written by "
                  "rank 0 (HOROVOD_AUTOTUNE_LOG)")
-      ->needs(autotune)
       ->group(autotune_group);
-  app.add_option("--autotune-warmup-samples", config.autotune_warmup_samples,
+  app.add_option("--autotune-warmup-samples", v.config.autotune_warmup_samples,
                  "Samples discarded before tuning starts "
                  "(HOROVOD_AUTOTUNE_WARMUP_SAMPLES, default 3)")
       ->check(WholeNumber(0, kMaxCount))
-      ->needs(autotune)
       ->group(autotune_group);
   app.add_option("--autotune-steps-per-sample",
-                 config.autotune_steps_per_sample,
+                 v.config.autotune_steps_per_sample,
                  "Working cycles measured per sample "
                  "(HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE, default 10)")
       ->check(WholeNumber(1, kMaxCount))
-      ->needs(autotune)
       ->group(autotune_group);
   app.add_option("--autotune-bayes-opt-max-samples",
-                 config.autotune_max_samples,
+                 v.config.autotune_max_samples,
                  "Most parameter sets scored before the best is fixed "
                  "(HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES, default 20)")
       ->check(WholeNumber(1, kMaxCount))
-      ->needs(autotune)
       ->group(autotune_group);
 
   auto* stall_group = "Stall check";
   const auto max_seconds = static_cast<int64_t>(kMaxTimeoutSeconds);
-  auto* stall_warning =
-      app.add_option("--stall-check-warning-time-seconds",
-                     config.stall_check_warning_seconds,
-                     "Seconds some ranks may wait for the others on a tensor "
-                     "before rank 0 warns (HOROVOD_STALL_CHECK_TIME_SECONDS, "
-                     "default 60)")
-          ->check(WholeNumber(1, max_seconds))
-          ->group(stall_group);
-  auto* stall_shutdown =
-      app.add_option("--stall-check-shutdown-time-seconds",
-                     config.stall_check_shutdown_seconds,
-                     "Seconds of such a stall before every rank's "
-                     "collectives fail; 0: never "
-                     "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, default 0)")
-          ->check(WholeNumber(0, max_seconds))
-          ->group(stall_group);
-  app.add_flag("--no-stall-check", config.stall_check_disable,
-               "Turn the stall check off (HOROVOD_STALL_CHECK_DISABLE)")
-      ->excludes(stall_warning)
-      ->excludes(stall_shutdown)
+  app.add_option("--stall-check-warning-time-seconds",
+                 v.config.stall_check_warning_seconds,
+                 "Seconds some ranks may wait for the others on a tensor "
+                 "before rank 0 warns (HOROVOD_STALL_CHECK_TIME_SECONDS, "
+                 "default 60)")
+      ->check(WholeNumber(1, max_seconds))
+      ->group(stall_group);
+  app.add_option("--stall-check-shutdown-time-seconds",
+                 v.config.stall_check_shutdown_seconds,
+                 "Seconds of such a stall before every rank's "
+                 "collectives fail; 0: never "
+                 "(HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, default 0)")
+      ->check(WholeNumber(0, max_seconds))
+      ->group(stall_group);
+  app.add_flag("--no-stall-check,!--stall-check", v.config.stall_check_disable,
+               "Turn the stall check off (HOROVOD_STALL_CHECK_DISABLE); "
+               "--stall-check: on")
       ->group(stall_group);
 
   auto* elastic = "Elastic mode (on with --host-discovery-script or --min-np)";
-  app.add_option("--min-np,--min-num-proc", config.min_np,
+  app.add_option("--min-np,--min-num-proc", v.config.min_np,
                  "Fewest workers the job runs with; below it the job waits "
                  "up to --elastic-timeout, then fails (default: -np)")
       ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
-  app.add_option("--max-np,--max-num-proc", config.max_np,
+  app.add_option("--max-np,--max-num-proc", v.config.max_np,
                  "Most workers the job runs with (default: every slot)")
       ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
-  app.add_option("--slots-per-host", config.slots_per_host,
+  app.add_option("--slots-per-host", v.config.slots_per_host,
                  "Slots of a discovered host listed without ':N' (default 1)")
       ->check(WholeNumber(1, kMaxProcesses))
       ->group(elastic);
-  app.add_option("--host-discovery-script", config.discovery_script,
+  app.add_option("--host-discovery-script", v.config.discovery_script,
                  "Executable printing the available hosts, one 'host' or "
                  "'host:slots' per line; run every --discovery-interval")
       ->check(CLI::ExistingFile)
       ->group(elastic);
-  double elastic_timeout = 600;
-  std::optional<double> discovery_interval;
-  app.add_option("--elastic-timeout", elastic_timeout,
+  app.add_option("--elastic-timeout", v.elastic_timeout,
                  "Seconds to wait for enough slots (--min-np; -np at the "
                  "start) before the job fails (default 600). It never ends "
                  "a worker that is busy training: a new worker's first "
@@ -421,49 +550,140 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
                  "by its liveness")
       ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"))
       ->group(elastic);
-  app.add_option("--reset-limit", config.reset_limit,
+  app.add_option("--reset-limit", v.config.reset_limit,
                  "Most resets (generations after the first) before the job "
                  "fails (default: no limit)")
       ->check(WholeNumber(0, kMaxResets))
       ->group(elastic);
-  std::vector<int> cooldown;
-  app.add_option("--blacklist-cooldown-range", cooldown,
+  app.add_option("--blacklist-cooldown-range", v.cooldown,
                  "MIN MAX seconds: a host blacklisted for the n-th time is "
                  "usable again after min(MAX, MIN * 2^(n-1)) s if discovery "
                  "still lists it (default: blacklisted for good)")
       ->expected(2)
       ->allow_extra_args(false)
+      // Every pair given; the last one counts (checked after parsing).
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(WholeNumber(1, max_seconds))
       ->group(elastic);
-  app.add_option("--discovery-interval", discovery_interval,
+  app.add_option("--discovery-interval", v.discovery_interval,
                  "Seconds between discovery runs (default 1, or "
                  "HVD_DISCOVERY_INTERVAL)")
       ->check(
           Decimal(kMinDiscoverySeconds, true, kMaxDiscoverySeconds, "seconds"))
       ->group(elastic);
 
-  SplitArgs split = SplitAtCommand(
-      app, std::vector<std::string>(args.begin() + 1, args.end()));
-  std::vector<std::string> reversed(split.options.rbegin(),
-                                    split.options.rend());
+  app.add_option("--config-file", v.config_file,
+                 "YAML file of settings in horovodrun's schema (params, "
+                 "autotune, timeline, stall_check, library_options, logging, "
+                 "controller); options on the command line win");
+  app.add_flag("--tcp", v.config.tcp_only,
+               "Communicate over TCP only: hvd's Gloo always does; passes "
+               "NCCL_IB_DISABLE=1 to the workers, as horovodrun does");
+  app.add_option("--thread-affinity", v.config.thread_affinity,
+                 "CPU cores for the workers' background threads, one per "
+                 "local rank, comma-separated (HOROVOD_THREAD_AFFINITY)")
+      ->check(CoreList());
+  app.add_flag("--no-hierarchical-allreduce", v.no_hierarchical,
+               "Accepted: hvd's allreduce is never hierarchical");
+  app.add_flag("--no-hierarchical-allgather", v.no_hierarchical,
+               "Accepted: hvd's allgather is never hierarchical");
+  app.add_option("--autotune-gaussian-process-noise",
+                 v.config.autotune_gaussian_process_noise,
+                 "Accepted and checked (0 to 1) for horovodrun's command "
+                 "lines; no effect: hvd's autotune has no Gaussian process")
+      ->check(Decimal(0, true, 1, ""))
+      ->group("Autotune");
+  v.log_timestamp = app.add_flag(
+      "--log-with-timestamp,--no-log-hide-timestamp,!--log-without-timestamp,"
+      "!--log-hide-timestamp",
+      v.log_with_timestamp,
+      "Workers' log lines with (default) or without a timestamp "
+      "(HOROVOD_LOG_HIDE_TIME)");
+}
+
+// The last --config-file among the options (CLI11 has not parsed yet).
+std::optional<std::string> ConfigFileOf(const std::vector<std::string>& words) {
+  const std::string flag = "--config-file";
+  std::optional<std::string> path;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == flag && i + 1 < words.size()) path = words[i + 1];
+    if (words[i].rfind(flag + "=", 0) == 0)
+      path = words[i].substr(flag.size() + 1);
+  }
+  return path;
+}
+
+// Parses one setting of the file alone, so that a bad value is reported
+// with the file and key rather than as the option it became.
+Status CheckFileSetting(const FileSetting& setting, const std::string& path) {
+  const std::string where = "--config-file " + path + ": " + setting.key;
+  CLI::App app;
+  OptionValues scratch;
+  DefineOptions(app, scratch);
+  std::vector<std::string> reversed(setting.words.rbegin(),
+                                    setting.words.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+    std::string why = e.what();
+    const std::string option =
+        setting.words[0].substr(0, setting.words[0].find('='));
+    if (why.rfind(option + ": ", 0) == 0) why = why.substr(option.size() + 2);
+    return Status::InvalidArgument(where + ": " + why);
   }
-  if (show_version || check_build) {
-    const common::BuildInfo info = common::GetBuildInfo();
-    std::cout << (show_version ? info.version + "\n"
-                               : common::CheckBuildReport(info));
-    return {std::nullopt, 0};
+  if (!scratch.log_level.empty()) {
+    auto level = common::ParseLogLevel(scratch.log_level, where);
+    if (!level.ok()) return level.status();
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   auto fail = [](const Status& status) -> CliOutcome {
     std::cerr << "hvdrun: " << status.message() << "\n"
               << "Run with --help for more information.\n";
     return {std::nullopt, 2};
   };
+  CLI::App app{"", "hvdrun"};
+  DescribeApp(app);
+  OptionValues v;
+  DefineOptions(app, v);
+  SplitArgs split = SplitAtCommand(
+      app, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!split.error.empty()) return fail(Status::InvalidArgument(split.error));
+  // The file's settings come first, so the command line's win.
+  std::vector<std::string> words;
+  if (auto path = ConfigFileOf(split.options)) {
+    auto settings = ReadConfigFile(*path);
+    if (!settings.ok()) return fail(settings.status());
+    for (const auto& setting : *settings) {
+      Status checked = CheckFileSetting(setting, *path);
+      if (!checked.ok()) return fail(checked);
+      words.insert(words.end(), setting.words.begin(), setting.words.end());
+    }
+  }
+  words.insert(words.end(), split.options.begin(), split.options.end());
+  std::vector<std::string> reversed(words.rbegin(), words.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+  }
+  if (v.show_version || v.check_build) {
+    const common::BuildInfo info = common::GetBuildInfo();
+    std::cout << (v.show_version ? info.version + "\n"
+                                 : common::CheckBuildReport(info));
+    return {std::nullopt, 0};
+  }
+  LaunchConfig& config = v.config;
+  if (v.log_timestamp->count() > 0)
+    config.log_hide_time = !v.log_with_timestamp;
+  if (Status checked = CheckCombinations(config); !checked.ok()) {
+    return fail(checked);
+  }
   config.command = std::move(split.command);
-  if (disable_cache) config.cache_capacity = 0;
   if (config.stall_check_warning_seconds &&
       config.stall_check_shutdown_seconds.value_or(0) > 0 &&
       *config.stall_check_shutdown_seconds <
@@ -475,22 +695,28 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
         std::to_string(*config.stall_check_warning_seconds) + ")"));
   }
   config.elastic = !config.discovery_script.empty() || config.min_np > 0;
-  config.elastic_timeout = CeilSeconds(elastic_timeout);
-  config.start_timeout = CeilSeconds(start_timeout);
-  if (!cooldown.empty()) {
-    if (cooldown[0] > cooldown[1]) {
+  config.elastic_timeout = CeilSeconds(v.elastic_timeout);
+  config.start_timeout = CeilSeconds(v.start_timeout);
+  if (v.cooldown.size() % 2 != 0) {
+    return fail(Status::InvalidArgument(
+        "--blacklist-cooldown-range needs two values, MIN MAX"));
+  }
+  if (v.cooldown.size() > 2)
+    v.cooldown.erase(v.cooldown.begin(), v.cooldown.end() - 2);
+  if (!v.cooldown.empty()) {
+    if (v.cooldown[0] > v.cooldown[1]) {
       return fail(Status::InvalidArgument(
           "--blacklist-cooldown-range MIN MAX needs MIN <= MAX, got " +
-          std::to_string(cooldown[0]) + " " + std::to_string(cooldown[1])));
+          std::to_string(v.cooldown[0]) + " " + std::to_string(v.cooldown[1])));
     }
-    config.cooldown_range = std::make_pair(cooldown[0], cooldown[1]);
+    config.cooldown_range = std::make_pair(v.cooldown[0], v.cooldown[1]);
   }
   auto discovery_timeout = DiscoverySecondsFromEnv(
       common::env_vars::kHvdDiscoveryTimeout, config.discovery_timeout);
   if (!discovery_timeout.ok()) return fail(discovery_timeout.status());
   config.discovery_timeout = *discovery_timeout;
-  if (discovery_interval) {
-    config.discovery_interval = Milliseconds(*discovery_interval);
+  if (v.discovery_interval) {
+    config.discovery_interval = Milliseconds(*v.discovery_interval);
   } else {
     auto from_env = DiscoverySecondsFromEnv(
         common::env_vars::kHvdDiscoveryInterval, config.discovery_interval);
@@ -501,17 +727,17 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     return fail(Status::InvalidArgument(
         "no command to run; usage: hvdrun [options] COMMAND [ARGS...]"));
   }
-  if (!log_level.empty()) {
-    auto level = common::ParseLogLevel(log_level, "--log-level");
+  if (!v.log_level.empty()) {
+    auto level = common::ParseLogLevel(v.log_level, "--log-level");
     if (!level.ok()) return fail(level.status());
-    config.log_level = log_level;
+    config.log_level = v.log_level;
   }
-  if (!hosts_text.empty()) {
-    auto hosts = ParseHostList(hosts_text);
+  if (!v.hosts_text.empty()) {
+    auto hosts = ParseHostList(v.hosts_text);
     if (!hosts.ok()) return fail(hosts.status());
     config.hosts = *hosts;
-  } else if (!hostfile.empty()) {
-    auto hosts = ParseHostfile(hostfile);
+  } else if (!v.hostfile.empty()) {
+    auto hosts = ParseHostfile(v.hostfile);
     if (!hosts.ok()) return fail(hosts.status());
     config.hosts = *hosts;
   } else if (config.discovery_script.empty()) {

@@ -132,9 +132,9 @@ struct Say {
 struct Finish {
   int exit_code = 0;
 };
-using Action = std::variant<StartWorker, SignalWorker, PublishGeneration,
-                            PushHostsUpdated, PushAbort, ProbeWorker, Say,
-                            Finish>;
+using Action =
+    std::variant<StartWorker, SignalWorker, PublishGeneration, PushHostsUpdated,
+                 PushAbort, ProbeWorker, Say, Finish>;
 using Actions = std::vector<Action>;
 
 // The slot's name on the rendezvous board: "<host>:<local_rank>".
@@ -163,8 +163,8 @@ class JobPolicy {
     bool running = true;
     bool stopped = false;  // by the driver: its exit is no failure
     bool exited_ok = false;
-    int64_t joined = 0;    // the newest generation it checked in to
-    int joined_rank = 0;   // its rank there
+    int64_t joined = 0;   // the newest generation it checked in to
+    int joined_rank = 0;  // its rank there
     // The newest generation it was told to join (a HostsUpdated push, or
     // its peers failed): it owes a check-in.
     int64_t told = 0;

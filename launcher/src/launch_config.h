@@ -31,6 +31,14 @@ struct LaunchConfig {
   std::optional<double> fusion_threshold_mb;
   std::optional<double> cycle_time_ms;
   std::optional<int> cache_capacity;
+  // Only TCP (--tcp): NCCL_IB_DISABLE=1 for the workers, as horovodrun.
+  bool tcp_only = false;
+  // Cores of the background threads, one per local rank
+  // (HOROVOD_THREAD_AFFINITY, "0,4"); empty: not pinned.
+  std::string thread_affinity;
+  // Workers' log lines without timestamps (HOROVOD_LOG_HIDE_TIME); unset:
+  // the workers' default.
+  std::optional<bool> log_hide_time;
   std::string timeline_filename;
   bool timeline_mark_cycles = false;
   // Autotune (rank 0 tunes fusion threshold, cycle time and cache on/off);
@@ -40,6 +48,9 @@ struct LaunchConfig {
   std::optional<int> autotune_warmup_samples;
   std::optional<int> autotune_steps_per_sample;
   std::optional<int> autotune_max_samples;
+  // Checked and passed on (HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE); hvd's
+  // tuner has no Gaussian process, so it has no effect.
+  std::optional<double> autotune_gaussian_process_noise;
   // Stall inspector: disabled, or its warning / shutdown times in seconds
   // (shutdown 0: never).
   bool stall_check_disable = false;

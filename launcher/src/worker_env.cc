@@ -83,6 +83,17 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
   if (!config.log_level.empty()) {
     env.emplace_back(ev::kHorovodLogLevel, config.log_level);
   }
+  if (config.log_hide_time) {
+    env.emplace_back(ev::kLogHideTime, *config.log_hide_time ? "1" : "0");
+  }
+  if (!config.thread_affinity.empty()) {
+    env.emplace_back(ev::kThreadAffinity, config.thread_affinity);
+  }
+  if (config.autotune_gaussian_process_noise) {
+    env.emplace_back(ev::kAutotuneGaussianProcessNoise,
+                     std::to_string(*config.autotune_gaussian_process_noise));
+  }
+  if (config.tcp_only) env.emplace_back(ev::kNcclIbDisable, "1");
   return env;
 }
 

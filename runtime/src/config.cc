@@ -13,6 +13,27 @@ namespace ev = common::env_vars;
 using common::Result;
 using common::Status;
 
+Result<std::vector<int>> ParseThreadAffinity(const std::string& text) {
+  std::vector<int> cores;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma - start);
+    char* end = nullptr;
+    long core = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || item[0] == '-' || item[0] == '+' ||
+        core > 65535) {
+      return Status::InvalidArgument(
+          std::string(ev::kThreadAffinity) + "='" + text +
+          "' is not a list of CPU core numbers (0 to 65535), one per local "
+          "rank, separated by commas");
+    }
+    cores.push_back(static_cast<int>(core));
+    if (comma == std::string::npos) return cores;
+    start = comma + 1;
+  }
+}
+
 Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   RuntimeConfig config;
   if (auto cycle = common::GetEnv(ev::kCycleTime)) {
@@ -70,6 +91,11 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     if (!value.ok()) return value.status();
     *field = *value;
   }
+  if (auto cores = common::GetEnv(ev::kThreadAffinity)) {
+    auto parsed = ParseThreadAffinity(*cores);
+    if (!parsed.ok()) return parsed.status();
+    config.thread_affinity = *parsed;
+  }
   config.timeline = common::GetEnvString(ev::kTimeline, "");
   auto mark_cycles = common::GetEnvBool(ev::kTimelineMarkCycles, false);
   if (!mark_cycles.ok()) return mark_cycles.status();
@@ -114,6 +140,14 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
         check_below(config.cross_rank, config.cross_size, ev::kCrossRank,
                     ev::kCrossSize)}) {
     if (!status.ok()) return status;
+  }
+  if (!config.thread_affinity.empty() &&
+      config.thread_affinity.size() < static_cast<size_t>(config.local_size)) {
+    return Status::InvalidArgument(
+        std::string(ev::kThreadAffinity) + " names " +
+        std::to_string(config.thread_affinity.size()) +
+        " core(s) but this host runs " + std::to_string(config.local_size) +
+        " local ranks (" + ev::kLocalSize + "): give one core per local rank");
   }
   config.hostname = common::GetEnvString(ev::kHostname, "localhost");
   config.gloo_iface = common::GetEnvString(ev::kGlooIface, "");

@@ -2,7 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
@@ -10,6 +14,7 @@
 #include "gloo_contexts.h"
 #include "gloo_ops.h"
 #include "handle_table.h"
+#include "hvd/common/env_vars.h"
 #include "hvd/runtime/owner_process.h"
 #include "process_set.h"
 #include "request_checks.h"
@@ -119,6 +124,41 @@ class Runtime::Impl {
     parts.tuner = std::move(tuner_);
     loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
     thread_ = std::thread([this] { loop_->Run(); });
+  }
+
+  // HOROVOD_THREAD_AFFINITY: the background thread onto its local rank's
+  // core.
+  Status PinLoopThread() {
+    const auto& cores = config_.thread_affinity;
+    if (cores.empty()) return Status::Ok();
+    const char* name = common::env_vars::kThreadAffinity;
+    if (config_.local_rank >= static_cast<int>(cores.size())) {
+      return Status::InvalidArgument(
+          std::string(name) + " names " + std::to_string(cores.size()) +
+          " core(s), but this worker is local rank " +
+          std::to_string(config_.local_rank) + " of " +
+          std::to_string(config_.local_size) +
+          ": give one core per local rank");
+    }
+    const int core = cores[config_.local_rank];
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (core < CPU_SETSIZE) CPU_SET(core, &set);
+    int error =
+        core < CPU_SETSIZE
+            ? pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set)
+            : EINVAL;
+    if (error != 0) {
+      return Status::InvalidArgument(
+          std::string(name) +
+          ": cannot pin the background thread of local "
+          "rank " +
+          std::to_string(config_.local_rank) + " to core " +
+          std::to_string(core) + " (" + std::strerror(error) +
+          "); name a core this process may run on (see nproc / taskset)");
+    }
+    spdlog::debug("background thread pinned to core {}", core);
+    return Status::Ok();
   }
 
   void Shutdown() {
@@ -273,6 +313,10 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(
     }
   }
   impl->StartLoop();
+  if (Status pinned = impl->PinLoopThread(); !pinned.ok()) {
+    impl->Shutdown();
+    return pinned;
+  }
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
 }
 

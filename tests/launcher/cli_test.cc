@@ -65,10 +65,17 @@ std::map<std::string, std::string> EnvOf(std::vector<std::string> args) {
 
 TEST(CliTest, TimelineAndCacheFlagsReachTheWorkers) {
   auto env = EnvOf({"--timeline-filename", "/tmp/t.json",
-                    "--timeline-mark-cycles", "--disable-cache"});
+                    "--timeline-mark-cycles", "--cache-capacity", "0"});
   EXPECT_EQ(env["HOROVOD_TIMELINE"], "/tmp/t.json");
   EXPECT_EQ(env["HOROVOD_TIMELINE_MARK_CYCLES"], "1");
   EXPECT_EQ(env["HOROVOD_CACHE_CAPACITY"], "0");
+  // horovodrun's --disable-cache is about its host-check cache, which
+  // hvdrun does not have: accepted, the response cache stays as it is.
+  env = EnvOf({"--disable-cache"});
+  EXPECT_EQ(env.count("HOROVOD_CACHE_CAPACITY"), 0u);
+  EXPECT_EQ(EnvOf({"--disable-cache", "--cache-capacity",
+                   "10"})["HOROVOD_CACHE_CAPACITY"],
+            "10");
   env = EnvOf({"--cache-capacity", "512"});
   EXPECT_EQ(env["HOROVOD_CACHE_CAPACITY"], "512");
   EXPECT_EQ(env.count("HOROVOD_TIMELINE_MARK_CYCLES"), 0u);
@@ -111,7 +118,6 @@ TEST(CliTest, StallCheckFlagsReachTheWorkers) {
 
 TEST(CliTest, BadTuningFlagsAreUsageErrors) {
   for (const auto& flags : std::vector<std::vector<std::string>>{
-           {"--disable-cache", "--cache-capacity", "10"},
            {"--autotune-log-file", "/tmp/x.csv"},  // needs --autotune
            {"--autotune-warmup-samples", "2"},
            {"--autotune", "--autotune-warmup-samples", "-1"},
@@ -511,6 +517,78 @@ TEST(CliTest, DiscoveryEnvironmentIsChecked) {
               std::chrono::milliseconds(500));
     unsetenv(name);
   }
+}
+
+TEST(CliTest, LastOfARepeatedOptionWins) {
+  auto env = EnvOf({"--network-interface", "a", "--network-interface", "b",
+                    "--cycle-time-ms", "3", "--cycle-time-ms", "4"});
+  EXPECT_EQ(env["HOROVOD_GLOO_IFACE"], "b");
+  EXPECT_EQ(env["HOROVOD_CYCLE_TIME"], std::to_string(4.0));
+  CliOutcome out = Parse({"-np", "1", "--blacklist-cooldown-range", "1", "2",
+                          "--blacklist-cooldown-range", "3", "4",
+                          "--reset-limit", "1", "--min-np", "1", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->cooldown_range, std::make_pair(3, 4));
+}
+
+TEST(CliTest, NegationsUndoTheirFlagWhicheverComesLast) {
+  auto env = EnvOf({"--autotune", "--no-autotune"});
+  EXPECT_EQ(env.count("HOROVOD_AUTOTUNE"), 0u);
+  env = EnvOf({"--no-autotune", "--autotune"});
+  EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
+  env = EnvOf({"--timeline-filename", "t", "--timeline-mark-cycles",
+               "--no-timeline-mark-cycles"});
+  EXPECT_EQ(env.count("HOROVOD_TIMELINE_MARK_CYCLES"), 0u);
+  env = EnvOf({"--no-stall-check", "--stall-check"});
+  EXPECT_EQ(env.count("HOROVOD_STALL_CHECK_DISABLE"), 0u);
+  env = EnvOf({"--stall-check", "--no-stall-check"});
+  EXPECT_EQ(env["HOROVOD_STALL_CHECK_DISABLE"], "1");
+  env = EnvOf({"--log-without-timestamp"});
+  EXPECT_EQ(env["HOROVOD_LOG_HIDE_TIME"], "1");
+  env = EnvOf({"--log-hide-timestamp", "--log-with-timestamp"});
+  EXPECT_EQ(env["HOROVOD_LOG_HIDE_TIME"], "0");
+  env = EnvOf({"--no-log-hide-timestamp", "--log-hide-timestamp"});
+  EXPECT_EQ(env["HOROVOD_LOG_HIDE_TIME"], "1");
+  EXPECT_EQ(EnvOf({}).count("HOROVOD_LOG_HIDE_TIME"), 0u);
+  // hvd's collectives are never hierarchical: the explicit "off" holds.
+  EXPECT_FALSE(
+      EnvOf({"--no-hierarchical-allreduce", "--no-hierarchical-allgather"})
+          .empty());
+}
+
+TEST(CliTest, HorovodLibraryFlagsReachTheWorkers) {
+  auto env = EnvOf({"--thread-affinity", "0,3", "--tcp", "--autotune",
+                    "--autotune-gaussian-process-noise", "0.5"});
+  EXPECT_EQ(env["HOROVOD_THREAD_AFFINITY"], "0,3");
+  EXPECT_EQ(env["NCCL_IB_DISABLE"], "1");
+  EXPECT_EQ(std::stod(env["HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE"]), 0.5);
+  for (const char* bad : {"x", "1,", ",1", "-1", "1,,2", "70000", ""}) {
+    CliOutcome out = Parse({"-np", "1", "--thread-affinity", bad, "cmd"});
+    EXPECT_FALSE(out.config) << bad;
+    EXPECT_EQ(out.exit_code, 2);
+  }
+  EXPECT_FALSE(
+      Parse({"-np", "1", "--network-interfaces", "eth0,eth1", "cmd"}).config);
+  EXPECT_EQ(EnvOf({"--network-interfaces", "eth0"})["HOROVOD_GLOO_IFACE"],
+            "eth0");
+}
+
+TEST(CliTest, RefusedAndUnknownOptionsAreUsageErrors) {
+  for (const char* option :
+       {"--mpi", "--jsrun", "--mpi-args=x", "--binding-args=y",
+        "--mpi-threads-disable", "--no-mpi-threads-disable",
+        "--hierarchical-allreduce", "--hierarchical-allgather",
+        "--num-nccl-streams", "-prefix-timestamp", "--bogus", "-x"}) {
+    CliOutcome out = Parse({"-np", "1", option, "cmd"});
+    EXPECT_FALSE(out.config) << option;
+    EXPECT_EQ(out.exit_code, 2) << option;
+  }
+}
+
+TEST(CliTest, UnambiguousPrefixesStandForTheirOption) {
+  auto env = EnvOf({"--fusion-thr", "2"});  // argparse's abbreviations
+  EXPECT_EQ(env["HOROVOD_FUSION_THRESHOLD"], std::to_string(2 << 20));
+  EXPECT_FALSE(Parse({"-np", "1", "--autotune-", "cmd"}).config);  // several
 }
 
 }  // namespace

@@ -66,6 +66,13 @@ inline constexpr char kAutotuneMaxSamples[] =
 // Stall inspector: rank 0 warns when some ranks have submitted a tensor and
 // others have not for this many seconds, and with a shutdown time set,
 // stops every rank's collectives (HorovodInternalError) after that long.
+// Background thread's core per local rank, "0,4" (as Horovod).
+inline constexpr char kThreadAffinity[] = "HOROVOD_THREAD_AFFINITY";
+inline constexpr char kLogHideTime[] = "HOROVOD_LOG_HIDE_TIME";
+// Passed on for horovodrun's command lines; hvd reads neither.
+inline constexpr char kAutotuneGaussianProcessNoise[] =
+    "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE";
+inline constexpr char kNcclIbDisable[] = "NCCL_IB_DISABLE";
 inline constexpr char kStallCheckDisable[] = "HOROVOD_STALL_CHECK_DISABLE";
 inline constexpr char kStallCheckTimeSeconds[] =
     "HOROVOD_STALL_CHECK_TIME_SECONDS";

@@ -73,6 +73,10 @@ struct RuntimeConfig {
   int autotune_cycles_per_sample = 10;
   int autotune_max_samples = 20;
   bool fusion_threshold_set = false;
+  // The background thread runs on core thread_affinity[local_rank]
+  // (HOROVOD_THREAD_AFFINITY, "0,4": one core per local rank, as Horovod);
+  // empty: not pinned.
+  std::vector<int> thread_affinity;
   bool cycle_time_set = false;
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
@@ -85,5 +89,9 @@ struct RuntimeConfig {
   // kInvalidArgument naming the variable.
   static common::Result<RuntimeConfig> FromEnv();
 };
+
+// HOROVOD_THREAD_AFFINITY's "0,4" -> {0, 4}; anything else is
+// kInvalidArgument naming the variable.
+common::Result<std::vector<int>> ParseThreadAffinity(const std::string& text);
 
 }  // namespace hvd::runtime
