@@ -36,7 +36,7 @@ constexpr RefusedOption kRefused[] = {
     {"--num-nccl-streams", "hvd has no NCCL operations yet (issue 17)"},
     {"--prefix-output-with-timestamp",
      "hvdrun does not yet put timestamps on the workers' output lines "
-     "(issue 12)"},
+     "(issue 14)"},
 };
 
 }  // namespace

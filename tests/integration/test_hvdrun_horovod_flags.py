@@ -76,7 +76,7 @@ REFUSED = [
     (["--hierarchical-allgather"], [], "issue 16"),
     (["--num-nccl-streams"], ["2"], "issue 17"),
     (["-prefix-timestamp", "--prefix-output-with-timestamp"], [],
-     "issue 12"),
+     "issue 14"),
 ]
 
 
