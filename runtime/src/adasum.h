@@ -26,8 +26,7 @@ struct AdasumFactors {
   double a = 1.0;
   double b = 1.0;
 };
-AdasumFactors AdasumPairFactors(double dot, double a_norm_sq,
-                                double b_norm_sq);
+AdasumFactors AdasumPairFactors(double dot, double a_norm_sq, double b_norm_sq);
 
 // a <- the pair rule of a and b, `count` elements of `dtype` each. Dot
 // product and norms are accumulated in double; each result element is

@@ -191,9 +191,9 @@ Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
   Say(phase, kActivityMemcpyInFusionBuffer);
   Pack(entries, buffer);
   Say(phase, activity);
-  Status status = ReduceInPlace(context, entries.front()->request,
-                                buffer->data(), Counts(entries),
-                                UnitName(entries));
+  Status status =
+      ReduceInPlace(context, entries.front()->request, buffer->data(),
+                    Counts(entries), UnitName(entries));
   if (status.ok()) Say(phase, kActivityMemcpyOutFusionBuffer);
   return status;
 }

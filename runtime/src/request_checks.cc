@@ -74,8 +74,9 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
       (r->type == OpType::kAllreduce || r->type == OpType::kReducescatter) &&
       !AdasumSupports(r->dtype)) {
     return Status::InvalidArgument(
-        what + ": op Adasum needs a floating-point tensor (float16, "
-               "float32 or float64), got " +
+        what +
+        ": op Adasum needs a floating-point tensor (float16, "
+        "float32 or float64), got " +
         DataTypeName(r->dtype) + "; use op Sum or Average for integers");
   }
   if (r->type == OpType::kBroadcast) {
