@@ -16,7 +16,7 @@ from .exceptions import (ForkedProcessError, HorovodInternalError,
                          HostsUpdatedInterrupt, MismatchError,
                          RemovedFromJobError)
 from .objects import allgather_object, broadcast_object
-from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
+from .ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
                   allreduce, allreduce_, allreduce_async, allreduce_async_,
                   alltoall, alltoall_async, barrier, broadcast, broadcast_,
                   broadcast_async, broadcast_async_, grouped_allgather,

@@ -14,7 +14,8 @@ import numpy as np
 from ._core import core
 from .process_sets import global_process_set, set_id
 
-Sum, Average, Min, Max, Product = 0, 1, 2, 3, 4
+# The runtime's ReduceOp values (runtime/include/hvd/runtime/types.h).
+Sum, Average, Min, Max, Product, Adasum = 0, 1, 2, 3, 4, 5
 
 _pending = {}
 _pending_lock = threading.Lock()
@@ -55,9 +56,10 @@ def _reduce_op(op, average, default=None):
         if average is None and default is not None:
             return default
         return Sum if average is False else Average
-    if op not in (Sum, Average, Min, Max, Product):
+    if op not in (Sum, Average, Min, Max, Product, Adasum):
         raise ValueError(f"unknown reduce op {op!r}; use hvd.Sum, "
-                         "hvd.Average, hvd.Min, hvd.Max or hvd.Product")
+                         "hvd.Average, hvd.Min, hvd.Max, hvd.Product or "
+                         "hvd.Adasum")
     return op
 
 

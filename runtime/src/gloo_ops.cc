@@ -1,5 +1,6 @@
 #include "gloo_ops.h"
 
+#include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "adasum.h"
 #include "dtype_dispatch.h"
 #include "gloo_call.h"
 #include "timeline.h"
@@ -34,6 +36,7 @@ ReduceFn ReduceFunction(ReduceOp op) {
       return &gloo::product<T>;
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
+    case ReduceOp::kAdasum:  // never reaches Gloo's allreduce
       break;
   }
   return &gloo::sum<T>;
@@ -82,13 +85,42 @@ void ScaleBuffer(DataType dtype, void* data, size_t count, double factor,
 
 namespace {
 
-// Prescale, reduce across ranks, postscale (and average) `count` elements
-// of `data` in place.
-Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
-                     const Request& r, void* data, size_t count,
+// Adasum over the set: every rank's tensors to every rank (one allgather),
+// then the same tree in the same order on each, so every rank ends with
+// bitwise the same result. That moves and holds size() times the data of
+// a reduction; docs/design.md weighs it against Horovod's algorithm.
+Status AdasumInPlace(const std::shared_ptr<gloo::Context>& context,
+                     DataType dtype, void* data,
+                     const std::vector<size_t>& counts, size_t count,
                      const std::string& what) {
+  const size_t bytes = count * DataTypeSize(dtype);
+  std::vector<uint8_t> gathered(bytes * context->size);
+  Status status = GlooCall(what, [&] {
+    gloo::AllgatherOptions opts(context);
+    opts.setInput(static_cast<uint8_t*>(data), bytes);
+    opts.setOutput(gathered.data(), gathered.size());
+    gloo::allgather(opts);
+  });
+  if (!status.ok()) return status;
+  AdasumTree(dtype, gathered.data(), context->size, counts);
+  std::memcpy(data, gathered.data(), bytes);
+  return Status::Ok();
+}
+
+// Prescale, reduce across ranks, postscale (and average) in place the
+// tensors at `data`, of `counts` elements each, back to back. Only Adasum
+// looks at the tensors' bounds.
+Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
+                     const Request& r, void* data,
+                     const std::vector<size_t>& counts,
+                     const std::string& what) {
+  size_t count = 0;
+  for (size_t c : counts) count += c;
   ScaleBuffer(r.dtype, data, count, r.prescale);
-  if (context->size > 1 && count > 0) {
+  if (context->size > 1 && count > 0 && r.op == ReduceOp::kAdasum) {
+    Status status = AdasumInPlace(context, r.dtype, data, counts, count, what);
+    if (!status.ok()) return status;
+  } else if (context->size > 1 && count > 0) {
     Status status = GlooCall(what, [&] {
       WithCppType(r.dtype, [&](auto type) {
         using T = decltype(type);
@@ -114,10 +146,18 @@ size_t RowBytes(const Request& r) {
   return ElementCount(row) * DataTypeSize(r.dtype);
 }
 
-// Copies every entry's input into `buffer`, one after another, and returns
-// the total element count.
-size_t Pack(const std::vector<const TensorEntry*>& entries,
-            std::vector<uint8_t>* buffer) {
+// Every entry's element count, in the unit's order.
+std::vector<size_t> Counts(const std::vector<const TensorEntry*>& entries) {
+  std::vector<size_t> counts;
+  for (const TensorEntry* e : entries) {
+    counts.push_back(ElementCount(e->request.shape));
+  }
+  return counts;
+}
+
+// Copies every entry's input into `buffer`, one after another.
+void Pack(const std::vector<const TensorEntry*>& entries,
+          std::vector<uint8_t>* buffer) {
   const size_t element = DataTypeSize(entries.front()->request.dtype);
   size_t total = 0;
   for (const TensorEntry* e : entries) total += ElementCount(e->request.shape);
@@ -128,7 +168,6 @@ size_t Pack(const std::vector<const TensorEntry*>& entries,
     if (bytes > 0) std::memcpy(at, e->input, bytes);
     at += bytes;
   }
-  return total;
 }
 
 std::string UnitName(const std::vector<const TensorEntry*>& entries) {
@@ -150,10 +189,11 @@ Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
                      std::vector<uint8_t>* buffer, const PhaseFn& phase,
                      const char* activity) {
   Say(phase, kActivityMemcpyInFusionBuffer);
-  const size_t total = Pack(entries, buffer);
+  Pack(entries, buffer);
   Say(phase, activity);
-  Status status = ReduceInPlace(context, entries.front()->request,
-                                buffer->data(), total, UnitName(entries));
+  Status status =
+      ReduceInPlace(context, entries.front()->request, buffer->data(),
+                    Counts(entries), UnitName(entries));
   if (status.ok()) Say(phase, kActivityMemcpyOutFusionBuffer);
   return status;
 }
@@ -193,15 +233,14 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& context,
   const size_t element = DataTypeSize(r.dtype);
   if (uint8_t* outputs = AdjacentOutputs(entries, element)) {
     Say(phase, kActivityAllreduce);
-    size_t total = 0;
     for (const TensorEntry* e : entries) {
       const size_t bytes = ElementCount(e->request.shape) * element;
       if (e->output != e->input && bytes > 0) {
         std::memcpy(e->output, e->input, bytes);
       }
-      total += bytes / element;
     }
-    return ReduceInPlace(context, r, outputs, total, UnitName(entries));
+    return ReduceInPlace(context, r, outputs, Counts(entries),
+                         UnitName(entries));
   }
   Status status =
       PackAndReduce(context, entries, buffer, phase, kActivityAllreduce);

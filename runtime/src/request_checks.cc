@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "adasum.h"
+
 namespace hvd::runtime {
 
 using common::Status;
@@ -63,10 +65,19 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
         "reshape a scalar to [1]");
   }
   if (r->type == OpType::kReducescatter && r->op != ReduceOp::kSum &&
-      r->op != ReduceOp::kAverage) {
+      r->op != ReduceOp::kAverage && r->op != ReduceOp::kAdasum) {
     return Status::InvalidArgument(what +
-                                   ": reducescatter supports Sum and "
-                                   "Average only");
+                                   ": reducescatter supports Sum, Average "
+                                   "and Adasum only");
+  }
+  if (r->op == ReduceOp::kAdasum &&
+      (r->type == OpType::kAllreduce || r->type == OpType::kReducescatter) &&
+      !AdasumSupports(r->dtype)) {
+    return Status::InvalidArgument(
+        what +
+        ": op Adasum needs a floating-point tensor (float16, "
+        "float32 or float64), got " +
+        DataTypeName(r->dtype) + "; use op Sum or Average for integers");
   }
   if (r->type == OpType::kBroadcast) {
     auto at = std::find(set.ranks.begin(), set.ranks.end(), r->root);

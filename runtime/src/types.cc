@@ -51,6 +51,8 @@ const char* ReduceOpName(ReduceOp op) {
       return "max";
     case ReduceOp::kProduct:
       return "product";
+    case ReduceOp::kAdasum:
+      return "adasum";
   }
   return "unknown";
 }

@@ -34,7 +34,7 @@ Typical use::
     hvd.broadcast_optimizer_state(opt, root_rank=0)
 """
 
-from hvd import (Average, ForkedProcessError, HorovodInternalError,
+from hvd import (Adasum, Average, ForkedProcessError, HorovodInternalError,
                  HostsUpdatedInterrupt, Max, Min, MismatchError, Product,
                  ProcessSet, Sum,
                  add_process_set, cross_rank, cross_size,
@@ -69,7 +69,7 @@ __all__ = [
     "local_size", "cross_rank", "cross_size", "barrier", "join",
     "ProcessSet", "global_process_set", "add_process_set",
     "remove_process_set", "get_process_set_ids_and_ranks",
-    "Sum", "Average", "Min", "Max", "Product",
+    "Sum", "Average", "Min", "Max", "Product", "Adasum",
     "HorovodInternalError", "HostsUpdatedInterrupt", "MismatchError",
     "ForkedProcessError",
     "Handle", "poll", "synchronize",

@@ -155,8 +155,8 @@ def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None,
                     compression: Compressor = Compression.none) -> Handle:
     """Starts a reduction of ``tensor`` over all ranks into a new tensor.
 
-    ``op`` is one of ``hvd.Sum, Average, Min, Max, Product`` (default
-    Average); the input is multiplied by ``prescale_factor`` before the
+    ``op`` is one of ``hvd.Sum, Average, Min, Max, Product, Adasum``
+    (default Average); the input is multiplied by ``prescale_factor`` before the
     reduction and the result by ``postscale_factor`` after it. The caller's
     tensor is left unchanged.
     """

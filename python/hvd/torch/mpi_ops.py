@@ -42,7 +42,8 @@ def allreduce(tensor: torch.Tensor, average: Optional[bool] = None,
         name: matches this call across ranks (``allreduce.<name>``).
         compression: ``Compression.none`` or ``Compression.fp16``; the
             reduction runs on the compressed tensor.
-        op: ``hvd.Sum, Average, Min, Max, Product``; default Average.
+        op: ``hvd.Sum, Average, Min, Max, Product, Adasum``; default
+            Average. Adasum takes floating-point tensors only.
         prescale_factor: multiplies the input before the reduction.
         postscale_factor: multiplies the result after it.
         process_set: the ranks taking part (default: every rank).

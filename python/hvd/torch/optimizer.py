@@ -57,6 +57,7 @@ import torch
 
 import hvd as _hvd
 
+from .adasum_optimizer import adasum_optimizer
 from .async_ops import (Handle, allreduce_async_, set_ranks,
                         sparse_allreduce_async, synchronize)
 from .compression import Compression, Compressor
@@ -456,7 +457,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         compression: ``Compression.none`` or ``Compression.fp16``.
         backward_passes_per_step: backward passes whose gradients are
             summed locally before they are allreduced.
-        op: ``hvd.Average`` (default) or ``hvd.Sum`` (or Min/Max/Product).
+        op: ``hvd.Average`` (default) or ``hvd.Sum`` (or Min/Max/Product);
+            ``hvd.Adasum`` combines the updates instead (adasum_optimizer.py).
         gradient_predivide_factor: with Average, gradients are multiplied by
             ``1 / f`` before the sum and by ``f / size()`` after it.
         num_groups: deprecated spelling of an int ``groups`` (ignored when
@@ -493,6 +495,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,
         raise ValueError("backward_passes_per_step must be at least 1, got "
                          f"{backward_passes_per_step}")
     groups = resolve_groups(groups, num_groups)
+    if op == _hvd.Adasum:
+        return adasum_optimizer(optimizer, named_parameters, compression,
+                                backward_passes_per_step, process_set)
     base = type(optimizer)
     cls = type(base.__name__, (_DistributedMixin, base),
                {"__module__": _DistributedMixin.__module__})

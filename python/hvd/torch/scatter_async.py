@@ -147,7 +147,8 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
         tensor: a CPU tensor with at least one dimension, of the same shape
             and dtype on every rank (bool is refused, as for allreduce).
         name: matches this call across ranks (``reducescatter.<name>``).
-        op: ``hvd.Average`` (default) or ``hvd.Sum``.
+        op: ``hvd.Average`` (default), ``hvd.Sum`` or ``hvd.Adasum`` (the
+            Adasum of the whole tensor, each rank keeping its block).
         process_set: the ranks taking part (default: every rank).
         prescale_factor: multiplies the input before the reduction.
         postscale_factor: multiplies the result after it.

@@ -26,8 +26,10 @@ enum class ReduceOp : uint8_t {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  // Adaptive summation (runtime/src/adasum.h); floating-point types only.
+  kAdasum = 5,
 };
-inline constexpr int kReduceOpCount = 5;
+inline constexpr int kReduceOpCount = 6;
 
 enum class OpType : uint8_t {
   kAllreduce = 0,
