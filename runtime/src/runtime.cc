@@ -118,8 +118,13 @@ class Runtime::Impl {
     parts.timeline = &timeline_;
     parts.tuner = std::move(tuner_);
     loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
-    thread_ = std::thread([this] { loop_->Run(); });
+    thread_ = std::thread([this] {
+      loop_->Run();
+      stopped_ = true;
+    });
   }
+
+  bool Stopped() const { return stopped_; }
 
   void Shutdown() {
     if (!owner_.IsCurrent()) return;  // no thread of ours to join here
@@ -248,6 +253,7 @@ class Runtime::Impl {
   std::unique_ptr<ParameterManager> tuner_;
   std::unique_ptr<BackgroundLoop> loop_;
   std::thread thread_;
+  std::atomic<bool> stopped_{false};
   std::mutex shutdown_mu_;
 };
 
@@ -480,5 +486,7 @@ Status Runtime::CheckProcess() const { return impl_->owner().Check(); }
 void Runtime::Abort(const std::string& reason) { impl_->Abort(reason); }
 
 void Runtime::Shutdown() { impl_->Shutdown(); }
+
+bool Runtime::Stopped() const { return impl_->Stopped(); }
 
 }  // namespace hvd::runtime
