@@ -14,8 +14,9 @@ def init(comm=None, process_sets=None):
     `process_sets`: hvd.ProcessSet objects (or rank lists) to create on
     every rank, as sets 1, 2, ...; "dynamic" allows add_process_set and
     remove_process_set later (as HOROVOD_DYNAMIC_PROCESS_SETS=1 does).
-    Without it, the sets registered before (by an earlier init or
-    add_process_set) are created again: an elastic reset keeps them.
+    Without it, the sets registered since the last shutdown() (by an
+    earlier init or add_process_set) are created again: an elastic reset
+    keeps them; shutdown() removes them, as in Horovod.
     `comm` exists for Horovod's signature; hvd has no MPI.
     """
     if comm is not None:
@@ -26,6 +27,12 @@ def init(comm=None, process_sets=None):
                              f"or 'dynamic', got {process_sets!r}")
         os.environ["HOROVOD_DYNAMIC_PROCESS_SETS"] = "1"
         process_sets = None
+    if core.loop_stopped():
+        # A peer's shutdown (or an error) ended this runtime: every
+        # collective on it would fail. Start afresh, as shutdown() + init()
+        # would; the peer that shut down re-inits the same way, so both
+        # meet in the next generation instead of one waiting for the other.
+        shutdown()
     rank_lists = _sets.register_for_init(process_sets)
     try:
         core.init(rank_lists)
@@ -36,8 +43,18 @@ def init(comm=None, process_sets=None):
 
 def shutdown():
     """Stops hvd on every rank and fails what is still pending. Safe to call
-    twice; init() may follow (that is how an elastic reset rejoins)."""
+    twice; init() may follow. As in Horovod, every process set but the
+    global one is removed: a later init() starts with set 0 alone, and
+    add_process_set numbers sets from 1 again."""
     core.shutdown()
+    _sets.forget_registered()
+
+
+def reset():
+    """Shutdown and init for an elastic reset: unlike shutdown(), the
+    registered process sets are created again for the new world."""
+    core.shutdown()
+    init()
 
 
 def is_initialized():

@@ -7,10 +7,12 @@ the whole job; with ``HOROVOD_DYNAMIC_PROCESS_SETS=1`` (or
 order. Every collective takes ``process_set=``; ``global_process_set`` (id
 0) is every rank.
 
-The sets registered here outlive an elastic reset: each ``hvd.init()``
-re-creates them for the new world in registration order (their ids are
-renumbered 1, 2, ...). A set that names a rank the new world does not have
-makes ``hvd.init()`` raise ``ValueError`` naming it.
+The sets registered here outlive an elastic reset: the reset's
+``hvd.init()`` re-creates them for the new world in registration order
+(their ids are renumbered 1, 2, ...). A set that names a rank the new world
+does not have makes that ``hvd.init()`` raise ``ValueError`` naming it.
+``hvd.shutdown()`` removes them all, as Horovod's does: the next
+``hvd.init()`` starts with the global set alone.
 """
 
 from ._core import core
@@ -84,6 +86,16 @@ def register_for_init(process_sets):
     for p in _registered:
         p.process_set_id = None
     return [p.ranks for p in _registered]
+
+
+def forget_registered():
+    """At hvd.shutdown(): every set but the global one is gone (Horovod
+    removes them there); their objects are unregistered, so they can be
+    added again after the next init()."""
+    global _registered
+    for p in _registered:
+        p.process_set_id = None
+    _registered = []
 
 
 def numbered_after_init():

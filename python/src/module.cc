@@ -212,6 +212,9 @@ PYBIND11_MODULE(_hvd_core, m) {
         py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown);
   m.def("is_initialized", [] { return g_state.runtime != nullptr; });
+  // The runtime's loop has ended (a rank's shutdown, an error).
+  m.def("loop_stopped",
+        [] { return g_state.runtime && g_state.runtime->Stopped(); });
   // What this build contains (hvd.gloo_built() and friends).
   m.def("build_info", [] {
     const common::BuildInfo info = common::GetBuildInfo();

@@ -149,8 +149,10 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
                                   const std::vector<Response>& responses) {
   if (responses.empty()) return Status::Ok();
   std::vector<TensorEntry> entries(responses.size());
-  // A rank that has joined runs what the others submitted with zeros (or,
-  // for allgather, no rows) and drops the result.
+  // A rank that has joined runs what the others submitted (an allreduce
+  // with zeros, a barrier) and drops the result; an error (an op that
+  // cannot run with joined ranks) is not its own, and it keeps waiting in
+  // its join.
   std::vector<std::vector<uint8_t>> stand_ins;
   for (size_t i = 0; i < responses.size(); ++i) {
     const Request& r = responses[i].request;
@@ -166,7 +168,7 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     }
     TensorEntry& stand_in = entries[i];
     stand_in.request = r;
-    if (r.type == OpType::kAllgather) stand_in.request.shape[0] = 0;
+    if (responses[i].kind != Response::Kind::kRun) continue;
     const size_t bytes =
         ElementCount(stand_in.request.shape) * DataTypeSize(r.dtype);
     stand_ins.emplace_back(bytes, 0);

@@ -97,6 +97,9 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     config.thread_affinity = *parsed;
   }
   config.timeline = common::GetEnvString(ev::kTimeline, "");
+  // Horovod's value for "no file until hvd.start_timeline(path)", which
+  // hvd allows whatever the variable says.
+  if (config.timeline == kDynamicTimeline) config.timeline.clear();
   auto mark_cycles = common::GetEnvBool(ev::kTimelineMarkCycles, false);
   if (!mark_cycles.ok()) return mark_cycles.status();
   config.timeline_mark_cycles = *mark_cycles;

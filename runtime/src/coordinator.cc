@@ -116,10 +116,11 @@ std::vector<std::pair<const char*, Field>> FieldsOf(OpType type) {
   return fields;
 }
 
-// Ops a rank that has joined can take part in (with zeros, or nothing).
+// Ops that run while some ranks have joined, as in Horovod: an allreduce
+// with zeros from the joined ranks, a barrier with them taking part.
+// Horovod refuses allgather, broadcast, alltoall and reducescatter then.
 bool RunsWithJoinedRanks(OpType type) {
-  return type == OpType::kAllreduce || type == OpType::kReducescatter ||
-         type == OpType::kAllgather || type == OpType::kBarrier;
+  return type == OpType::kAllreduce || type == OpType::kBarrier;
 }
 
 }  // namespace
@@ -261,10 +262,13 @@ Response CheckAgreement(const std::vector<const Request*>& by_rank,
     std::string ranks;
     for (int rank : joined)
       ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
-    return Error(first, Code::kInvalidArgument,
+    // A mismatch (a RuntimeError in Python, as Horovod raises here): the
+    // ranks disagree on whether to run it.
+    return Error(first, Code::kMismatch,
                  what + " cannot run while rank(s) " + ranks +
-                     " have joined (hvd.join); only allreduce, "
-                     "reducescatter, allgather and barrier can");
+                     " have joined (hvd.join): only allreduce and barrier "
+                     "run with joined ranks; call it before joining, or "
+                     "join on every rank first");
   }
   for (const auto& [field_name, field] : FieldsOf(first.type)) {
     why = Disagreement(by_rank, names, field_name, field);
@@ -273,7 +277,7 @@ Response CheckAgreement(const std::vector<const Request*>& by_rank,
   Response ok;
   ok.request = first;
   if (first.type == OpType::kAllgather) {
-    for (const Request* r : by_rank) ok.sizes.push_back(r ? r->shape[0] : 0);
+    for (const Request* r : by_rank) ok.sizes.push_back(r->shape[0]);
   } else if (first.type == OpType::kAlltoall) {
     for (const Request* r : by_rank) {
       ok.sizes.insert(ok.sizes.end(), r->splits.begin(), r->splits.end());

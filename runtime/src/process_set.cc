@@ -73,6 +73,8 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
 
 void ProcessSetTable::Insert(std::shared_ptr<ProcessSet> set) {
   std::lock_guard<std::mutex> lock(mu_);
+  free_ids_.erase(std::remove(free_ids_.begin(), free_ids_.end(), set->id),
+                  free_ids_.end());
   next_id_ = std::max(next_id_, set->id + 1);
   sets_[set->id] = std::move(set);
 }
@@ -98,6 +100,7 @@ std::shared_ptr<ProcessSet> ProcessSetTable::Remove(int32_t id) {
   if (it == sets_.end()) return nullptr;
   auto set = std::move(it->second);
   sets_.erase(it);
+  if (id != 0) free_ids_.push_back(id);
   return set;
 }
 
@@ -110,7 +113,7 @@ std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::All() const {
 
 int32_t ProcessSetTable::next_id() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return next_id_;
+  return free_ids_.empty() ? next_id_ : free_ids_.front();
 }
 
 }  // namespace hvd::runtime

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,13 +66,16 @@ class ProcessSetTable {
   std::shared_ptr<ProcessSet> FindByRanks(const std::vector<int>& ranks) const;
   std::shared_ptr<ProcessSet> Remove(int32_t id);
   std::vector<std::shared_ptr<ProcessSet>> All() const;  // by id
-  // The id the next added set gets; every rank counts the same way.
+  // The id the next added set gets; every rank counts the same way. As in
+  // Horovod, the ids of removed sets are given again first, oldest removal
+  // first.
   int32_t next_id() const;
 
  private:
   mutable std::mutex mu_;
   std::map<int32_t, std::shared_ptr<ProcessSet>> sets_;
   int32_t next_id_ = 0;
+  std::deque<int32_t> free_ids_;
 };
 
 }  // namespace hvd::runtime

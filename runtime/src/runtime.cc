@@ -123,7 +123,10 @@ class Runtime::Impl {
     parts.timeline = &timeline_;
     parts.tuner = std::move(tuner_);
     loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
-    thread_ = std::thread([this] { loop_->Run(); });
+    thread_ = std::thread([this] {
+      loop_->Run();
+      stopped_ = true;
+    });
   }
 
   // HOROVOD_THREAD_AFFINITY: the background thread onto its local rank's
@@ -160,6 +163,8 @@ class Runtime::Impl {
     spdlog::debug("background thread pinned to core {}", core);
     return Status::Ok();
   }
+
+  bool Stopped() const { return stopped_; }
 
   void Shutdown() {
     if (!owner_.IsCurrent()) return;  // no thread of ours to join here
@@ -288,6 +293,7 @@ class Runtime::Impl {
   std::unique_ptr<ParameterManager> tuner_;
   std::unique_ptr<BackgroundLoop> loop_;
   std::thread thread_;
+  std::atomic<bool> stopped_{false};
   std::mutex shutdown_mu_;
 };
 
@@ -524,5 +530,7 @@ Status Runtime::CheckProcess() const { return impl_->owner().Check(); }
 void Runtime::Abort(const std::string& reason) { impl_->Abort(reason); }
 
 void Runtime::Shutdown() { impl_->Shutdown(); }
+
+bool Runtime::Stopped() const { return impl_->Stopped(); }
 
 }  // namespace hvd::runtime

@@ -186,8 +186,14 @@ def test_adjacent_tensors_are_reduced_without_the_fusion_buffer(
 
 
 def test_timeline_started_and_stopped_from_python(hvdrun, tmp_path):
+    """With HOROVOD_TIMELINE=DYNAMIC (Horovod's "start it from the
+    script"), init() writes no file; start_timeline(path) writes path."""
     path = tmp_path / "api.json"
-    run_worker(hvdrun, 2, "timeline_worker.py", "api", str(path))
+    env = dict(os.environ, HOROVOD_TIMELINE="DYNAMIC")
+    result = hvdrun(["-np", "2", PYTHON, str(WORKERS / "timeline_worker.py"),
+                     "api", str(path)], timeout=180, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api.json"]
     rows, depth = rows_of(events_of(path))
     assert set(rows) == {f"between.{i}" for i in range(4)} | {"between.ag"}, \
         rows

@@ -14,7 +14,8 @@ class ConfigTest : public ::testing::Test {
           "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
           "HOROVOD_HOSTNAME", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
           "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
-          "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS"}) {
+          "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS",
+          "HOROVOD_TIMELINE"}) {
       unsetenv(name);
     }
   }
@@ -31,6 +32,18 @@ class ConfigTest : public ::testing::Test {
     setenv("HVD_SECRET_KEY", "abc", 1);
   }
 };
+
+TEST_F(ConfigTest, DynamicTimelineMeansNoFileAtInit) {
+  setenv("HOROVOD_TIMELINE", "DYNAMIC", 1);
+  auto config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->timeline, "");
+  setenv("HOROVOD_TIMELINE", "/tmp/trace.json", 1);
+  config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->timeline, "/tmp/trace.json");
+  unsetenv("HOROVOD_TIMELINE");
+}
 
 TEST_F(ConfigTest, AloneWithoutLauncher) {
   auto config = RuntimeConfig::FromEnv();

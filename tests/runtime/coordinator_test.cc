@@ -174,28 +174,58 @@ TEST(CoordinatorTest, AJoinReleasesWaitingNamesInOrder) {
   EXPECT_EQ(ready.responses[1].request.name, "y");
 }
 
-TEST(CoordinatorTest, BroadcastWhileJoinedIsRefusedOnEveryRank) {
+// Horovod's rule per op while a rank has joined: allreduce (zeros from the
+// joined rank) and barrier run; every other op fails on the ranks that
+// called it, naming the op and the joined rank.
+TEST(CoordinatorTest, JoinRulePerOp) {
+  const std::vector<std::pair<OpType, bool>> rules = {
+      {OpType::kAllreduce, true},      {OpType::kBarrier, true},
+      {OpType::kAllgather, false},     {OpType::kBroadcast, false},
+      {OpType::kAlltoall, false},      {OpType::kReducescatter, false},
+      {OpType::kAddProcessSet, false},
+  };
+  for (const auto& [type, runs] : rules) {
+    Coordinator c(Ranks(3));
+    c.Add(1, List({Join()}));
+    Request r = Allreduce("t", {3, 2});
+    r.type = type;
+    if (type == OpType::kAlltoall) r.splits = {1, 1, 1};
+    c.Add(0, List({r}));
+    EXPECT_TRUE(c.TakeReady().responses.empty())
+        << OpTypeName(type) << ": rank 2 has neither submitted nor joined";
+    c.Add(2, List({r}));
+    auto ready = c.TakeReady();
+    ASSERT_EQ(ready.responses.size(), 1u) << OpTypeName(type);
+    const Response& got = ready.responses[0];
+    if (runs) {
+      EXPECT_EQ(got.kind, Response::Kind::kRun) << OpTypeName(type);
+      continue;
+    }
+    EXPECT_EQ(got.kind, Response::Kind::kError) << OpTypeName(type);
+    EXPECT_EQ(got.error_code, common::Code::kMismatch) << OpTypeName(type);
+    EXPECT_EQ(got.error_message.rfind(std::string(OpTypeName(type)) + " 't'"),
+              0u)
+        << got.error_message;
+    EXPECT_NE(got.error_message.find("rank(s) 1 have joined (hvd.join)"),
+              std::string::npos)
+        << got.error_message;
+  }
+}
+
+TEST(CoordinatorTest, AnOpRefusedForAJoinDoesNotEndTheJoin) {
   Coordinator c(Ranks(2));
-  c.Add(1, List({Join()}));
-  Request b = Allreduce("b");
-  b.type = OpType::kBroadcast;
-  c.Add(0, List({b}));
+  c.Add(0, List({Join()}));
+  Request g = Allreduce("g", {3, 2});
+  g.type = OpType::kAllgather;
+  c.Add(1, List({g}));
   auto ready = c.TakeReady();
   ASSERT_EQ(ready.responses.size(), 1u);
   EXPECT_EQ(ready.responses[0].kind, Response::Kind::kError);
-  EXPECT_NE(ready.responses[0].error_message.find("rank(s) 1 have joined"),
-            std::string::npos);
-}
-
-TEST(CoordinatorTest, AllgatherOfAJoinedRankHasNoRows) {
-  Coordinator c(Ranks(2));
-  Request g = Allreduce("g", {3, 2});
-  g.type = OpType::kAllgather;
   c.Add(1, List({Join()}));
-  c.Add(0, List({g}));
-  auto ready = c.TakeReady();
+  ready = c.TakeReady();
   ASSERT_EQ(ready.responses.size(), 1u);
-  EXPECT_EQ(ready.responses[0].sizes, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(ready.responses[0].request.type, OpType::kJoin);
+  EXPECT_EQ(ready.responses[0].sizes, (std::vector<int64_t>{1}));
 }
 
 TEST(CoordinatorTest, PendingNamesTheMissingGlobalRanks) {

@@ -47,5 +47,4 @@ def run(func):
 
 
 def _reset():
-    basics.shutdown()
-    basics.init()
+    basics.reset()

@@ -155,22 +155,41 @@ def changing_shapes(rank, size):
     return 12
 
 
+def refused_under_join(what, call):
+    """Horovod's rule: with a rank joined, this op fails on the ranks that
+    called it, with an error naming the op and the join."""
+    try:
+        call()
+    except RuntimeError as e:
+        if "have joined (hvd.join)" not in str(e):
+            raise AssertionError(f"{what}: unexpected error {e}") from e
+        return
+    raise AssertionError(f"{what} ran although a rank had joined")
+
+
 def join(rank, size):
-    """Rank r runs r + 1 steps, then joins: step k sums over the ranks that
-    still submit (joined ranks add zeros) and gathers their rows only."""
+    """Rank r runs r + 1 steps, then joins: step k's allreduce sums over
+    the ranks that still submit (joined ranks add zeros); its allgather and
+    reducescatter run at step 0 (nobody joined yet) and are refused after,
+    as in Horovod."""
     for step in range(rank + 1):
         got = hvd.allreduce(np.ones(4, np.float32), op=hvd.Sum,
                             name=f"join.ar.{step}")
         check(f"allreduce during joins, step {step}", got,
               np.full(4, size - step, np.float32))
-        got = hvd.allgather(np.full((1, 2), rank, np.int32),
-                            name=f"join.ag.{step}")
-        check(f"allgather during joins, step {step}", got,
-              np.array([[r, r] for r in range(step, size)], np.int32))
-        got = hvd.reducescatter(np.ones((size, 2), np.float64), op=hvd.Sum,
-                                name=f"join.rs.{step}")
-        check(f"reducescatter during joins, step {step}", got,
-              np.full((1, 2), size - step, np.float64))
+        gather = lambda: hvd.allgather(np.full((1, 2), rank, np.int32),
+                                       name=f"join.ag.{step}")
+        scatter = lambda: hvd.reducescatter(np.ones((size, 2), np.float64),
+                                            op=hvd.Sum, name=f"join.rs.{step}")
+        if step == 0:
+            check("allgather before joins", gather(),
+                  np.array([[r, r] for r in range(size)], np.int32))
+            check("reducescatter before joins", scatter(),
+                  np.full((1, 2), size, np.float64))
+        else:
+            refused_under_join(f"allgather during joins, step {step}", gather)
+            refused_under_join(f"reducescatter during joins, step {step}",
+                               scatter)
     last = hvd.join()
     if last != size - 1:
         raise AssertionError(f"join returned {last}, want {size - 1}")

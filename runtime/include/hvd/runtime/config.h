@@ -10,6 +10,9 @@
 
 namespace hvd::runtime {
 
+// HOROVOD_TIMELINE=DYNAMIC: no timeline file at hvd.init(), as in Horovod.
+inline constexpr char kDynamicTimeline[] = "DYNAMIC";
+
 struct RuntimeConfig {
   int rank = 0;
   int size = 1;
@@ -57,8 +60,9 @@ struct RuntimeConfig {
   bool stall_check = true;
   std::chrono::milliseconds stall_check_time{60000};
   std::chrono::milliseconds stall_shutdown_time{0};
-  // Rank 0 writes a Chrome-trace timeline here (HOROVOD_TIMELINE; empty:
-  // none), with a mark at every cycle (HOROVOD_TIMELINE_MARK_CYCLES=1).
+  // Rank 0 writes a Chrome-trace timeline here from hvd.init()
+  // (HOROVOD_TIMELINE; empty or DYNAMIC: none until hvd.start_timeline()),
+  // with a mark at every cycle (HOROVOD_TIMELINE_MARK_CYCLES=1).
   std::string timeline;
   bool timeline_mark_cycles = false;
   // Autotune (HOROVOD_AUTOTUNE=1): rank 0 tunes the fusion threshold, the

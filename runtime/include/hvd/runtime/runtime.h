@@ -114,9 +114,9 @@ class Runtime {
       const std::vector<const void*>& inputs, const AllreduceArgs& args);
   common::Result<Handle> Barrier(int32_t process_set = 0);
   // This rank has no more data: until every rank of the set has joined, it
-  // takes part in the others' allreduces and reducescatters with zeros and
-  // in their allgathers with no rows. The result names the last rank to
-  // join.
+  // takes part in the others' allreduces (with zeros) and barriers; their
+  // other collectives fail, as in Horovod. The result names the last rank
+  // to join.
   common::Result<Handle> Join(int32_t process_set = 0);
 
   // Dynamic process sets (HOROVOD_DYNAMIC_PROCESS_SETS=1): every rank calls
@@ -148,6 +148,9 @@ class Runtime {
   // background thread and fails what is still pending with kAborted.
   // Idempotent.
   void Shutdown();
+  // The background loop has ended (some rank's Shutdown, an error): every
+  // collective fails at once from now on.
+  bool Stopped() const;
 
   // Ok in the process that started this runtime; in a fork of it, the
   // kInvalidArgument every call there fails with.

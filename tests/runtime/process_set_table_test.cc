@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include "process_set.h"
+
+namespace hvd::runtime {
+namespace {
+
+std::shared_ptr<ProcessSet> Set(int32_t id, std::vector<int> ranks) {
+  auto set = std::make_shared<ProcessSet>();
+  set->id = id;
+  set->ranks = std::move(ranks);
+  return set;
+}
+
+// Horovod's numbering: new sets count up from 1; a removed set's id is
+// given again first, the oldest removal first.
+TEST(ProcessSetTableTest, RemovedIdsAreGivenAgainOldestFirst) {
+  ProcessSetTable table;
+  table.Insert(Set(0, {0, 1, 2}));
+  EXPECT_EQ(table.next_id(), 1);
+  table.Insert(Set(table.next_id(), {0}));
+  table.Insert(Set(table.next_id(), {1}));
+  table.Insert(Set(table.next_id(), {2}));
+  EXPECT_EQ(table.next_id(), 4);
+  ASSERT_NE(table.Remove(2), nullptr);
+  ASSERT_NE(table.Remove(1), nullptr);
+  EXPECT_EQ(table.next_id(), 2) << "set 2 was removed first";
+  table.Insert(Set(table.next_id(), {0, 1}));
+  EXPECT_EQ(table.next_id(), 1);
+  table.Insert(Set(table.next_id(), {1, 2}));
+  EXPECT_EQ(table.next_id(), 4) << "no removed id is left";
+  EXPECT_EQ(table.Find(2)->ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(table.Find(1)->ranks, (std::vector<int>{1, 2}));
+}
+
+TEST(ProcessSetTableTest, RemovingAMissingSetFreesNothing) {
+  ProcessSetTable table;
+  table.Insert(Set(0, {0, 1}));
+  EXPECT_EQ(table.Remove(5), nullptr);
+  EXPECT_EQ(table.next_id(), 1);
+}
+
+}  // namespace
+}  // namespace hvd::runtime
