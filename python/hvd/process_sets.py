@@ -19,9 +19,20 @@ from ._core import core
 
 
 class ProcessSet:
-    """A set of global ranks. ``process_set_id`` is None until registered."""
+    """A set of global ranks. ``process_set_id`` is None until registered.
 
-    def __init__(self, ranks):
+    ``ranks_or_comm`` is Horovod's name: there it may also be an MPI
+    communicator, which hvd (no MPI) refuses with ``ValueError``."""
+
+    def __init__(self, ranks_or_comm):
+        try:
+            ranks = list(ranks_or_comm)
+        except TypeError:
+            raise ValueError(
+                f"ProcessSet needs a list of ranks, got "
+                f"{type(ranks_or_comm).__name__}: hvd has no MPI, so an MPI "
+                f"communicator cannot define a set; pass its ranks "
+                f"(comm.allgather(hvd.rank()) in mpi4py)") from None
         self.ranks = sorted(int(r) for r in ranks)
         self.process_set_id = None
 

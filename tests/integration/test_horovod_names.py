@@ -173,3 +173,17 @@ def test_names_hvd_adds_are_horovods_where_horovod_has_them():
 def hvd_torch_batchnorm():
     from torch.nn.modules.batchnorm import _BatchNorm
     return _BatchNorm
+
+
+def test_a_process_set_from_an_mpi_communicator_is_refused_with_the_reason():
+    assert hvd.ProcessSet(ranks_or_comm=(2, 0)).ranks == [0, 2]
+
+    class Communicator:  # what mpi4py's Comm looks like to ProcessSet
+        pass
+
+    try:
+        hvd.ProcessSet(Communicator())
+    except ValueError as e:
+        assert "no MPI" in str(e) and "Communicator" in str(e), e
+    else:
+        raise AssertionError("ProcessSet took a communicator")
