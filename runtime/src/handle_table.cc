@@ -58,7 +58,8 @@ Result<OpResult> HandleTable::Wait(Handle handle) {
   auto it = results_.find(handle);
   if (it == results_.end()) return Unknown(handle);
   // No deadline here: the background thread completes every handle, with an
-  // error at the latest when a Gloo operation times out or on shutdown.
+  // error at the latest when a Gloo operation times out, on shutdown, or
+  // when every rank waits in vain (deadlock_detector.h).
   if (!it->second.has_value()) {
     ++waiters_;
     completed_.wait(lock, [&] { return it->second.has_value(); });
