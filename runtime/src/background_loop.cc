@@ -119,6 +119,9 @@ void BackgroundLoop::Apply(const Tuning& tuning) {
 }
 
 Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
+  // Asked before popping, so that a rank that says it waits has sent every
+  // request it made before its wait.
+  const bool waiting = parts_.handles->QuietWait(&set.activity_seen);
   std::vector<Request> requests = set.queue->PopRequests();
   if (timeline_) {
     for (const Request& r : requests) {
@@ -126,7 +129,8 @@ Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
       negotiating_.insert(Row(set, r.name));
     }
   }
-  auto responses = set.controller->Cycle(std::move(requests), shutdown);
+  auto responses =
+      set.controller->Cycle(std::move(requests), shutdown, waiting);
   if (!responses.ok()) return responses.status();
   if (timeline_) {
     for (const Response& r : responses->responses) {
@@ -162,7 +166,10 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
       entries[i] = std::move(*entry);
       continue;
     }
-    if (!set.queue->Has(kJoinName)) {
+    // An error may fail what only other ranks submitted (a deadlock ends
+    // every rank's pending collectives): nothing to fail here.
+    if (!set.queue->Has(kJoinName) &&
+        responses[i].kind == Response::Kind::kRun) {
       return Status::Internal("the coordinator answered '" + name +
                               "', which this rank never submitted");
     }

@@ -19,6 +19,7 @@ namespace {
 // AND of NOT x), as do the invalid bits.
 constexpr uint64_t kNoRoundNeeded = 1;  // inverted "needs a coordinator round"
 constexpr uint64_t kNoneJoined = 2;     // inverted "has joined"
+constexpr uint64_t kWaiting = 4;        // this rank waits (all: every rank)
 
 void BitwiseAnd(void* out, const void* a, const void* b, size_t words) {
   auto* o = static_cast<uint64_t*>(out);
@@ -47,13 +48,20 @@ Controller::Controller(std::shared_ptr<gloo::Context> context,
                        std::vector<int> global_ranks,
                        const ControllerOptions& options)
     : context_(context),
-      negotiator_(context, std::move(global_ranks)),
+      negotiator_(context, global_ranks),
       cache_(options.cache_capacity),
       stall_time_(options.stall_check
                       ? options.stall.warn_after
                       : std::chrono::steady_clock::duration::max()) {
   if (options.stall_check && context_->rank == 0) {
     inspector_ = std::make_unique<StallInspector>(options.stall);
+  }
+  const bool detect = options.deadlock_after.count() > 0 && context_->size > 1;
+  hit_patience_ = detect ? options.deadlock_after / 2
+                         : std::chrono::steady_clock::duration::max();
+  if (detect && context_->rank == 0) {
+    detector_ = std::make_unique<DeadlockDetector>(std::move(global_ranks),
+                                                   options.deadlock_after);
   }
 }
 
@@ -78,10 +86,32 @@ bool Controller::InspectStalls() {
   return true;
 }
 
+bool Controller::EndDeadlock() {
+  if (!deadlock_) return false;
+  // Every rank logs each failed collective as it completes it.
+  negotiator_.coordinator().FailPending(common::Code::kMismatch, *deadlock_);
+  deadlock_.reset();
+  return true;
+}
+
+void Controller::ObserveWaits(const std::vector<bool>& waiting,
+                              bool responded) {
+  if (!detector_) return;
+  const bool all =
+      std::all_of(waiting.begin(), waiting.end(), [](bool w) { return w; });
+  Coordinator& coordinator = negotiator_.coordinator();
+  // The pending names are only looked at while every member waits.
+  auto verdict = detector_->Observe(
+      std::chrono::steady_clock::now(), waiting, responded,
+      all ? coordinator.Pending() : std::vector<PendingTensor>{},
+      all ? coordinator.Joined() : std::vector<int>{});
+  if (verdict) deadlock_ = std::move(verdict);
+}
+
 Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
-                                       bool shutdown) {
+                                       bool shutdown, bool waiting) {
   const auto start = std::chrono::steady_clock::now();
-  auto responses = Negotiate(std::move(requests), shutdown);
+  auto responses = Negotiate(std::move(requests), shutdown, waiting);
   negotiation_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start)
                          .count();
@@ -89,23 +119,28 @@ Result<ResponseList> Controller::Cycle(std::vector<Request> requests,
 }
 
 Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
-                                           bool shutdown) {
+                                           bool shutdown, bool waiting) {
   ++cycles_;
   // The first rank has something to say through the coordinator.
-  const bool force_round = InspectStalls() || announcing_;
+  const bool deadlock = EndDeadlock();
+  const bool force_round = InspectStalls() || deadlock || announcing_;
   announcing_ = false;
   for (const Request& r : requests) {
     if (r.type == OpType::kJoin) joined_ = true;
   }
+  // A joined rank submits nothing until its join completes.
+  waiting = waiting || joined_;
   if (!cache_.enabled()) {
     ++coordinator_rounds_;
     // Hits left waiting when autotune switched the cache off.
     for (Waiting& w : waiting_hits_) requests.push_back(std::move(w.request));
     waiting_hits_.clear();
     for (const Request& r : requests) sent_[r.name] = r;
-    RequestList mine{shutdown, std::move(requests)};
+    RequestList mine{shutdown, std::move(requests), waiting};
     auto list = negotiator_.Exchange(mine);
-    if (list.ok()) Remember(list->responses, 0);
+    if (!list.ok()) return list;
+    Remember(list->responses, 0);
+    ObserveWaits(negotiator_.coordinator().waiting(), !list->responses.empty());
     return list;
   }
 
@@ -124,9 +159,12 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
   for (Waiting& c : candidates) {
     auto found = cache_.Find(c.request);
     // A hit the other members have not matched for the stall time goes to
-    // the coordinator, whose stall inspector can then name who is missing.
+    // the coordinator, whose stall inspector can then name who is missing;
+    // so does one this rank waits for, after half the deadlock bound, for
+    // the deadlock detector (a cache entry lost in a rare case).
     if (found.state == ResponseCache::State::kHit &&
-        now - c.since >= stall_time_) {
+        (now - c.since >= stall_time_ ||
+         (waiting && now - c.since >= hit_patience_))) {
       found.state = ResponseCache::State::kInvalid;
     }
     switch (found.state) {
@@ -144,7 +182,10 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
     }
   }
   const bool want_round = !misses.empty() || shutdown || joined_ || force_round;
-  bits[0] = (want_round ? 0 : kNoRoundNeeded) | (joined_ ? 0 : kNoneJoined);
+  bits[0] = (want_round ? 0 : kNoRoundNeeded) | (joined_ ? 0 : kNoneJoined) |
+            (waiting ? kWaiting : 0);
+  // The first rank: each member's flag, before they are ANDed.
+  std::vector<bool> members_waiting(context_->size, waiting);
   if (context_->size > 1) {
     // The first rank gathers every member's vector, ANDs them and
     // broadcasts the result: two steps whatever the set's size (Gloo's ring
@@ -157,6 +198,9 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
       if (context_->rank == 0) gather.setOutput(all.data(), all.size());
       gather.setRoot(0);
       gloo::gather(gather);
+      for (size_t r = 0; r < all.size() / bits.size(); ++r) {
+        members_waiting[r] = (all[r * bits.size()] & kWaiting) != 0;
+      }
       for (size_t r = 1; r < all.size() / bits.size(); ++r) {
         BitwiseAnd(bits.data(), bits.data(), &all[r * bits.size()],
                    bits.size());
@@ -205,7 +249,7 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
   if (round) {
     ++coordinator_rounds_;
     for (const Request& r : misses) sent_[r.name] = r;
-    RequestList mine{shutdown, std::move(misses)};
+    RequestList mine{shutdown, std::move(misses), waiting};
     auto list = negotiator_.Exchange(mine);
     if (!list.ok()) return list.status();
     for (Response& r : list->responses) out.responses.push_back(std::move(r));
@@ -217,6 +261,7 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
     for (size_t i = 0; i < cached; ++i) cache_.Touch(common_bits[i]);
   }
   Remember(out.responses, any_joined ? out.responses.size() : cached);
+  ObserveWaits(members_waiting, !out.responses.empty());
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include <gloo/context.h>
 
+#include "deadlock_detector.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/runtime.h"
 #include "message.h"
@@ -33,6 +34,11 @@ struct ControllerOptions {
   // instead, so that the inspector sees it.
   bool stall_check = true;
   StallOptions stall;
+  // A set of every rank: when every member has waited this long with no
+  // response, its pending collectives fail (deadlock_detector.h). Zero: off.
+  // A waiting rank's cache hit that the others have not matched for half
+  // of it goes to the coordinator, so that the detector sees it.
+  std::chrono::steady_clock::duration deadlock_after{0};
 };
 
 class Controller {
@@ -41,9 +47,11 @@ class Controller {
              std::vector<int> global_ranks, const ControllerOptions& options);
 
   // One cycle on every member: `requests` are those added since the last
-  // cycle; `shutdown` asks every member to stop.
+  // cycle; `shutdown` asks every member to stop; `waiting`: this rank is
+  // blocked in a wait and has enqueued nothing else (HandleTable::QuietWait,
+  // asked before the requests were popped).
   common::Result<ResponseList> Cycle(std::vector<Request> requests,
-                                     bool shutdown);
+                                     bool shutdown, bool waiting = false);
 
   ResponseCache& cache() { return cache_; }
   // The set's first rank: the next cycle goes to the coordinator and brings
@@ -63,15 +71,25 @@ class Controller {
   // The set's first rank: runs the stall inspector about once a second;
   // true when it says to stop (the coordinator then tells every rank).
   bool InspectStalls();
+  // The set's first rank: fails every pending collective once the detector
+  // has proven a deadlock in an earlier cycle; true when it did.
+  bool EndDeadlock();
+  // The set's first rank: one cycle's observation for the detector.
+  void ObserveWaits(const std::vector<bool>& waiting, bool responded);
   // Cycle() without its clock.
   common::Result<ResponseList> Negotiate(std::vector<Request> requests,
-                                         bool shutdown);
+                                         bool shutdown, bool waiting);
 
   std::shared_ptr<gloo::Context> context_;
   Negotiator negotiator_;
   ResponseCache cache_;
   std::chrono::steady_clock::duration stall_time_;
-  std::unique_ptr<StallInspector> inspector_;  // first rank only
+  std::unique_ptr<StallInspector> inspector_;   // first rank only
+  std::unique_ptr<DeadlockDetector> detector_;  // first rank only, or none
+  // A waiting rank's unmatched cache hit goes to the coordinator after this.
+  std::chrono::steady_clock::duration hit_patience_;
+  // The detector's verdict, acted on at the next cycle's start.
+  std::optional<std::string> deadlock_;
   SteadyTime last_inspection_;
   // Cache hits of this rank that not every member has submitted yet.
   std::vector<Waiting> waiting_hits_;

@@ -128,7 +128,8 @@ bool RunsWithJoinedRanks(OpType type) {
 Coordinator::Coordinator(std::vector<int> global_ranks)
     : global_ranks_(std::move(global_ranks)),
       size_(static_cast<int>(global_ranks_.size())),
-      joined_(size_, false) {}
+      joined_(size_, false),
+      waiting_(size_, false) {}
 
 bool Coordinator::Ready(const Entry& entry) const {
   for (int rank = 0; rank < size_; ++rank) {
@@ -139,6 +140,7 @@ bool Coordinator::Ready(const Entry& entry) const {
 
 void Coordinator::Add(int rank, const RequestList& list, SteadyTime now) {
   shutdown_ = shutdown_ || list.shutdown;
+  waiting_[rank] = list.waiting;
   for (const Request& request : list.requests) {
     if (request.type == OpType::kJoin) {
       if (!joined_[rank]) {
@@ -219,6 +221,7 @@ std::vector<PendingTensor> Coordinator::Pending() const {
     for (int rank = 0; rank < size_; ++rank) {
       if (entry.seen[rank]) {
         p.type = entry.by_rank[rank].type;
+        p.submitted.push_back(global_ranks_[rank]);
       } else if (!joined_[rank]) {
         p.missing.push_back(global_ranks_[rank]);
       }
@@ -230,6 +233,43 @@ std::vector<PendingTensor> Coordinator::Pending() const {
   std::vector<PendingTensor> out;
   for (auto& [order, p] : pending) out.push_back(std::move(p));
   return out;
+}
+
+std::vector<int> Coordinator::Joined() const {
+  std::vector<int> out;
+  for (int rank = 0; rank < size_; ++rank) {
+    if (joined_[rank]) out.push_back(global_ranks_[rank]);
+  }
+  return out;
+}
+
+void Coordinator::FailPending(Code code, const std::string& message) {
+  std::vector<std::pair<int64_t, std::string>> names;
+  for (const auto& [name, entry] : table_) {
+    // A name all ranks have asked for is answered, not failed.
+    if (std::find(ready_.begin(), ready_.end(), name) != ready_.end()) continue;
+    names.emplace_back(entry.order, name);
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& [order, name] : names) {
+    auto it = table_.find(name);
+    const Entry& entry = it->second;
+    const Request* first = nullptr;
+    for (int rank = 0; rank < size_ && !first; ++rank) {
+      if (entry.seen[rank]) first = &entry.by_rank[rank];
+    }
+    errors_.push_back(Error(*first, code, message));
+    table_.erase(it);
+  }
+  if (joined_count_ > 0) {
+    Request join;
+    join.type = OpType::kJoin;
+    join.name = "join";
+    errors_.push_back(Error(join, code, message));
+    std::fill(joined_.begin(), joined_.end(), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
 }
 
 Response CheckAgreement(const std::vector<const Request*>& by_rank,

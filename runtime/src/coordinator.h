@@ -23,7 +23,8 @@ struct PendingTensor {
   std::string name;
   OpType type = OpType::kAllreduce;
   SteadyTime first_seen;
-  std::vector<int> missing;  // global ranks that have not submitted it
+  std::vector<int> missing;    // global ranks that have not submitted it
+  std::vector<int> submitted;  // global ranks that have
 };
 
 class Coordinator {
@@ -43,6 +44,15 @@ class Coordinator {
 
   // Every name still waiting for some ranks, oldest first.
   std::vector<PendingTensor> Pending() const;
+  // The global ranks that have joined, while the join has not completed.
+  std::vector<int> Joined() const;
+  // Whether each rank (by set rank) said it was waiting in the requests it
+  // sent last.
+  const std::vector<bool>& waiting() const { return waiting_; }
+
+  // Fails every pending name, and a pending join, on every rank with
+  // `code` and `message` in the next answer, and forgets them.
+  void FailPending(common::Code code, const std::string& message);
 
   // Every later answer tells every rank to stop, for `reason`.
   void Stop(std::string reason) { stop_ = std::move(reason); }
@@ -74,6 +84,7 @@ class Coordinator {
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int last_joined_ = -1;
+  std::vector<bool> waiting_;
 };
 
 // Agreement check of one name's requests by set rank; null for a rank that

@@ -28,6 +28,7 @@ void HandleTable::Complete(Handle handle, OpResult result) {
     auto it = results_.find(handle);
     if (it == results_.end()) return;
     it->second = std::move(result);
+    ++activity_;
   }
   completed_.notify_all();
 }
@@ -40,6 +41,7 @@ void HandleTable::CompleteAll(const std::vector<Handle>& handles,
       auto it = results_.find(handles[i]);
       if (it != results_.end()) it->second = std::move(results[i]);
     }
+    ++activity_;
   }
   completed_.notify_all();
 }
@@ -56,11 +58,28 @@ Result<OpResult> HandleTable::Wait(Handle handle) {
   auto it = results_.find(handle);
   if (it == results_.end()) return Unknown(handle);
   // No deadline here: the background thread completes every handle, with an
-  // error at the latest when a Gloo operation times out or on shutdown.
-  completed_.wait(lock, [&] { return it->second.has_value(); });
+  // error at the latest when a Gloo operation times out, on shutdown, or
+  // when every rank waits in vain (deadlock_detector.h).
+  if (!it->second.has_value()) {
+    ++waiters_;
+    completed_.wait(lock, [&] { return it->second.has_value(); });
+    --waiters_;
+  }
   OpResult result = std::move(*it->second);
   results_.erase(it);
   return result;
+}
+
+void HandleTable::Enqueued() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++activity_;
+}
+
+bool HandleTable::QuietWait(uint64_t* seen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool quiet = waiters_ > 0 && activity_ == *seen;
+  *seen = activity_;
+  return quiet;
 }
 
 }  // namespace hvd::runtime

@@ -24,8 +24,22 @@ class HandleTable {
   common::Result<bool> Poll(Handle handle);
   common::Result<OpResult> Wait(Handle handle);
 
+  // The caller has put new work in a tensor queue (after Create).
+  void Enqueued();
+  // Whether this rank is stuck in a wait as far as the background thread
+  // can tell: some thread is blocked in Wait() now, and no handle was
+  // enqueued or completed since the caller's previous call with the same
+  // `seen` (which this updates). A caller that asks before popping its
+  // queue's requests then knows it has popped every request this rank
+  // made before the wait (deadlock_detector.h).
+  bool QuietWait(uint64_t* seen);
+
  private:
   std::mutex mu_;
+  // Threads blocked in Wait() on a handle not completed yet.
+  int waiters_ = 0;
+  // Counts enqueues and completions.
+  uint64_t activity_ = 0;
   std::condition_variable completed_;
   Handle next_ = 1;
   std::unordered_map<Handle, std::optional<OpResult>> results_;

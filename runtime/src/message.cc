@@ -102,6 +102,13 @@ class Reader {
 };
 
 constexpr int kCodeCount = static_cast<int>(common::Code::kInternal) + 1;
+
+// A request list's first byte holds its flags. Before `waiting` it was the
+// shutdown byte (0 or 1), which reads the same; a bit this build does not
+// know makes the list malformed rather than misread.
+constexpr uint8_t kShutdownFlag = 1;
+constexpr uint8_t kWaitingFlag = 2;
+constexpr uint8_t kKnownRequestFlags = kShutdownFlag | kWaitingFlag;
 constexpr int kKindCount = 2;
 
 void Put(Writer& w, const Request& r) {
@@ -136,7 +143,8 @@ Request GetRequest(Reader& r) {
 
 std::string Encode(const RequestList& list) {
   Writer w;
-  w.Int(static_cast<uint8_t>(list.shutdown));
+  w.Int(static_cast<uint8_t>((list.shutdown ? kShutdownFlag : 0) |
+                             (list.waiting ? kWaitingFlag : 0)));
   w.Int(static_cast<uint32_t>(list.requests.size()));
   for (const Request& r : list.requests) Put(w, r);
   return w.Take();
@@ -144,7 +152,14 @@ std::string Encode(const RequestList& list) {
 
 Status Decode(const std::string& bytes, RequestList* list) {
   Reader r(bytes);
-  list->shutdown = r.Int<uint8_t>() != 0;
+  const uint8_t flags = r.Int<uint8_t>();
+  if ((flags & ~kKnownRequestFlags) != 0) {
+    return Status::Internal("malformed request list (unknown flags " +
+                            std::to_string(flags) +
+                            "): do all ranks run the same hvd build?");
+  }
+  list->shutdown = (flags & kShutdownFlag) != 0;
+  list->waiting = (flags & kWaitingFlag) != 0;
   uint32_t count = r.Int<uint32_t>();
   list->requests.clear();
   for (uint32_t i = 0; i < count && r.Have(1); ++i) {

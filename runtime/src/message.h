@@ -35,6 +35,11 @@ struct Request {
 struct RequestList {
   bool shutdown = false;
   std::vector<Request> requests;
+  // A thread of this rank is blocked waiting for a collective, and the
+  // rank has enqueued nothing since it last told (or has joined): the
+  // coordinator has every request this rank will send until that wait
+  // ends (deadlock_detector.h).
+  bool waiting = false;
 };
 
 struct Response {

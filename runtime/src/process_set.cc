@@ -66,8 +66,12 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   if (!context.ok()) return context.status();
   set->context = *context;
   set->queue = std::make_unique<TensorQueue>(signal);
+  // A deadlock is proven only when every rank of the job waits: a rank
+  // outside the set may still unblock a member through another set.
+  ControllerOptions set_options = options;
+  if (set->size() != config.size) set_options.deadlock_after = {};
   set->controller =
-      std::make_unique<Controller>(set->context, set->ranks, options);
+      std::make_unique<Controller>(set->context, set->ranks, set_options);
   return set;
 }
 

@@ -35,6 +35,8 @@ struct ProcessSet {
   // Unnamed collectives get "<op>.noname.<n>" from this: every member
   // issues the set's unnamed collectives in the same order.
   std::atomic<int64_t> unnamed{0};
+  // The background thread's HandleTable::QuietWait mark for this set.
+  uint64_t activity_seen = 0;
 
   bool member() const { return rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }

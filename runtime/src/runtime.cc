@@ -39,6 +39,7 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
   options.controller.stall_check = config.stall_check;
   options.controller.stall.warn_after = config.stall_check_time;
   options.controller.stall.shutdown_after = config.stall_shutdown_time;
+  options.controller.deadlock_after = config.gloo_timeout;
   return options;
 }
 
@@ -230,6 +231,7 @@ class Runtime::Impl {
       }
       return added;
     }
+    handles_.Enqueued();
     return created;
   }
 

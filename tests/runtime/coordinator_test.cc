@@ -242,6 +242,54 @@ TEST(CoordinatorTest, PendingNamesTheMissingGlobalRanks) {
   EXPECT_EQ(pending[1].missing, (std::vector<int>{7, 9}));
 }
 
+TEST(CoordinatorTest, PendingNamesTheSubmittingGlobalRanks) {
+  Coordinator c({4, 7, 9});
+  c.Add(2, List({Allreduce("a")}));
+  c.Add(0, List({Allreduce("a")}));
+  auto pending = c.Pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].submitted, (std::vector<int>{4, 9}));
+}
+
+TEST(CoordinatorTest, RemembersEachRanksWaitingFlag) {
+  Coordinator c(Ranks(2));
+  RequestList waiting = List({});
+  waiting.waiting = true;
+  c.Add(0, waiting);
+  c.Add(1, List({}));
+  EXPECT_EQ(c.waiting(), (std::vector<bool>{true, false}));
+  c.Add(1, waiting);
+  EXPECT_EQ(c.waiting(), (std::vector<bool>{true, true}));
+}
+
+TEST(CoordinatorTest, FailPendingFailsEveryNameAndTheJoinOnce) {
+  Coordinator c(Ranks(3));
+  c.Add(0, List({Join()}));
+  c.Add(1, List({Allreduce("x")}));
+  c.Add(2, List({Allreduce("y")}));
+  EXPECT_EQ(c.Joined(), (std::vector<int>{0}));
+  c.FailPending(common::Code::kMismatch, "deadlock: why");
+  auto out = c.TakeReady();
+  ASSERT_EQ(out.responses.size(), 3u);
+  EXPECT_EQ(out.responses[0].request.name, "x");
+  EXPECT_EQ(out.responses[1].request.name, "y");
+  EXPECT_EQ(out.responses[2].request.type, OpType::kJoin);
+  for (const Response& r : out.responses) {
+    EXPECT_EQ(r.kind, Response::Kind::kError);
+    EXPECT_EQ(r.error_code, common::Code::kMismatch);
+    EXPECT_EQ(r.error_message, "deadlock: why");
+  }
+  EXPECT_TRUE(c.Pending().empty());
+  EXPECT_TRUE(c.Joined().empty());
+  // The names are forgotten: agreeing ranks can run them again.
+  c.Add(1, List({Allreduce("y")}));
+  c.Add(2, List({Allreduce("y")}));
+  c.Add(0, List({Allreduce("y")}));
+  out = c.TakeReady();
+  ASSERT_EQ(out.responses.size(), 1u);
+  EXPECT_EQ(out.responses[0].kind, Response::Kind::kRun);
+}
+
 TEST(CheckAgreementTest, AlltoallGathersTheSplitMatrix) {
   std::vector<Request> by_rank(2, Allreduce("a", {3, 2}));
   for (auto& r : by_rank) r.type = OpType::kAlltoall;

@@ -40,6 +40,38 @@ TEST(MessageTest, RequestListRoundTrips) {
   }
 }
 
+TEST(MessageTest, RequestListFlagsRoundTripEachAlone) {
+  for (bool shutdown : {false, true}) {
+    for (bool waiting : {false, true}) {
+      RequestList list;
+      list.shutdown = shutdown;
+      list.waiting = waiting;
+      RequestList back;
+      back.shutdown = !shutdown;
+      back.waiting = !waiting;
+      ASSERT_TRUE(Decode(Encode(list), &back).ok());
+      EXPECT_EQ(back.shutdown, shutdown);
+      EXPECT_EQ(back.waiting, waiting);
+    }
+  }
+}
+
+TEST(MessageTest, RequestListFromBeforeTheWaitingFlagReadsTheSame) {
+  // The first byte was the shutdown byte, 0 or 1.
+  RequestList back;
+  ASSERT_TRUE(Decode(std::string("\x01\0\0\0\0", 5), &back).ok());
+  EXPECT_TRUE(back.shutdown);
+  EXPECT_FALSE(back.waiting);
+}
+
+TEST(MessageTest, RequestListWithAnUnknownFlagIsRefused) {
+  RequestList back;
+  common::Status status = Decode(std::string("\x04\0\0\0\0", 5), &back);
+  EXPECT_EQ(status.code(), common::Code::kInternal);
+  EXPECT_NE(status.message().find("unknown flags"), std::string::npos)
+      << status.message();
+}
+
 TEST(MessageTest, ResponseListRoundTrips) {
   ResponseList list;
   Response run;

@@ -140,7 +140,7 @@ TEST(StallInspectorTest, WarnsNamingRanksThenStops) {
   options.shutdown_after = std::chrono::seconds(30);
   StallInspector inspector(options);
   const SteadyTime t0{};
-  PendingTensor p{"grad", OpType::kAllreduce, t0, {2, 5}};
+  PendingTensor p{"grad", OpType::kAllreduce, t0, {2, 5}, {0}};
   EXPECT_FALSE(inspector.Check({p}, t0 + std::chrono::seconds(5)));
   EXPECT_EQ(inspector.warning_count(), 0);
   EXPECT_FALSE(inspector.Check({p}, t0 + std::chrono::seconds(11)));
@@ -157,7 +157,7 @@ TEST(StallInspectorTest, WarnsNamingRanksThenStops) {
 
 TEST(StallInspectorTest, NeverStopsWithoutAShutdownTime) {
   StallInspector inspector(StallOptions{std::chrono::seconds(1), {}});
-  PendingTensor p{"t", OpType::kBroadcast, SteadyTime{}, {1}};
+  PendingTensor p{"t", OpType::kBroadcast, SteadyTime{}, {1}, {0}};
   EXPECT_FALSE(inspector.Check({p}, SteadyTime{} + std::chrono::hours(1)));
   EXPECT_EQ(inspector.warning_count(), 1);
 }

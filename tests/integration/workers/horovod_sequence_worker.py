@@ -4,7 +4,9 @@ and catches only the exceptions Horovod's test expects; an unexpected
 outcome fails that test (recorded) and the sequence goes on, as unittest
 does. Among them: joins, an allgather and a broadcast under a join, a
 shutdown and re-init, one rank shutting down early without joining while
-the others join, then more collectives and a barrier; and a test whose
+the others join, then more collectives and a barrier; a test whose
+failure skips its allreduce, which leaves the ranks waiting on different
+names (a deadlock hvd ends after the Gloo timeout); and a test whose
 failure skips its join, which leaves the ranks one test apart.
 
 Prints one ``STEP <json>`` line per test ({"test", "outcome", "detail",
@@ -121,8 +123,25 @@ def test_barrier_after():
     hvd.barrier()
 
 
+def test_allreduce_skipped_by_a_failure():
+    """The last rank fails before its allreduce, so it is one test ahead:
+    it waits in the next test's allreduce while the others wait in this
+    one. No rank can go on: each gets the deadlock error (MismatchError)
+    after the Gloo timeout."""
+    hvd.init()
+    if hvd.rank() == hvd.size() - 1:
+        raise AssertionError("a failed check before the allreduce")
+    hvd.allreduce(torch.ones(2), name="seq.skipped")
+
+
+def test_allreduce_last():
+    hvd.init()
+    hvd.allreduce(torch.ones(2), name="seq.last")
+
+
 TESTS = [test_allreduce, test_join_allreduce, test_join_allgather,
-         test_join_broadcast, test_join_left_by_a_failure, test_reinit,
+         test_join_broadcast, test_allreduce_skipped_by_a_failure,
+         test_allreduce_last, test_join_left_by_a_failure, test_reinit,
          test_allreduce, test_early_shutdown, test_allreduce_after,
          test_barrier_after]
 
