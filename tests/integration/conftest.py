@@ -216,6 +216,13 @@ def run_torch_workers(hvdrun, tmp_path, body, np=2, args=(),
     script.write_text(TORCH_PRELUDE + textwrap.dedent(body) + TORCH_EPILOGUE)
     result = hvdrun(["-np", str(np), sys.executable, str(script),
                      *map(str, args)], timeout=timeout)
+    return rank_results(result, np)
+
+
+def rank_results(result, np):
+    """{rank: the JSON of its one ``RESULT`` line} of a finished hvdrun of
+    `np` ranks; anything else (an exit status but 0, a rank without exactly
+    one such line) fails the test with hvdrun's whole output."""
     output = (f"hvdrun exited {result.returncode}\n--- stdout\n"
               f"{result.stdout}\n--- stderr\n{result.stderr}")
     assert result.returncode == 0, output
@@ -226,3 +233,16 @@ def run_torch_workers(hvdrun, tmp_path, body, np=2, args=(),
         assert len(lines) == 1, output
         results[rank] = json.loads(lines[0])
     return results
+
+
+def run_worker_job(args, np, timeout=180):
+    """``hvdrun -np <np> <args>`` to its end, then rank_results. Needs no
+    fixture, so module-scoped fixtures can run one job for many tests; the
+    job's session is killed if it outlives `timeout`."""
+    child = start_hvdrun(["-np", str(np), *map(str, args)])
+    try:
+        result = child.finish(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            kill_session(child.proc)
+    return rank_results(result, np)

@@ -10,14 +10,13 @@ neighbours, the odd node of a level moving up unchanged. One job per world
 size serves all the tests of this module (four hvdrun runs).
 """
 
-import json
 import sys
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, kill_session, rank_lines, start_hvdrun
+from conftest import ROOT, run_worker_job
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
 sys.path.insert(0, str(WORKERS))
@@ -34,22 +33,8 @@ TOLERANCE = {np.float16: dict(rtol=2e-3, atol=2e-3),
 def job(request):
     """(size, {rank: results}) of one worker run at `size` ranks."""
     size = request.param
-    child = start_hvdrun(["-np", str(size), PYTHON,
-                          str(WORKERS / "adasum_worker.py")])
-    try:
-        result = child.finish(timeout=120)
-    finally:
-        if child.poll() is None:
-            kill_session(child.proc)
-    out = result.stdout
-    output = f"hvdrun exited {result.returncode}\n{out}\n{result.stderr}"
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(size):
-        lines = [l[len("RESULT "):] for l in rank_lines(out, rank)
-                 if l.startswith("RESULT ")]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
+    results = run_worker_job(
+        [PYTHON, WORKERS / "adasum_worker.py"], size, timeout=120)
     return size, results
 
 

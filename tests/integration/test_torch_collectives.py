@@ -9,12 +9,10 @@ the tests of this module (a module-scoped fixture), so the module costs
 two hvdrun runs.
 """
 
-import json
-
 import numpy as np
 import pytest
 
-from conftest import ROOT, kill_session, rank_lines, start_hvdrun
+from conftest import ROOT, run_worker_job
 
 WORKER = ROOT / "tests" / "integration" / "workers" / \
     "torch_collectives_worker.py"
@@ -25,21 +23,7 @@ PYTHON = "/usr/bin/python3"
 def job(request):
     """(size, {rank: results}) of one worker run at `size` ranks."""
     size = request.param
-    child = start_hvdrun(["-np", str(size), PYTHON, str(WORKER), str(size)])
-    try:
-        result = child.finish(timeout=120)
-    finally:
-        if child.poll() is None:
-            kill_session(child.proc)
-    out = result.stdout
-    output = f"hvdrun exited {result.returncode}\n{out}\n{result.stderr}"
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(size):
-        lines = [l[len("RESULT "):] for l in rank_lines(out, rank)
-                 if l.startswith("RESULT ")]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
+    results = run_worker_job([PYTHON, WORKER, size], size, timeout=120)
     return size, results
 
 

@@ -13,7 +13,7 @@ import warnings
 import pytest
 import torch
 
-from conftest import ROOT, kill_session, rank_lines, start_hvdrun
+from conftest import ROOT, run_worker_job
 from hvd.torch.optimizer_groups import (form_groups, resolve_groups,
                                         split_evenly)
 
@@ -26,22 +26,7 @@ SIZE = 3
 def job(tmp_path_factory):
     """({rank: results}, timeline rows) of one job at SIZE ranks."""
     timeline = tmp_path_factory.mktemp("features") / "timeline.json"
-    child = start_hvdrun(["-np", str(SIZE), sys.executable, str(WORKER),
-                          str(timeline)])
-    try:
-        result = child.finish(timeout=180)
-    finally:
-        if child.poll() is None:
-            kill_session(child.proc)
-    output = f"hvdrun exited {result.returncode}\n{result.stdout}\n" \
-             f"{result.stderr}"
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(SIZE):
-        lines = [l[len("RESULT "):] for l in rank_lines(result.stdout, rank)
-                 if l.startswith("RESULT ")]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
+    results = run_worker_job([sys.executable, WORKER, timeline], SIZE)
     with open(timeline) as f:
         events = json.load(f)
     rows = {e["args"]["name"] for e in events

@@ -15,12 +15,10 @@ unsynchronized BatchNorm would have failed (the controls).
 The pure statistics combination is tested here directly, without hvdrun.
 """
 
-import json
-
 import pytest
 import torch
 
-from conftest import ROOT, kill_session, rank_lines, start_hvdrun
+from conftest import ROOT, run_worker_job
 from hvd.torch.sync_batch_norm import combine_moments, local_moments
 
 WORKER = ROOT / "tests" / "integration" / "workers" / \
@@ -70,21 +68,7 @@ def expected_checks(size, rank):
 def job(request):
     """(size, {rank: results}) of one worker run at `size` ranks."""
     size = request.param
-    child = start_hvdrun(["-np", str(size), PYTHON, str(WORKER), str(size)])
-    try:
-        result = child.finish(timeout=180)
-    finally:
-        if child.poll() is None:
-            kill_session(child.proc)
-    output = (f"hvdrun exited {result.returncode}\n{result.stdout}\n"
-              f"{result.stderr}")
-    assert result.returncode == 0, output
-    results = {}
-    for rank in range(size):
-        lines = [l[len("RESULT "):] for l in rank_lines(result.stdout, rank)
-                 if l.startswith("RESULT ")]
-        assert len(lines) == 1, output
-        results[rank] = json.loads(lines[0])
+    results = run_worker_job([PYTHON, WORKER, size], size)
     return size, results
 
 

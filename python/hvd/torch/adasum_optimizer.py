@@ -27,7 +27,7 @@ overlap the allreduces with the backward pass, all the work happens in
 """
 
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+from typing import Any, Iterable, Iterator, Optional, Tuple
 
 import torch
 
@@ -35,37 +35,7 @@ import hvd as _hvd
 
 from .async_ops import allreduce_async_, set_ranks, synchronize
 from .compression import Compressor
-
-
-def _parameter_names(params: list,
-                     named_parameters: Optional[Iterable[Tuple[str, Any]]]
-                     ) -> Dict[torch.Tensor, str]:
-    """p -> its name; checks named_parameters as horovod does.
-
-    Raises:
-        ValueError: an item is not a (name, parameter) tuple, a name repeats,
-            or a parameter of the optimizer is not named.
-    """
-    if named_parameters is None:
-        return {p: f"noname.{i}" for i, p in enumerate(params)}
-    named = list(named_parameters)
-    if any(not isinstance(item, tuple) or len(item) != 2 for item in named):
-        raise ValueError("named_parameters should be a sequence of "
-                         "(name, parameter) tuples, usually produced by "
-                         "model.named_parameters()")
-    names = [name for name, _ in named]
-    dups = sorted({name for name in names if names.count(name) > 1})
-    if dups:
-        raise ValueError("parameter names in named_parameters must be "
-                         f"unique; found duplicates: {', '.join(dups)}")
-    named_ids = {id(p) for _, p in named}
-    unnamed = [p for p in params if id(p) not in named_ids]
-    if unnamed:
-        raise ValueError(
-            "named_parameters was given, but it does not name "
-            f"{len(unnamed)} of the optimizer's parameters (shapes: "
-            f"{', '.join(str(tuple(p.shape)) for p in unnamed)})")
-    return {p: name for name, p in named}
+from .parameter_names import parameter_names
 
 
 class _AdasumMixin(torch.optim.Optimizer):
@@ -79,7 +49,7 @@ class _AdasumMixin(torch.optim.Optimizer):
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         self.process_set = process_set
-        self._parameter_names = _parameter_names(
+        self._parameter_names = parameter_names(
             [p for group in self.param_groups for p in group["params"]],
             named_parameters)
 

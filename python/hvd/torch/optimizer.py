@@ -64,6 +64,7 @@ from .compression import Compression, Compressor
 from .functions import broadcast_object
 from .grouped_async import grouped_allreduce_async_
 from .optimizer_groups import Group, form_groups, resolve_groups
+from .parameter_names import parameter_names
 
 
 class _Pending:
@@ -116,29 +117,8 @@ class _DistributedMixin(torch.optim.Optimizer):
 
         all_params = [p for group in self.param_groups
                       for p in group["params"]]
-        if named_parameters is None:
-            named = [(f"noname.{i}", p) for i, p in enumerate(all_params)]
-        else:
-            named = list(named_parameters)
-        if any(not isinstance(item, tuple) or len(item) != 2
-               for item in named):
-            raise ValueError("named_parameters should be a sequence of "
-                             "(name, parameter) tuples, usually produced by "
-                             "model.named_parameters()")
-        dups = _duplicates(name for name, _ in named)
-        if dups:
-            raise ValueError("parameter names in named_parameters must be "
-                             f"unique; found duplicates: {', '.join(dups)}")
-        named_ids = {id(p) for _, p in named}
-        unnamed = [p for p in all_params if id(p) not in named_ids]
-        if unnamed:
-            raise ValueError(
-                "named_parameters was given, but it does not name "
-                f"{len(unnamed)} of the optimizer's parameters (shapes: "
-                f"{', '.join(str(tuple(p.shape)) for p in unnamed)})")
-
-        self._parameter_names: Dict[torch.Tensor, str] = {
-            p: name for name, p in named}
+        self._parameter_names: Dict[torch.Tensor, str] = parameter_names(
+            all_params, named_parameters)
         self._allreduce_delay: Dict[torch.Tensor, int] = {
             p: backward_passes_per_step for p in all_params}
         # p -> the reduction started for its group; None while p's hook has
@@ -422,15 +402,6 @@ def _set_grad(p: torch.Tensor, handle: Any):
     def finish() -> None:
         p.grad = synchronize(handle)
     return finish
-
-
-def _duplicates(names: Iterable[str]) -> list:
-    seen, dups = set(), []
-    for name in names:
-        if name in seen and name not in dups:
-            dups.append(name)
-        seen.add(name)
-    return dups
 
 
 def DistributedOptimizer(optimizer: torch.optim.Optimizer,
