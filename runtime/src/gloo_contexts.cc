@@ -105,12 +105,14 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
 Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
-    int32_t id, int rank, int size, std::vector<SocketId>* sockets) {
+    int32_t id, int64_t serial, int rank, int size,
+    std::vector<SocketId>* sockets) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
-  auto context = Connect(
-      config, device,
-      "g" + std::to_string(generation) + "/set" + std::to_string(id) + "/",
-      rank, size);
+  auto context =
+      Connect(config, device,
+              "g" + std::to_string(generation) + "/set" + std::to_string(id) +
+                  "." + std::to_string(serial) + "/",
+              rank, size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {
     sockets->push_back(socket);

@@ -46,10 +46,13 @@ namespace hvd::runtime {
 
 // Connects the context of process set `id` (whose members call this in the
 // same cycle; `rank` and `size` are within the set) on `device`, with keys
-// under "g<generation>/set<id>/". Appends its connections to `sockets`.
+// under "g<generation>/set<id>.<serial>/": `serial` tells apart sets that
+// get the same id in one generation (a removed set's id is given again).
+// Appends its connections to `sockets`.
 common::Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
-    int32_t id, int rank, int size, std::vector<SocketId>* sockets);
+    int32_t id, int64_t serial, int rank, int size,
+    std::vector<SocketId>* sockets);
 
 }  // namespace hvd::runtime

@@ -53,7 +53,7 @@ Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
 Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
-    int32_t id, std::vector<int> ranks, WorkSignal* signal,
+    int32_t id, int64_t serial, std::vector<int> ranks, WorkSignal* signal,
     const ControllerOptions& options, std::vector<SocketId>* sockets) {
   auto set = std::make_shared<ProcessSet>();
   set->id = id;
@@ -61,8 +61,8 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   auto at = std::find(set->ranks.begin(), set->ranks.end(), config.rank);
   if (at == set->ranks.end()) return set;
   set->rank = static_cast<int>(at - set->ranks.begin());
-  auto context = ConnectSetContext(config, device, generation, id, set->rank,
-                                   set->size(), sockets);
+  auto context = ConnectSetContext(config, device, generation, id, serial,
+                                   set->rank, set->size(), sockets);
   if (!context.ok()) return context.status();
   set->context = *context;
   set->queue = std::make_unique<TensorQueue>(signal);
@@ -80,6 +80,7 @@ void ProcessSetTable::Insert(std::shared_ptr<ProcessSet> set) {
   free_ids_.erase(std::remove(free_ids_.begin(), free_ids_.end(), set->id),
                   free_ids_.end());
   next_id_ = std::max(next_id_, set->id + 1);
+  ++inserted_;
   sets_[set->id] = std::move(set);
 }
 
@@ -113,6 +114,11 @@ std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::All() const {
   std::vector<std::shared_ptr<ProcessSet>> all;
   for (const auto& [id, set] : sets_) all.push_back(set);
   return all;
+}
+
+int64_t ProcessSetTable::inserted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inserted_;
 }
 
 int32_t ProcessSetTable::next_id() const {

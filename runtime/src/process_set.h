@@ -52,11 +52,12 @@ common::Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
                                                 int world_size);
 
 // Builds set `id`; a member connects its context (every member calls this
-// in the same cycle) and records its connections in `sockets`.
+// in the same cycle, with the same `serial`, ProcessSetTable::inserted())
+// and records its connections in `sockets`.
 common::Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
-    int32_t id, std::vector<int> ranks, WorkSignal* signal,
+    int32_t id, int64_t serial, std::vector<int> ranks, WorkSignal* signal,
     const ControllerOptions& options, std::vector<SocketId>* sockets);
 
 // The table, read by the threads that enqueue and changed by the background
@@ -72,11 +73,17 @@ class ProcessSetTable {
   // Horovod, the ids of removed sets are given again first, oldest removal
   // first.
   int32_t next_id() const;
+  // How many sets were ever inserted: the same on every rank, as every rank
+  // adds and removes sets in the same cycles. Keys a new set's rendezvous
+  // (ConnectProcessSet) so that a set given a removed set's id again does
+  // not read the addresses the removed one published.
+  int64_t inserted() const;
 
  private:
   mutable std::mutex mu_;
   std::map<int32_t, std::shared_ptr<ProcessSet>> sets_;
   int32_t next_id_ = 0;
+  int64_t inserted_ = 0;
   std::deque<int32_t> free_ids_;
 };
 

@@ -102,9 +102,9 @@ class Runtime::Impl {
             std::to_string(id) + " have the same ranks");
       }
       std::vector<SocketId> sockets;
-      auto set =
-          ConnectProcessSet(config_, contexts_.device, generation_, id, *ranks,
-                            &signal_, options_.controller, &sockets);
+      auto set = ConnectProcessSet(config_, contexts_.device, generation_, id,
+                                   sets_.inserted(), *ranks, &signal_,
+                                   options_.controller, &sockets);
       sockets_.Add(sockets);
       if (!set.ok()) return set.status();
       sets_.Insert(*set);

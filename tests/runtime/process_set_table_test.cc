@@ -33,6 +33,21 @@ TEST(ProcessSetTableTest, RemovedIdsAreGivenAgainOldestFirst) {
   EXPECT_EQ(table.Find(1)->ranks, (std::vector<int>{1, 2}));
 }
 
+// A set that gets a removed set's id again needs rendezvous keys of its own
+// (the removed set's published addresses are stale): the count of
+// insertions, which every rank keeps alike, never repeats.
+TEST(ProcessSetTableTest, InsertionsAreCountedAcrossReusedIds) {
+  ProcessSetTable table;
+  table.Insert(Set(0, {0, 1}));
+  table.Insert(Set(table.next_id(), {0}));
+  const int64_t first = table.inserted();
+  ASSERT_NE(table.Remove(1), nullptr);
+  ASSERT_EQ(table.next_id(), 1);
+  table.Insert(Set(table.next_id(), {0}));
+  EXPECT_EQ(table.Find(1)->ranks, (std::vector<int>{0}));
+  EXPECT_EQ(table.inserted(), first + 1);
+}
+
 TEST(ProcessSetTableTest, RemovingAMissingSetFreesNothing) {
   ProcessSetTable table;
   table.Insert(Set(0, {0, 1}));
