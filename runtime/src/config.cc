@@ -1,6 +1,7 @@
 #include "hvd/runtime/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <tuple>
 
@@ -21,8 +22,9 @@ Result<std::vector<int>> ParseThreadAffinity(const std::string& text) {
     std::string item = text.substr(start, comma - start);
     char* end = nullptr;
     long core = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || item[0] == '-' || item[0] == '+' ||
-        core > 65535) {
+    // Digits only: strtol alone would also take a sign or leading blanks.
+    if (item.empty() || !std::isdigit(static_cast<unsigned char>(item[0])) ||
+        *end != '\0' || core > 65535) {
       return Status::InvalidArgument(
           std::string(ev::kThreadAffinity) + "='" + text +
           "' is not a list of CPU core numbers (0 to 65535), one per local "

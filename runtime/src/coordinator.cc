@@ -308,7 +308,12 @@ Response CheckAgreement(const std::vector<const Request*>& by_rank,
                  what + " cannot run while rank(s) " + ranks +
                      " have joined (hvd.join): only allreduce and barrier "
                      "run with joined ranks; call it before joining, or "
-                     "join on every rank first");
+                     "join on every rank first" +
+                     (first.type == OpType::kAllgather
+                          ? " (DistributedOptimizer allgathers sparse "
+                            "gradients: sparse_as_dense=True allreduces "
+                            "them instead)"
+                          : ""));
   }
   for (const auto& [field_name, field] : FieldsOf(first.type)) {
     why = Disagreement(by_rank, names, field_name, field);

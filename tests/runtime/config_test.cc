@@ -15,7 +15,7 @@ class ConfigTest : public ::testing::Test {
           "HOROVOD_HOSTNAME", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
           "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
           "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS",
-          "HOROVOD_TIMELINE"}) {
+          "HOROVOD_TIMELINE", "HOROVOD_THREAD_AFFINITY"}) {
       unsetenv(name);
     }
   }
@@ -43,6 +43,31 @@ TEST_F(ConfigTest, DynamicTimelineMeansNoFileAtInit) {
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->timeline, "/tmp/trace.json");
   unsetenv("HOROVOD_TIMELINE");
+}
+
+TEST(ThreadAffinityTest, ParsesOneCorePerLocalRank) {
+  auto cores = ParseThreadAffinity("0,4,65535");
+  ASSERT_TRUE(cores.ok()) << cores.status().ToString();
+  EXPECT_EQ(*cores, (std::vector<int>{0, 4, 65535}));
+  for (const char* bad : {"", ",", "1,", ",1", "0,,1", "-1", "+1", " 1", "1 ",
+                          "a", "1.5", "65536", "99999999999999999999"}) {
+    auto parsed = ParseThreadAffinity(bad);
+    ASSERT_FALSE(parsed.ok()) << "'" << bad << "'";
+    EXPECT_NE(parsed.status().message().find("HOROVOD_THREAD_AFFINITY"),
+              std::string::npos)
+        << parsed.status().ToString();
+  }
+}
+
+TEST_F(ConfigTest, TooFewAffinityCoresForTheLocalRanksIsAnError) {
+  SetWorker();  // local size 2
+  setenv("HOROVOD_THREAD_AFFINITY", "3", 1);
+  auto config = RuntimeConfig::FromEnv();
+  unsetenv("HOROVOD_THREAD_AFFINITY");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("one core per local rank"),
+            std::string::npos)
+      << config.status().ToString();
 }
 
 TEST_F(ConfigTest, AloneWithoutLauncher) {

@@ -209,6 +209,12 @@ TEST(CoordinatorTest, JoinRulePerOp) {
     EXPECT_NE(got.error_message.find("rank(s) 1 have joined (hvd.join)"),
               std::string::npos)
         << got.error_message;
+    // As Horovod's: an allgather under a join is most likely a sparse
+    // gradient's; the message says how to avoid it.
+    EXPECT_EQ(
+        got.error_message.find("sparse_as_dense=True") != std::string::npos,
+        type == OpType::kAllgather)
+        << got.error_message;
   }
 }
 
