@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <tuple>
 
+#include "bind_address.h"
+
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 
@@ -155,7 +157,6 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
         " local ranks (" + ev::kLocalSize + "): give one core per local rank");
   }
   config.hostname = common::GetEnvString(ev::kHostname, "localhost");
-  config.gloo_iface = common::GetEnvString(ev::kGlooIface, "");
   config.rendezvous_addr = common::GetEnvString(ev::kGlooRendezvousAddr, "");
   config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
   if (config.rendezvous_addr.empty() || config.secret.empty()) {
@@ -163,6 +164,14 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
         std::string(ev::kGlooRendezvousAddr) + " and " + ev::kHvdSecretKey +
         " must be set (is this worker started by hvdrun?)");
   }
+  const std::string interfaces = common::GetEnvString(ev::kGlooIface, "");
+  auto bind = ChooseBindAddress(
+      interfaces,
+      interfaces.empty() ? std::vector<InterfaceAddress>{} : LocalInterfaces(),
+      interfaces.empty() ? RouteSource(config.rendezvous_addr) : "",
+      config.hostname);
+  if (!bind.ok()) return bind.status();
+  config.bind_address = *bind;
   auto start = common::GetEnvSeconds(ev::kStartTimeout, config.start_timeout);
   if (!start.ok()) return start.status();
   config.start_timeout = *start;

@@ -60,20 +60,14 @@ Result<std::shared_ptr<gloo::Context>> Connect(
 Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
                                          int64_t generation, ContextSet which) {
   gloo::transport::tcp::attr attr;
-  if (!config.gloo_iface.empty()) {
-    attr.iface = config.gloo_iface;
-  } else {
-    attr.hostname = config.hostname;
-  }
+  attr.hostname = config.bind_address;
   std::shared_ptr<gloo::transport::Device> device;
   try {
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
     return Status::InvalidArgument("cannot open Gloo's TCP device on " +
-                                   (config.gloo_iface.empty()
-                                        ? "host " + config.hostname
-                                        : "interface " + config.gloo_iface) +
-                                   ": " + e.what());
+                                   config.bind_address + " (host " +
+                                   config.hostname + "): " + e.what());
   }
   const std::string gen = "g" + std::to_string(generation) + "/";
   GlooContexts contexts;

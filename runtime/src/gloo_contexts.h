@@ -27,13 +27,12 @@ struct GlooContexts {
 
 enum class ContextSet { kGlobalOnly, kAll };
 
-// Builds the Gloo TCP device on HOROVOD_GLOO_IFACE, else on the address of
-// this worker's host name, and connects the contexts. Keys live in scope
-// "gloo" under "g<generation>/<context>/...", so generations never mix. A
-// worker alone (size 1) connects through an in-process store. A peer that
-// does not arrive within config.start_timeout, or a server that cannot be
-// reached, is kTimeout / kTransport; a refused request keeps its own code.
-// With kGlobalOnly, the local and cross contexts are not connected: every
+// Builds the Gloo TCP device on config.bind_address and connects the contexts.
+// Keys live in scope "gloo" under "g<generation>/<context>/...", so generations
+// never mix. A worker alone (size 1) connects through an in-process store. A
+// peer that does not arrive within config.start_timeout, or a server that
+// cannot be reached, is kTimeout / kTransport; a refused request keeps its own
+// code. With kGlobalOnly, the local and cross contexts are not connected: every
 // connection costs setup and teardown time on each reset, and no collective
 // uses them yet (see docs/design.md).
 common::Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,

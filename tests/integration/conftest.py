@@ -246,3 +246,92 @@ def run_worker_job(args, np, timeout=180):
         if child.poll() is None:
             kill_session(child.proc)
     return rank_results(result, np)
+
+
+CLUSTER = ROOT / "scripts" / "cluster"
+
+
+class Bed:
+    """A test bed of network-namespace hosts with their own sshd
+    (scripts/cluster/). Its prefix and net come from HVD_TEST_BED_PREFIX and
+    HVD_TEST_BED_NET (defaults "hvdt", "10.214.0"), so that two test runs on
+    one machine can each have their own."""
+
+    def __init__(self):
+        self.prefix = os.environ.get("HVD_TEST_BED_PREFIX", "hvdt")
+        self.net = os.environ.get("HVD_TEST_BED_NET", "10.214.0")
+        self.env = dict(os.environ, HVD_BED_PREFIX=self.prefix,
+                        HVD_BED_NET=self.net)
+        self.dir = pathlib.Path("/run/hvd-bed") / self.prefix
+        self.hosts = []
+
+    def _script(self, name, *args, timeout=60):
+        result = subprocess.run([str(CLUSTER / name), *args], env=self.env,
+                                capture_output=True, text=True,
+                                timeout=timeout)
+        if result.returncode != 0:
+            pytest.fail(f"scripts/cluster/{name} {' '.join(args)} failed "
+                        f"(exit {result.returncode}):\n{result.stderr}",
+                        pytrace=False)
+        return result.stdout.split()
+
+    def up(self, count):
+        """Starts `count` hosts; returns their names."""
+        self.hosts = self._script("up.sh", str(count))
+        return list(self.hosts)
+
+    def ctl(self, *args):
+        out = self._script("ctl.sh", *args)
+        if args[0] == "add":
+            self.hosts += out
+        return out
+
+    def address(self, host):
+        return f"{self.net}.{10 + int(host[len(self.prefix):])}"
+
+    def sshd_pid(self, host):
+        try:
+            return int((self.dir / host / "sshd.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def job_pids(self, host):
+        """The pids in `host` other than its sshd's listener: what a job
+        left there."""
+        sshd = self.sshd_pid(host)
+        return [int(p) for p in self.ctl("pids", host) if int(p) != sshd]
+
+    def wait_until_empty(self, timeout=10):
+        """Waits until no host runs anything but its sshd; fails naming
+        what is left."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = {h: self.job_pids(h) for h in self.hosts}
+            if not any(left.values()):
+                return
+            if time.monotonic() >= deadline:
+                pytest.fail(f"processes left on the bed's hosts {timeout} s "
+                            f"after the job: {left}", pytrace=False)
+            time.sleep(0.05)
+
+    def down(self):
+        self._script("down.sh")
+
+
+@pytest.fixture
+def bed():
+    """A Bed; call bed.up(N). When the test ends, no process may be left on
+    any host (beyond sshd), then the bed is removed. Needs root."""
+    if os.geteuid() != 0:
+        pytest.fail("the test bed needs root (network namespaces, sshd): run "
+                    "the tests as root, e.g. 'sudo scripts/test.sh'",
+                    pytrace=False)
+    the_bed = Bed()
+    try:
+        yield the_bed
+        if the_bed.hosts:
+            for host in the_bed.hosts:
+                the_bed.ctl("heal", host)
+            the_bed.wait_until_empty()
+    finally:
+        the_bed.down()

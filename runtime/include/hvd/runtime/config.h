@@ -20,10 +20,12 @@ struct RuntimeConfig {
   int local_size = 1;
   int cross_rank = 0;
   int cross_size = 1;
-  // This worker's host as the launcher named it; Gloo listens on its
-  // address unless `gloo_iface` is set.
+  // This worker's host as the launcher named it (HOROVOD_HOSTNAME).
   std::string hostname = "localhost";
-  std::string gloo_iface;
+  // Where Gloo and the notification server listen: the address of the
+  // first interface of HOROVOD_GLOO_IFACE this host has, else the local
+  // address that routes to the rendezvous server (bind_address.h).
+  std::string bind_address = "127.0.0.1";
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string secret;

@@ -39,7 +39,7 @@ class Runtime;
 
 class ElasticWorker {
  public:
-  // Starts the notification server on config.hostname (an ephemeral port),
+  // Starts the notification server on config.bind_address (an ephemeral port),
   // accepting messages signed with config.secret.
   static common::Result<std::unique_ptr<ElasticWorker>> Start(
       const RuntimeConfig& config);

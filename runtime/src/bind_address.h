@@ -1,0 +1,39 @@
+// Where a worker listens: the address its Gloo device and its notification
+// server bind to, which its peers and the driver connect to.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+
+namespace hvd::runtime {
+
+// A network interface of this host with its IPv4 address.
+struct InterfaceAddress {
+  std::string name;
+  std::string address;
+};
+
+// This host's interfaces that have an IPv4 address, in the kernel's order.
+std::vector<InterfaceAddress> LocalInterfaces();
+
+// The address to bind, decided from `interfaces` (HOROVOD_GLOO_IFACE: one
+// name or a comma-separated list, horovodrun's --network-interfaces) or,
+// when that is empty, from the route to the rendezvous server:
+// - with interfaces, the IPv4 address of the first listed one this host
+//   has (hosts of one job may name their interfaces differently); none of
+//   them here is an error naming the list and the interfaces there are;
+// - without, `route_source` (the local address this host reaches the
+//   rendezvous server from): the host's name may resolve to 127.0.1.1, as
+//   Debian writes /etc/hosts, which no other host can reach.
+// Pure: the caller looks up `local` and `route_source`.
+common::Result<std::string> ChooseBindAddress(
+    const std::string& interfaces, const std::vector<InterfaceAddress>& local,
+    const std::string& route_source, const std::string& hostname);
+
+// The local address that routes to `address`; empty if there is no route.
+// A connected UDP socket sends nothing; connecting it only picks the route.
+std::string RouteSource(const std::string& address);
+
+}  // namespace hvd::runtime

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# ctl.sh COMMAND [HOST]: drives a running test bed.
+#   add             one more host; prints its name
+#   crash HOST      kills every process in HOST's namespace (its sshd too),
+#                   as a machine that lost power
+#   partition HOST  takes HOST's link down: it stays up but goes silent
+#   heal HOST       brings HOST's link back
+#   pids HOST       the pids in HOST's namespace, one per line
+#   hosts           the bed's hosts, one per line
+# Processes are found by namespace only (ip netns pids), never by name.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bed_need_root "$@"
+[ -d "$bed_dir" ] || bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N"
+command="${1:-}"
+host="${2:-}"
+needs_host() {
+  [ -n "$host" ] || bed_die "usage: $0 $command HOST"
+  bed_is_host "$host" || bed_die "'$host' is not a host of the bed '$bed_prefix' (hosts: $(bed_hosts | tr '\n' ' '))"
+}
+case "$command" in
+  add) bed_add_host ;;
+  crash)
+    needs_host
+    # Processes may fork while they die: repeat until the namespace is empty.
+    deadline=$((SECONDS + 10))
+    while pids="$(ip netns pids "$host")" && [ -n "$pids" ]; do
+      [ $SECONDS -lt $deadline ] || bed_die "processes of $host survived SIGKILL for 10 s: $pids"
+      kill -9 $pids 2>/dev/null || true
+    done
+    ;;
+  partition) needs_host; ip link set "v-$host" down ;;
+  heal) needs_host; ip link set "v-$host" up ;;
+  pids) needs_host; ip netns pids "$host" ;;
+  hosts) bed_hosts ;;
+  *) bed_die "usage: $0 add | crash HOST | partition HOST | heal HOST | pids HOST | hosts" ;;
+esac
