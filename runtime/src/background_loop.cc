@@ -289,10 +289,10 @@ Status BackgroundLoop::ChangeSets(const Response& response,
     } else {
       const int32_t id = parts_.sets->next_id();
       std::vector<SocketId> sockets;
-      auto set =
-          ConnectProcessSet(*parts_.config, parts_.device, parts_.generation,
-                            id, parts_.sets->inserted(), ranks, parts_.signal,
-                            options_.controller, &sockets);
+      auto set = ConnectProcessSet(
+          *parts_.config, parts_.device, parts_.abort_switch, parts_.generation,
+          id, parts_.sets->inserted(), ranks, parts_.signal,
+          options_.controller, &sockets);
       parts_.sockets->Add(sockets);
       if (!set.ok()) {
         return set.status().WithContext("adding process set " +

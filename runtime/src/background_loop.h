@@ -40,6 +40,7 @@ struct LoopParts {
   const RuntimeConfig* config = nullptr;
   int64_t generation = 0;
   std::shared_ptr<gloo::transport::Device> device;  // for added sets
+  std::shared_ptr<AbortSwitch> abort_switch;        // ... and their waits
   ProcessSetTable* sets = nullptr;
   HandleTable* handles = nullptr;
   WorkSignal* signal = nullptr;

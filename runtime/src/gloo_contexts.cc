@@ -21,14 +21,16 @@ constexpr char kGlooScope[] = "gloo";
 Result<std::shared_ptr<gloo::Context>> Connect(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device,
-    const std::string& prefix, int rank, int size) {
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    const std::shared_ptr<AbortSwitch>& abort_switch, const std::string& prefix,
+    int rank, int size) {
+  auto context = std::make_shared<AbortableContext>(rank, size, abort_switch);
   context->setTimeout(config.gloo_timeout);
   // connectFullMesh wants a mutable reference.
   std::shared_ptr<gloo::transport::Device> device_ref = device;
   if (size == 1) {
     gloo::rendezvous::HashStore store;
     context->connectFullMesh(store, device_ref);
+    context->Arm();
     return std::shared_ptr<gloo::Context>(context);
   }
   common::HttpClientOptions options;
@@ -52,6 +54,7 @@ Result<std::shared_ptr<gloo::Context>> Connect(
     return Status::Internal("connecting Gloo context " + prefix + ": " +
                             e.what());
   }
+  context->Arm();
   return std::shared_ptr<gloo::Context>(context);
 }
 
@@ -72,9 +75,10 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   const std::string gen = "g" + std::to_string(generation) + "/";
   GlooContexts contexts;
   contexts.device = device;
+  contexts.abort_switch = std::make_shared<AbortSwitch>();
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
-  auto global =
-      Connect(config, device, gen + "global/", config.rank, config.size);
+  auto global = Connect(config, device, contexts.abort_switch, gen + "global/",
+                        config.rank, config.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
   // Connect() has closed its rendezvous connection by now: what is new and
@@ -83,12 +87,12 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   if (which == ContextSet::kGlobalOnly) return contexts;
   // Ranks on a host are contiguous, so the host's first rank names it.
   auto local = Connect(
-      config, device,
+      config, device, contexts.abort_switch,
       gen + "local/" + std::to_string(config.rank - config.local_rank) + "/",
       config.local_rank, config.local_size);
   if (!local.ok()) return local.status();
   contexts.local = *local;
-  auto cross = Connect(config, device,
+  auto cross = Connect(config, device, contexts.abort_switch,
                        gen + "cross/" + std::to_string(config.local_rank) + "/",
                        config.cross_rank, config.cross_size);
   if (!cross.ok()) return cross.status();
@@ -98,12 +102,13 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
 
 Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
-    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, int rank, int size,
     std::vector<SocketId>* sockets) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto context =
-      Connect(config, device,
+      Connect(config, device, abort_switch,
               "g" + std::to_string(generation) + "/set" + std::to_string(id) +
                   "." + std::to_string(serial) + "/",
               rank, size);

@@ -10,6 +10,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 
+#include "abortable_context.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
 #include "socket_watch.h"
@@ -21,8 +22,10 @@ struct GlooContexts {
   std::shared_ptr<gloo::Context> global;
   std::shared_ptr<gloo::Context> local;  // null unless asked for
   std::shared_ptr<gloo::Context> cross;  // null unless asked for
-  // The global context's connections, for Runtime::Abort.
+  // For Runtime::Abort: the global context's connections, and the switch
+  // that ends the waits of every context of this generation.
   std::vector<SocketId> global_sockets;
+  std::shared_ptr<AbortSwitch> abort_switch;
 };
 
 enum class ContextSet { kGlobalOnly, kAll };
@@ -50,7 +53,8 @@ namespace hvd::runtime {
 // Appends its connections to `sockets`.
 common::Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
-    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, int rank, int size,
     std::vector<SocketId>* sockets);
 

@@ -52,7 +52,8 @@ Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
 
 Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     const RuntimeConfig& config,
-    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, std::vector<int> ranks, WorkSignal* signal,
     const ControllerOptions& options, std::vector<SocketId>* sockets) {
   auto set = std::make_shared<ProcessSet>();
@@ -61,8 +62,8 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   auto at = std::find(set->ranks.begin(), set->ranks.end(), config.rank);
   if (at == set->ranks.end()) return set;
   set->rank = static_cast<int>(at - set->ranks.begin());
-  auto context = ConnectSetContext(config, device, generation, id, serial,
-                                   set->rank, set->size(), sockets);
+  auto context = ConnectSetContext(config, device, abort_switch, generation, id,
+                                   serial, set->rank, set->size(), sockets);
   if (!context.ok()) return context.status();
   set->context = *context;
   set->queue = std::make_unique<TensorQueue>(signal);

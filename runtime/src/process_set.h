@@ -16,6 +16,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 
+#include "abortable_context.h"
 #include "controller.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
@@ -56,7 +57,8 @@ common::Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
 // and records its connections in `sockets`.
 common::Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     const RuntimeConfig& config,
-    const std::shared_ptr<gloo::transport::Device>& device, int64_t generation,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, std::vector<int> ranks, WorkSignal* signal,
     const ControllerOptions& options, std::vector<SocketId>* sockets);
 

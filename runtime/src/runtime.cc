@@ -102,9 +102,9 @@ class Runtime::Impl {
             std::to_string(id) + " have the same ranks");
       }
       std::vector<SocketId> sockets;
-      auto set = ConnectProcessSet(config_, contexts_.device, generation_, id,
-                                   sets_.inserted(), *ranks, &signal_,
-                                   options_.controller, &sockets);
+      auto set = ConnectProcessSet(
+          config_, contexts_.device, contexts_.abort_switch, generation_, id,
+          sets_.inserted(), *ranks, &signal_, options_.controller, &sockets);
       sockets_.Add(sockets);
       if (!set.ok()) return set.status();
       sets_.Insert(*set);
@@ -117,6 +117,7 @@ class Runtime::Impl {
     parts.config = &config_;
     parts.generation = generation_;
     parts.device = contexts_.device;
+    parts.abort_switch = contexts_.abort_switch;
     parts.sets = &sets_;
     parts.handles = &handles_;
     parts.signal = &signal_;
@@ -246,7 +247,10 @@ class Runtime::Impl {
   void Abort(const std::string& reason) {
     // In a fork, shutdown(2) would cut the parent's connections.
     if (!owner_.IsCurrent()) return;
-    if (sockets_.ShutdownAll()) {
+    bool sockets = sockets_.ShutdownAll();
+    bool waits =
+        contexts_.abort_switch && contexts_.abort_switch->Abort(reason);
+    if (sockets || waits) {
       spdlog::warn("aborting this generation's collectives: {}", reason);
     }
   }
