@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "hvd/common/env_vars.h"
+#include "ssh.h"
 
 namespace hvd::launcher {
 
@@ -113,31 +114,7 @@ std::vector<std::string> SshCommand(const SlotAssignment& slot,
                                     const EnvList& env,
                                     const LaunchConfig& config,
                                     const std::string& working_dir) {
-  // BatchMode: never a password prompt that would wait for a terminal.
-  // ConnectTimeout: an unreachable host fails the launch within the start
-  // timeout instead of TCP's minutes of retries. ServerAlive*: a link that
-  // stops answering after the connect ends ssh (exit 255) within
-  // kSshAliveInterval * kSshAliveCountMax, so the driver sees a dead worker.
-  const int64_t connect_seconds =
-      std::max<int64_t>(1, config.start_timeout.count());
-  std::vector<std::string> ssh = {
-      "ssh",
-      "-o",
-      "BatchMode=yes",
-      "-o",
-      "StrictHostKeyChecking=no",
-      "-o",
-      "ConnectTimeout=" + std::to_string(connect_seconds),
-      "-o",
-      "ServerAliveInterval=" + std::to_string(kSshAliveInterval.count()),
-      "-o",
-      "ServerAliveCountMax=" + std::to_string(kSshAliveCountMax)};
-  if (config.ssh_port != 0) {
-    ssh.insert(ssh.end(), {"-p", std::to_string(config.ssh_port)});
-  }
-  if (!config.ssh_identity_file.empty()) {
-    ssh.insert(ssh.end(), {"-i", config.ssh_identity_file});
-  }
+  std::vector<std::string> ssh = SshArgs(slot.host, config);
   std::string remote = "cd " + ShellQuote(working_dir) + " && IFS= read -r " +
                        ev::kHvdSecretKey + " && export " + ev::kHvdSecretKey +
                        " && exec env";
@@ -147,7 +124,6 @@ std::vector<std::string> SshCommand(const SlotAssignment& slot,
   }
   for (const std::string& word : config.command)
     remote += " " + ShellQuote(word);
-  ssh.push_back(slot.host);
   ssh.push_back(remote);
   return ssh;
 }

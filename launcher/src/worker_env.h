@@ -26,11 +26,6 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
                           const DriverEndpoint& driver,
                           const LaunchConfig& config);
 
-// ssh's liveness check of a connected link: a keep-alive every interval;
-// after this many unanswered ones ssh gives up and exits (code 255).
-inline constexpr std::chrono::seconds kSshAliveInterval{5};
-inline constexpr int kSshAliveCountMax = 3;
-
 // The ssh command that runs `config.command` on `slot.host` with `env`.
 // Everything but the secret goes on the remote command line; the remote
 // shell reads HVD_SECRET_KEY from ssh's standard input first, so the secret

@@ -118,7 +118,7 @@ TEST(WorkerEnvTest, SshCannotHangOnAnUnreachableOrSilentHost) {
   // Connecting is bounded by the start timeout...
   EXPECT_EQ(options["ConnectTimeout"], "45");
   // ...and a connected link by its keep-alives.
-  EXPECT_EQ(options["ServerAliveInterval"], "5");
+  EXPECT_EQ(options["ServerAliveInterval"], "1");
   EXPECT_EQ(options["ServerAliveCountMax"], "3");
   // Every option comes before the host, the host before the remote command.
   auto host = std::find(ssh.begin(), ssh.end(), "node2");
