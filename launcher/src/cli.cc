@@ -138,18 +138,45 @@ std::chrono::milliseconds Milliseconds(double seconds) {
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
-// A discovery setting from the environment, checked like the flag.
+// Seconds from the environment (a discovery setting by default), checked
+// like a flag.
 Result<std::chrono::milliseconds> DiscoverySecondsFromEnv(
-    const char* name, std::chrono::milliseconds fallback) {
+    const char* name, std::chrono::milliseconds fallback,
+    double min = kMinDiscoverySeconds, double max = kMaxDiscoverySeconds) {
   auto text = common::GetEnv(name);
   if (!text) return fallback;
-  std::string why = CheckDecimal(*text, kMinDiscoverySeconds, true,
-                                 kMaxDiscoverySeconds, "seconds");
+  std::string why = CheckDecimal(*text, min, true, max, "seconds");
   if (!why.empty()) {
     return Status::InvalidArgument(std::string("environment variable ") + name +
                                    ": " + why);
   }
   return Milliseconds(std::strtod(text->c_str(), nullptr));
+}
+
+// -x NAME=VALUE, or -x NAME for hvdrun's own value of NAME.
+Result<std::pair<std::string, std::string>> ParseExport(
+    const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string name = text.substr(0, eq);
+  bool valid =
+      !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) {
+    valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  }
+  if (!valid) {
+    return Status::InvalidArgument("-x " + Quoted(text) +
+                                   ": a variable's name is letters, digits "
+                                   "and _, not starting with a digit");
+  }
+  if (eq != std::string::npos) return std::make_pair(name, text.substr(eq + 1));
+  auto value = common::GetEnv(name.c_str());
+  if (!value) {
+    return Status::InvalidArgument("-x " + name + ": " + name +
+                                   " is not set in hvdrun's environment; "
+                                   "give -x " +
+                                   name + "=VALUE");
+  }
+  return std::make_pair(name, *value);
 }
 
 // Splits the arguments after the program name the way horovodrun's
@@ -387,6 +414,7 @@ struct OptionValues {
   double elastic_timeout = 600;
   std::optional<double> discovery_interval;
   std::vector<int> cooldown;
+  std::vector<std::string> exports;  // -x
   bool show_version = false, check_build = false, gloo = false;
   bool disable_cache = false, no_hierarchical = false;
   bool log_with_timestamp = true;
@@ -441,6 +469,12 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "workers as HOROVOD_LOG_LEVEL");
   app.add_option("-p,--ssh-port", v.config.ssh_port, "ssh port of remote hosts")
       ->check(WholeNumber(1, 65535));
+  app.add_option("-x", v.exports,
+                 "NAME=VALUE: set NAME for every worker; NAME alone: give "
+                 "it hvdrun's value, even where it is not forwarded "
+                 "(mpirun's spelling; may be repeated)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("-i,--ssh-identity-file", v.config.ssh_identity_file,
                  "ssh identity file for remote hosts")
       ->check(CLI::ExistingFile);
@@ -722,6 +756,16 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
         common::env_vars::kHvdDiscoveryInterval, config.discovery_interval);
     if (!from_env.ok()) return fail(from_env.status());
     config.discovery_interval = *from_env;
+  }
+  auto silence =
+      DiscoverySecondsFromEnv(common::env_vars::kHvdRemoteSilenceSeconds,
+                              config.remote_silence, 1, kMaxDiscoverySeconds);
+  if (!silence.ok()) return fail(silence.status());
+  config.remote_silence = *silence;
+  for (const std::string& exported : v.exports) {
+    auto variable = ParseExport(exported);
+    if (!variable.ok()) return fail(variable.status());
+    config.extra_env.push_back(*variable);
   }
   if (config.command.empty()) {
     return fail(Status::InvalidArgument(

@@ -1,5 +1,6 @@
 #include "guard.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -11,41 +12,89 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+
+#include "process_group.h"
+#include "remote_launch.h"
 
 namespace hvd::launcher {
 
+using Clock = std::chrono::steady_clock;
+
 std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
-                                      bool secret_on_stdin,
+                                      GuardMode mode,
                                       const std::vector<std::string>& command) {
-  std::vector<std::string> argv = {
-      hvdrun_path, kGuardFlag, std::to_string(grace.count()),
-      secret_on_stdin ? "secret-stdin" : "-", "--"};
+  std::vector<std::string> argv = {hvdrun_path, kGuardFlag,
+                                   std::to_string(grace.count()),
+                                   mode == GuardMode::kSsh ? "ssh" : "-", "--"};
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
 
 namespace {
 
-[[noreturn]] void ExitLike(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    signal(sig, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    raise(sig);
+std::string ReadAll(int fd) {
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      text.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      return text;
+    }
   }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-// A stopped (SIGSTOP, hung) worker would keep a SIGTERM pending until the
-// grace ends; SIGCONT lets it act on the signal now, as a shell's kill does.
-void SignalGroup(pid_t worker, int sig) {
-  kill(-worker, sig);
-  if (sig != SIGKILL && sig != SIGCONT) kill(-worker, SIGCONT);
+int MillisUntil(Clock::time_point when) {
+  return static_cast<int>(std::clamp<int64_t>(
+      std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count(),
+      0, 3600 * 1000));
 }
+
+// Bytes for ssh's standard input, written without blocking: ssh may not
+// read (not connected yet, or its link is down), and the guard must still
+// act on the driver's signals and on the driver's death.
+class SshInput {
+ public:
+  explicit SshInput(int fd) : fd_(fd) {
+    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  }
+  bool open() const { return fd_ >= 0; }
+  bool wants_to_write() const { return open() && !pending_.empty(); }
+  int fd() const { return fd_; }
+  void Queue(const std::string& bytes) {
+    if (open()) pending_ += bytes;
+  }
+  // A heartbeat only when nothing else waits: queued bytes prove the same.
+  void Heartbeat() {
+    if (open() && pending_.empty()) Queue(std::string(1, kHeartbeatByte));
+    Flush();
+  }
+  void Flush() {
+    while (wants_to_write()) {
+      ssize_t n = write(fd_, pending_.data(), pending_.size());
+      if (n > 0) {
+        pending_.erase(0, static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (n < 0 && errno != EAGAIN) Close();  // ssh is gone
+        return;
+      }
+    }
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+    pending_.clear();
+  }
+
+ private:
+  int fd_;
+  std::string pending_;
+};
 
 }  // namespace
 
@@ -54,8 +103,8 @@ int GuardMain(int argc, char** argv) {
     std::fprintf(stderr, "hvdrun guard: bad arguments (internal use only)\n");
     return 2;
   }
-  const int grace_ms = std::atoi(argv[2]);
-  const bool secret_on_stdin = std::strcmp(argv[3], "secret-stdin") == 0;
+  const auto grace = std::chrono::milliseconds(std::atoi(argv[2]));
+  const bool over_ssh = std::strcmp(argv[3], "ssh") == 0;
   // Out of hvdrun's process group, so a terminal's Ctrl-C reaches only
   // hvdrun, which forwards it exactly once.
   setpgid(0, 0);
@@ -66,14 +115,19 @@ int GuardMain(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &handled, nullptr);
   int signals = signalfd(-1, &handled, SFD_CLOEXEC);
 
+  std::string launch;
+  if (over_ssh) {
+    launch = ReadAll(kGuardLaunchFd);
+    close(kGuardLaunchFd);
+  }
   int stdin_pipe[2] = {-1, -1};
-  if (secret_on_stdin && pipe(stdin_pipe) != 0) return 1;
-  pid_t worker = fork();
-  if (worker < 0) {
+  if (over_ssh && pipe2(stdin_pipe, O_CLOEXEC) != 0) return 1;
+  pid_t child = fork();
+  if (child < 0) {
     std::perror("hvdrun guard: fork");
     return 1;
   }
-  if (worker == 0) {
+  if (child == 0) {
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);  // hvdrun ignores it; the worker must not
     // The worker starts with no signal blocked, whatever hvdrun's mask was:
@@ -81,70 +135,87 @@ int GuardMain(int argc, char** argv) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (secret_on_stdin) {
-      dup2(stdin_pipe[0], STDIN_FILENO);
-      close(stdin_pipe[0]);
-      close(stdin_pipe[1]);
-    }
+    if (over_ssh) dup2(stdin_pipe[0], STDIN_FILENO);
     close(kGuardControlFd);
     execvp(argv[5], argv + 5);
     std::fprintf(stderr, "hvdrun: cannot run '%s': %s\n", argv[5],
                  std::strerror(errno));
     _exit(127);
   }
-  setpgid(worker, worker);  // either side may win the race; both agree
-  if (secret_on_stdin) {
+  setpgid(child, child);  // either side may win the race; both agree
+  std::optional<SshInput> ssh_input;
+  if (over_ssh) {
     close(stdin_pipe[0]);
-    const char* secret = std::getenv("HVD_SECRET_KEY");
-    std::string line = std::string(secret ? secret : "") + "\n";
-    ssize_t ignored = write(stdin_pipe[1], line.data(), line.size());
-    (void)ignored;
-    close(stdin_pipe[1]);
+    ssh_input.emplace(stdin_pipe[1]);
+    ssh_input->Queue(launch);
+    ssh_input->Flush();
   }
 
-  using Clock = std::chrono::steady_clock;
+  // A signal for the worker: over ssh it becomes a byte for the remote
+  // guard; a SIGKILL also ends ssh soon, in case its link is gone.
+  // Clock::time_point::max(): no SIGKILL due.
+  Clock::time_point kill_at = Clock::time_point::max();
+  auto forward = [&](int sig) {
+    if (!over_ssh) {
+      SignalGroup(child, sig);
+      return;
+    }
+    ssh_input->Queue(std::string(1, static_cast<char>(sig)));
+    ssh_input->Flush();
+    if (sig == SIGKILL) kill_at = std::min(kill_at, Clock::now() + grace / 5);
+  };
   bool driver_alive = true;
-  bool kill_pending = false;
-  Clock::time_point kill_at;
+  Clock::time_point next_heartbeat = Clock::now() + kHeartbeatInterval;
   while (true) {
-    pollfd fds[2] = {{signals, POLLIN, 0},
-                     {driver_alive ? kGuardControlFd : -1, POLLIN, 0}};
+    pollfd fds[3] = {
+        {signals, POLLIN, 0},
+        {driver_alive ? kGuardControlFd : -1, POLLIN, 0},
+        {ssh_input && ssh_input->wants_to_write() ? ssh_input->fd() : -1,
+         POLLOUT, 0}};
     int timeout = -1;
-    if (kill_pending) {
-      timeout = static_cast<int>(std::max<int64_t>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at -
-                                                                   Clock::now())
-                 .count()));
+    if (kill_at != Clock::time_point::max()) timeout = MillisUntil(kill_at);
+    if (ssh_input && ssh_input->open()) {
+      int heartbeat = MillisUntil(next_heartbeat);
+      timeout = timeout < 0 ? heartbeat : std::min(timeout, heartbeat);
     }
-    int ready = poll(fds, 2, timeout);
-    if (ready == 0) {  // grace over
-      kill(-worker, SIGKILL);
-      kill_pending = false;
-      continue;
+    poll(fds, 3, timeout);
+    const auto now = Clock::now();
+    if (now >= kill_at) {  // grace over
+      kill(-child, SIGKILL);
+      kill_at = Clock::time_point::max();
     }
+    if (ssh_input && now >= next_heartbeat) {
+      ssh_input->Heartbeat();
+      next_heartbeat = now + kHeartbeatInterval;
+    }
+    if (fds[2].revents != 0) ssh_input->Flush();
     if (fds[1].revents != 0) {
       unsigned char sig = 0;
       ssize_t n = read(kGuardControlFd, &sig, 1);
       if (n == 1) {
-        SignalGroup(worker, sig);
+        forward(sig);
       } else if (n == 0 || errno != EINTR) {
-        // The driver is gone: stop the worker's whole group.
+        // The driver is gone: stop the worker, locally or by closing what
+        // the remote guard reads.
         driver_alive = false;
-        SignalGroup(worker, SIGTERM);
-        kill_pending = true;
-        kill_at = Clock::now() + std::chrono::milliseconds(grace_ms);
+        if (over_ssh) {
+          ssh_input->Close();
+        } else {
+          SignalGroup(child, SIGTERM);
+        }
+        kill_at = Clock::now() + grace;
       }
     }
     if (fds[0].revents != 0) {
       signalfd_siginfo info;
       if (read(signals, &info, sizeof(info)) != sizeof(info)) continue;
       if (info.ssi_signo != SIGCHLD) {
-        SignalGroup(worker, static_cast<int>(info.ssi_signo));
+        forward(static_cast<int>(info.ssi_signo));
         continue;
       }
       int status = 0;
-      if (waitpid(worker, &status, WNOHANG) == worker) {
-        kill(-worker, SIGKILL);  // whatever the worker left running
+      if (waitpid(child, &status, WNOHANG) == child) {
+        kill(-child, SIGKILL);  // whatever the worker left running
         ExitLike(status);
       }
     }

@@ -1,13 +1,23 @@
 // The worker guard: a small process (hvdrun re-executed in a hidden mode)
 // between the driver and each worker.
 //
-// It starts the worker in a process group of its own and owns that group:
-// it forwards the signals the driver asks for (one byte per signal on the
-// control pipe), kills what is left of the group when the worker exits, and,
-// when the control pipe reaches end-of-file because the driver died (even
-// by SIGKILL), stops the whole group: SIGTERM, then SIGKILL after the grace
-// period. So no worker, nor anything it started, outlives hvdrun. The guard
-// exits with the worker's status (exit code, or the same signal).
+// Local worker: the guard starts the worker in a process group of its own
+// and owns that group: it forwards the signals the driver asks for (one
+// byte per signal on the control pipe), kills what is left of the group
+// when the worker exits, and, when the control pipe reaches end-of-file
+// because the driver died (even by SIGKILL), stops the whole group:
+// SIGTERM, then SIGKILL after the grace period. So no worker, nor anything
+// it started, outlives hvdrun. The guard exits with the worker's status
+// (exit code, or the same signal).
+//
+// Remote worker: the guard's child is ssh, whose remote command is the
+// remote guard (remote_guard.h). The guard sends it the launch message
+// (remote_launch.h, read from descriptor kGuardLaunchFd), then a heartbeat
+// every second and the driver's signals as bytes on ssh's standard input.
+// When the driver dies it closes that input: the remote guard stops the
+// worker, ssh ends, and the guard kills ssh if it has not ended within the
+// grace. The guard exits with ssh's status: the remote worker's exit code,
+// 128 + its signal, or 255 when ssh lost the host.
 #pragma once
 
 #include <chrono>
@@ -18,15 +28,18 @@ namespace hvd::launcher {
 
 // argv[1] of hvdrun in guard mode.
 inline constexpr char kGuardFlag[] = "--hvd-internal-guard";
-// File descriptor number of the control pipe in the guard.
+// File descriptor numbers of the control pipe and, for a remote worker, of
+// the launch message in the guard.
 inline constexpr int kGuardControlFd = 3;
+inline constexpr int kGuardLaunchFd = 4;
 
-// The guard's command line: hvdrun_path kGuardFlag <grace ms> <stdin mode>
-// -- command... With secret_on_stdin, the guard writes HVD_SECRET_KEY from
-// its environment, then a newline, to the worker's standard input (for ssh).
+enum class GuardMode { kLocal, kSsh };
+
+// The guard's command line: hvdrun_path kGuardFlag <grace ms> <mode> --
+// command... (kSsh: the command is ssh's).
 std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
-                                      bool secret_on_stdin,
+                                      GuardMode mode,
                                       const std::vector<std::string>& command);
 
 // Entry point of guard mode; returns only on a usage error.

@@ -58,6 +58,13 @@ struct LaunchConfig {
   std::optional<int> stall_check_shutdown_seconds;
   // Grace between SIGTERM and SIGKILL when workers are stopped.
   std::chrono::milliseconds stop_grace{5000};
+  // -x NAME=VALUE (mpirun's and horovodrun's spelling): set for every
+  // worker, local or remote; hvdrun's own variables win over them.
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  // A remote worker's guard stops it when it hears nothing from hvdrun for
+  // this long (HVD_REMOTE_SILENCE_SECONDS): a partitioned host's workers
+  // end by themselves.
+  std::chrono::milliseconds remote_silence{5000};
   std::vector<std::string> command;
 
   // Elastic mode (on with a discovery script or --min-np).

@@ -1,4 +1,4 @@
-// hvdrun: parse -> run -> exit code. Also the entry of guard mode.
+// hvdrun: parse -> run -> exit code. Also the entry of both guard modes.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -6,12 +6,16 @@
 #include "cli.h"
 #include "driver.h"
 #include "guard.h"
+#include "remote_guard.h"
 #include "hvd/common/logging.h"
 
 int main(int argc, char** argv) {
   using namespace hvd::launcher;
   if (argc > 1 && std::strcmp(argv[1], kGuardFlag) == 0) {
     return GuardMain(argc, argv);
+  }
+  if (argc > 1 && std::strcmp(argv[1], kRemoteGuardFlag) == 0) {
+    return RemoteGuardMain(argc, argv);
   }
   BlockDriverSignals();  // before any thread exists
   CliOutcome cli =

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,9 +30,40 @@ Result<std::string> SelfExecutable() {
   return std::string(path, static_cast<size_t>(n));
 }
 
+namespace {
+
+// A memory file holding `text`, read from its start, at a descriptor above
+// the ones the child's dup2s target.
+Result<int> MemoryFile(const std::string& text) {
+  int fd = memfd_create("hvd-launch", MFD_CLOEXEC);
+  if (fd < 0) {
+    return Status::Internal(std::string("memfd_create: ") +
+                            std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return Status::Internal(std::string("writing the launch message: ") +
+                              std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  lseek(fd, 0, SEEK_SET);
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, kGuardLaunchFd + 1);
+  close(fd);
+  if (high < 0) return Status::Internal("cannot move the launch message");
+  return high;
+}
+
+}  // namespace
+
 Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
                                  const std::vector<std::string>& argv,
-                                 const EnvList& env) {
+                                 const EnvList& env,
+                                 const std::string& launch_message) {
   // Everything the child needs is built before fork.
   std::vector<std::string> env_strings;
   std::set<std::string> overridden;
@@ -52,9 +84,16 @@ Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
+  int launch = -1;
+  if (!launch_message.empty()) {
+    auto memory = MemoryFile(launch_message);
+    if (!memory.ok()) return memory.status();
+    launch = *memory;
+  }
   int control[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   auto close_all = [&] {
-    for (int fd : {control[0], control[1], out[0], out[1], err[0], err[1]}) {
+    for (int fd :
+         {control[0], control[1], out[0], out[1], err[0], err[1], launch}) {
       if (fd >= 0) close(fd);
     }
   };
@@ -76,7 +115,9 @@ Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
     dup2(control[0], kGuardControlFd);  // dup2 clears close-on-exec
-    syscall(SYS_close_range, kGuardControlFd + 1, ~0U, 0);
+    if (launch >= 0) dup2(launch, kGuardLaunchFd);
+    syscall(SYS_close_range,
+            launch >= 0 ? kGuardLaunchFd + 1 : kGuardControlFd + 1, ~0U, 0);
     execve(args[0], args.data(), envp.data());
     static const char kMessage[] = "hvdrun: cannot exec the worker guard\n";
     ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
@@ -86,6 +127,7 @@ Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
   close(control[0]);
   close(out[1]);
   close(err[1]);
+  if (launch >= 0) close(launch);
   WorkerProcess worker;
   worker.slot = slot;
   worker.pid = pid;

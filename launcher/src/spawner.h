@@ -24,10 +24,12 @@ struct WorkerProcess {
 // fork + exec of `argv` with this process's environment plus `env` (which
 // wins). Between fork and exec the child only calls async-signal-safe
 // functions: the driver has threads, whose locks a forked child must not
-// touch. Every descriptor but 0-2 and the control pipe is closed in it.
-common::Result<WorkerProcess> SpawnGuard(const SlotAssignment& slot,
-                                         const std::vector<std::string>& argv,
-                                         const EnvList& env);
+// touch. Every descriptor but 0-2 and the control pipe is closed in it;
+// with `launch_message`, the guard reads it from kGuardLaunchFd (a memory
+// file: it is on no command line and in no environment).
+common::Result<WorkerProcess> SpawnGuard(
+    const SlotAssignment& slot, const std::vector<std::string>& argv,
+    const EnvList& env, const std::string& launch_message = "");
 
 // The path of the running hvdrun executable (to re-execute as a guard).
 common::Result<std::string> SelfExecutable();

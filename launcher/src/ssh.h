@@ -12,9 +12,10 @@ namespace hvd::launcher {
 
 // ssh's liveness check of a connected link: a keep-alive every interval;
 // after this many unanswered ones ssh gives up and exits (code 255). A
-// partitioned host is thereby seen within about interval * (max + 1).
+// partitioned host is thereby seen within interval * max to
+// interval * (max + 1): 2-3 s.
 inline constexpr std::chrono::seconds kSshAliveInterval{1};
-inline constexpr int kSshAliveCountMax = 3;
+inline constexpr int kSshAliveCountMax = 2;
 
 // `ssh <options> host`, to which the caller appends the remote command.
 // ssh never prompts (BatchMode), gives up connecting after

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "hvd/common/env_vars.h"
-#include "ssh.h"
 
 namespace hvd::launcher {
 
@@ -95,6 +94,12 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
                      std::to_string(*config.autotune_gaussian_process_noise));
   }
   if (config.tcp_only) env.emplace_back(ev::kNcclIbDisable, "1");
+  for (const auto& [name, value] : config.extra_env) {
+    bool taken = std::any_of(env.begin(), env.end(), [&](const auto& set) {
+      return set.first == name;
+    });
+    if (!taken) env.emplace_back(name, value);
+  }
   return env;
 }
 
@@ -108,24 +113,6 @@ std::string ShellQuote(const std::string& word) {
     }
   }
   return quoted + "'";
-}
-
-std::vector<std::string> SshCommand(const SlotAssignment& slot,
-                                    const EnvList& env,
-                                    const LaunchConfig& config,
-                                    const std::string& working_dir) {
-  std::vector<std::string> ssh = SshArgs(slot.host, config);
-  std::string remote = "cd " + ShellQuote(working_dir) + " && IFS= read -r " +
-                       ev::kHvdSecretKey + " && export " + ev::kHvdSecretKey +
-                       " && exec env";
-  for (const auto& [name, value] : env) {
-    if (name == ev::kHvdSecretKey) continue;
-    remote += " " + ShellQuote(name + "=" + value);
-  }
-  for (const std::string& word : config.command)
-    remote += " " + ShellQuote(word);
-  ssh.push_back(remote);
-  return ssh;
 }
 
 }  // namespace hvd::launcher

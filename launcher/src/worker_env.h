@@ -1,7 +1,6 @@
 // The environment and command line of one worker.
 #pragma once
 
-#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,22 +19,11 @@ struct DriverEndpoint {
 };
 
 // Horovod's variable names for the slot's place in the job, the rendezvous
-// endpoint, the tuning knobs, and HVD_SECRET_KEY (the only place the secret
-// travels: never a command line).
+// endpoint, the tuning knobs, HVD_SECRET_KEY (never on a command line), and
+// -x's variables.
 EnvList WorkerEnvironment(const SlotAssignment& slot,
                           const DriverEndpoint& driver,
                           const LaunchConfig& config);
-
-// The ssh command that runs `config.command` on `slot.host` with `env`.
-// Everything but the secret goes on the remote command line; the remote
-// shell reads HVD_SECRET_KEY from ssh's standard input first, so the secret
-// never shows in a process list. ssh never prompts (BatchMode), gives up
-// connecting after config.start_timeout, and ends when the connected link
-// stops answering its keep-alives.
-std::vector<std::string> SshCommand(const SlotAssignment& slot,
-                                    const EnvList& env,
-                                    const LaunchConfig& config,
-                                    const std::string& working_dir);
 
 // Quotes `word` for a POSIX shell.
 std::string ShellQuote(const std::string& word);

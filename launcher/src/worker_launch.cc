@@ -3,13 +3,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include <climits>
+#include <cstring>
 
 #include "guard.h"
 #include "host_address.h"
-#include "hvd/common/env_vars.h"
+#include "remote_guard.h"
+#include "remote_launch.h"
+#include "ssh.h"
+
+extern char** environ;
 
 namespace hvd::launcher {
 
@@ -43,16 +46,32 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                    const LaunchContext& context,
                                    const LaunchConfig& config) {
   EnvList env = WorkerEnvironment(slot, context.endpoint, config);
-  std::vector<std::string> argv;
+  Result<WorkerProcess> worker = Status::Internal("not started");
   if (IsLocalHost(slot.host)) {
-    argv = GuardCommand(context.hvdrun_path, config.stop_grace, false,
-                        config.command);
+    worker = SpawnGuard(slot,
+                        GuardCommand(context.hvdrun_path, config.stop_grace,
+                                     GuardMode::kLocal, config.command),
+                        env);
   } else {
-    argv = GuardCommand(context.hvdrun_path, config.stop_grace, true,
-                        SshCommand(slot, env, config, context.working_dir));
-    env = {{common::env_vars::kHvdSecretKey, context.endpoint.secret}};
+    // The remote worker's environment, directory and command go to the
+    // remote guard in the launch message; ssh itself gets hvdrun's own
+    // environment, without the secret.
+    std::vector<std::string> here;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      here.emplace_back(*entry);
+    }
+    RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
+                        config.command};
+    std::vector<std::string> ssh = SshArgs(slot.host, config);
+    ssh.push_back(RemoteGuardCommand(
+        context.hvdrun_path, config.stop_grace, config.remote_silence,
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            config.start_timeout)));
+    worker = SpawnGuard(slot,
+                        GuardCommand(context.hvdrun_path, config.stop_grace,
+                                     GuardMode::kSsh, ssh),
+                        {}, EncodeRemoteLaunch(launch));
   }
-  auto worker = SpawnGuard(slot, argv, env);
   if (!worker.ok()) {
     return worker.status().WithContext(
         "cannot start rank " + std::to_string(slot.rank) + " on " + slot.host);

@@ -30,6 +30,10 @@ inline constexpr char kElastic[] = "HOROVOD_ELASTIC";
 inline constexpr char kHvdDiscoveryInterval[] = "HVD_DISCOVERY_INTERVAL";
 // Seconds one discovery run may take before it is killed (hvdrun).
 inline constexpr char kHvdDiscoveryTimeout[] = "HVD_DISCOVERY_TIMEOUT";
+// Seconds a remote worker's guard waits without a word (a heartbeat every
+// second) from hvdrun before it stops the worker (hvdrun; default 5).
+inline constexpr char kHvdRemoteSilenceSeconds[] =
+    "HVD_REMOTE_SILENCE_SECONDS";
 // Which controller and CPU collectives the worker uses; hvd has Gloo only.
 inline constexpr char kController[] = "HOROVOD_CONTROLLER";
 inline constexpr char kCpuOperations[] = "HOROVOD_CPU_OPERATIONS";

@@ -1,0 +1,33 @@
+#include "process_group.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace hvd::launcher {
+
+void SignalGroup(pid_t leader, int sig) {
+  kill(-leader, sig);
+  if (sig != SIGKILL && sig != SIGCONT) kill(-leader, SIGCONT);
+}
+
+void ExitLike(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    raise(sig);
+  }
+  _exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 1);
+}
+
+int ShellExitCode(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+}  // namespace hvd::launcher

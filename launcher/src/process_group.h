@@ -1,0 +1,21 @@
+// What both guards (guard.h, remote_guard.h) do with the process group
+// they own.
+#pragma once
+
+#include <sys/types.h>
+
+namespace hvd::launcher {
+
+// `sig` to the whole group; a stopped (SIGSTOP, hung) worker would keep a
+// SIGTERM pending until the grace ends, so SIGCONT follows any signal but
+// SIGKILL and SIGCONT, as a shell's kill does.
+void SignalGroup(pid_t leader, int sig);
+
+// Ends this process as the waited-for one ended: the same exit code, or
+// death by the same signal.
+[[noreturn]] void ExitLike(int wait_status);
+
+// The shell's exit code for a wait status: the code, or 128 + the signal.
+int ShellExitCode(int wait_status);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,96 @@
+#include "remote_launch.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace hvd::launcher {
+namespace {
+
+// A string literal's bytes, its NULs included.
+template <size_t N>
+std::string Bytes(const char (&text)[N]) {
+  return std::string(text, N - 1);
+}
+
+// The payload of an encoded message (after its length line), checking
+// that the length line is right.
+std::string Payload(const std::string& message) {
+  size_t newline = message.find('\n');
+  EXPECT_NE(newline, std::string::npos);
+  std::string payload = message.substr(newline + 1);
+  EXPECT_EQ(message.substr(0, newline), std::to_string(payload.size()));
+  return payload;
+}
+
+TEST(RemoteLaunchTest, RoundTripKeepsEveryByteButNul) {
+  RemoteLaunch launch;
+  launch.working_dir = "/work dir/it's";
+  launch.env = {{"HVD_SECRET_KEY", "abc"},
+                {"MULTI", "line one\nline two"},
+                {"EMPTY", ""},
+                {"EQUALS", "a=b=c"},
+                {"QUOTES", "'\"$(rm -rf /)`"}};
+  launch.argv = {"python3", "train.py", "--flag=it's", ""};
+  auto decoded = DecodeRemoteLaunch(Payload(EncodeRemoteLaunch(launch)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded->working_dir, launch.working_dir);
+  EXPECT_EQ(decoded->env, launch.env);
+  EXPECT_EQ(decoded->argv, launch.argv);
+}
+
+TEST(RemoteLaunchTest, RefusesWhatIsNotAWholeMessage) {
+  RemoteLaunch launch{"/w", {{"A", "1"}}, {"true"}};
+  std::string payload = Payload(EncodeRemoteLaunch(launch));
+  EXPECT_TRUE(DecodeRemoteLaunch(payload).ok());
+  // Cut short, another format, a count beyond the fields, no command.
+  EXPECT_FALSE(DecodeRemoteLaunch(payload.substr(0, payload.size() - 1)).ok());
+  EXPECT_FALSE(DecodeRemoteLaunch("").ok());
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("other 1\0/w\0"
+                                        "0\0true\0"))
+                   .ok());
+  launch.argv.clear();
+  EXPECT_FALSE(DecodeRemoteLaunch(Payload(EncodeRemoteLaunch(launch))).ok());
+  EXPECT_TRUE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+                                       "1\0A=1\0true\0"))
+                  .ok());
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+                                        "9\0A=1\0true\0"))
+                   .ok());
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+                                        "1\0=1\0true\0"))
+                   .ok());
+}
+
+TEST(RemoteLaunchTest, ForwardsTheJobsVariablesNotTheLaunchingSessions) {
+  for (const char* kept :
+       {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "HOME", "MY_SETTING",
+        "HOROVOD_FUSION_THRESHOLD", "CUDA_HOME", "SSHFS_OPTS"}) {
+    EXPECT_TRUE(IsForwardedVariable(kept)) << kept;
+  }
+  for (const char* dropped :
+       {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "SSH_CONNECTION",
+        "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR", "XDG_SESSION_ID",
+        "CUDA_VISIBLE_DEVICES", "NVIDIA_CUDA_VISIBLE_DEVICES",
+        "BASH_FUNC_module%%", "HVD_SECRET_KEY"}) {
+    EXPECT_FALSE(IsForwardedVariable(dropped)) << dropped;
+  }
+}
+
+TEST(RemoteLaunchTest, WorkerVariablesWinAndTheSecretTravelsOnlyAsOne) {
+  EnvList env = ForwardedEnvironment(
+      {"PATH=/usr/bin", "HOSTNAME=laptop", "HVD_SECRET_KEY=stale",
+       "HOROVOD_RANK=7", "NOEQUALS", "=nameless", "A=x=y"},
+      {{"HOROVOD_RANK", "0"}, {"HVD_SECRET_KEY", "fresh"}});
+  std::map<std::string, std::string> map(env.begin(), env.end());
+  EXPECT_EQ(map.size(), env.size()) << "a variable is listed twice";
+  EXPECT_EQ(map["PATH"], "/usr/bin");
+  EXPECT_EQ(map.count("HOSTNAME"), 0u);
+  EXPECT_EQ(map["HOROVOD_RANK"], "0");
+  EXPECT_EQ(map["HVD_SECRET_KEY"], "fresh");
+  EXPECT_EQ(map["A"], "x=y");
+  EXPECT_EQ(map.count("NOEQUALS"), 0u);
+}
+
+}  // namespace
+}  // namespace hvd::launcher
