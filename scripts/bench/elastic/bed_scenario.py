@@ -18,7 +18,7 @@ Events, at step KILL_STEP of the last host's first worker:
 Recovery = from the event to the last survivor's first step in the world
 without the lost host. hvd: `hvdrun -H h1:2,... --min-np N-2` from this
 (root) namespace, which runs no worker. torchrun: one agent per host,
-started over ssh (`torchrun --nnodes MIN:N/2 --nproc-per-node 2` with the
+started over ssh (`torchrun --nnodes MIN:N/2 --nproc_per_node 2` with the
 c10d rendezvous on the first host), --monitor-interval 0.1; its workers'
 Gloo timeout is 30 s (init_process_group's `timeout`; torch's default for
 Gloo is 30 min), since a partition is seen only through it.
@@ -143,10 +143,11 @@ def run_torchrun(args, workdir, hosts):
     # host, so the trigger matches on the host name.
     agent = (f"cd {workdir} && GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 "
              f"exec {scenario.PYTHON} -m torch.distributed.run "
-             f"--nnodes {nodes - 1}:{nodes} --nproc-per-node 2 "
-             f"--rdzv-backend c10d --rdzv-endpoint {hosts[0]}:29400 "
-             f"--rdzv-id bench --rdzv-conf last_call_timeout=1 "
-             f"--max-restarts 3 --monitor-interval 0.1 {worker} "
+             f"--nnodes {nodes - 1}:{nodes} --nproc_per_node 2 "
+             f"--rdzv_backend c10d --rdzv_endpoint {hosts[0]}:29400 "
+             f"--rdzv_id bench --rdzv_conf last_call_timeout=1 "
+             f"--max_restarts 3 --monitor_interval 0.1 "
+             f"--log_dir {workdir}/torchrun-logs -r 1 -t 2 {worker} "
              f"--log {logdir} --compute {scenario.COMPUTE} "
              f"--grad-floats {scenario.GRAD_FLOATS} "
              f"--kill-step {scenario.KILL_STEP} "
