@@ -320,7 +320,7 @@ void Driver::Execute(const Actions& actions) {
 }
 
 void Driver::Start(const StartWorker& action) {
-  auto process = LaunchWorker(action.slot, launch_, config_);
+  auto process = LaunchWorker(action.slot, action.worker, launch_, config_);
   if (!process.ok()) {
     inbox_.Post(WorkerLaunchFailed{action.worker, process.status().message()});
     return;

@@ -156,8 +156,7 @@ void JobPolicy::OnHosts(TimePoint now, const HostsDiscovered& event,
   }
 }
 
-void JobPolicy::OnExit(TimePoint now, const WorkerExited& event,
-                       Actions& out) {
+void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
   auto it = workers_.find(event.worker);
   if (it == workers_.end() || !it->second.running) return;
   Worker& w = it->second;
@@ -205,7 +204,8 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event,
     return;
   }
   if (!current) return;  // a removed slot's worker: not part of the job
-  const bool broke = FailWorker(now, w, how, ExitCodeOf(event.wait_status), out);
+  const bool broke =
+      FailWorker(now, w, how, ExitCodeOf(event.wait_status), out);
   Reassign(now, "slot " + w.slot + " failed; host " + w.host + " blacklisted",
            broke, out);
 }
@@ -223,8 +223,9 @@ void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
   if (stopping_) return;
   const bool broke =
       FailWorker(now, w, "could not be started: " + event.message, 1, out);
-  Reassign(now, "slot " + w.slot + " could not be started; host " + w.host +
-                    " blacklisted",
+  Reassign(now,
+           "slot " + w.slot + " could not be started; host " + w.host +
+               " blacklisted",
            broke, out);
 }
 
@@ -296,11 +297,10 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   if (w.misses < config_.liveness_misses) return;
   out.push_back(SignalWorker{w.id, SIGKILL});
   w.stopped = true;
-  const bool broke = FailWorker(
-      now, w,
-      "did not answer " + std::to_string(w.misses) +
-          " liveness probes in a row (hung); killed",
-      1, out);
+  const bool broke = FailWorker(now, w,
+                                "did not answer " + std::to_string(w.misses) +
+                                    " liveness probes in a row (hung); killed",
+                                1, out);
   Reassign(now, "slot " + w.slot + " is hung; host " + w.host + " blacklisted",
            broke, out);
 }
@@ -313,8 +313,8 @@ void JobPolicy::OnSignal(TimePoint now, int signal, Actions& out) {
     if (!give_up_at_) give_up_at_ = now + config_.reap_grace;
     return;
   }
-  out.push_back(
-      Say{std::string("received ") + strsignal(signal) + "; stopping the workers"});
+  out.push_back(Say{std::string("received ") + strsignal(signal) +
+                    "; stopping the workers"});
   stopping_ = true;
   stop_reason_ = std::string("stopped by ") + strsignal(signal);
   exit_code_ = 128 + signal;
@@ -357,16 +357,17 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
     out.push_back(SignalWorker{id, SIGKILL});
     w.stopped = true;
     if (!plan_.slots.count(w.slot)) continue;
-    broke |= FailWorker(now, w,
-                        "did not check in within " +
-                            Seconds(config_.start_timeout) +
-                            " s of its start (--start-timeout); killed",
-                        1, out);
+    broke |=
+        FailWorker(now, w,
+                   "did not check in within " + Seconds(config_.start_timeout) +
+                       " s of its start (--start-timeout); killed",
+                   1, out);
     why += (why.empty() ? "" : ", ") + w.slot;
   }
   if (!why.empty()) {
-    Reassign(now, "slots did not check in within " +
-                      Seconds(config_.start_timeout) + " s: " + why,
+    Reassign(now,
+             "slots did not check in within " + Seconds(config_.start_timeout) +
+                 " s: " + why,
              broke, out);
   }
   CheckWaiting(now, out);
@@ -402,7 +403,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
 bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
                            int exit_code, Actions& out) {
   auto in_plan = plan_.slots.find(w.slot);
-  const int rank = w.joined > 0                 ? w.joined_rank
+  const int rank = w.joined > 0                   ? w.joined_rank
                    : in_plan != plan_.slots.end() ? in_plan->second.rank
                                                   : w.start_rank;
   failures_.push_back({w.joined, "slot " + w.slot + " (rank " +
@@ -413,8 +414,7 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
   table_.Blacklist(w.host, now);
   // The host is out of the job: its other workers go too.
   for (auto& [id, other] : workers_) {
-    if (other.running && !other.stopped && other.host == w.host &&
-        id != w.id) {
+    if (other.running && !other.stopped && other.host == w.host && id != w.id) {
       out.push_back(SignalWorker{id, SIGTERM});
       other.stopped = true;
       broke |= IsHolder(other);
@@ -488,8 +488,15 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     if (!w || !IsHolder(*w)) sync = true;
     new_hosts.insert(slot.host);
   }
+  // New slots' workers are made first, so that the plan names every slot's
+  // process; they start after it is published.
+  Actions starts;
+  for (const SlotAssignment& slot : slots) {
+    if (!RunningIn(SlotNameOf(slot))) StartSlot(now, slot, starts);
+  }
   std::string summary;
   for (const SlotAssignment& slot : slots) {
+    plan.workers[SlotNameOf(slot)] = RunningIn(SlotNameOf(slot))->id;
     rendezvous::WorkerAssignment a;
     a.generation = plan.generation;
     a.rank = slot.rank;
@@ -500,8 +507,8 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     a.cross_size = slot.cross_size;
     a.sync = sync;
     plan.slots[SlotNameOf(slot)] = a;
-    summary += (summary.empty() ? "" : ", ") + std::to_string(slot.rank) +
-               "=" + SlotNameOf(slot);
+    summary += (summary.empty() ? "" : ", ") + std::to_string(slot.rank) + "=" +
+               SlotNameOf(slot);
   }
   PushHostsUpdated push{plan.generation, {}, {}, {}};
   for (const auto& host : new_hosts) {
@@ -517,9 +524,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   out.push_back(Say{"generation " + std::to_string(plan.generation) + " (" +
                     why + "): " + std::to_string(slots.size()) +
                     " workers: " + summary});
-  for (const SlotAssignment& slot : slots) {
-    if (!RunningIn(SlotNameOf(slot))) StartSlot(now, slot, out);
-  }
+  out.insert(out.end(), starts.begin(), starts.end());
   // Running workers hear of a host change once every newcomer has checked
   // in (warm joiners). After a failure they are resetting already; workers
   // whose world this generation repeats have nothing to change.
@@ -651,9 +656,10 @@ void JobPolicy::MaybeFinish(Actions& out) {
   if (config_.elastic && !stopping_) return;  // waiting for slots
   finished_ = true;
   if (succeeded_) {
-    out.push_back(Say{"every rank of the last generation finished; job "
-                      "succeeded after " +
-                      std::to_string(resets()) + " resets"});
+    out.push_back(
+        Say{"every rank of the last generation finished; job "
+            "succeeded after " +
+            std::to_string(resets()) + " resets"});
     out.push_back(Finish{0});
     return;
   }
@@ -662,8 +668,8 @@ void JobPolicy::MaybeFinish(Actions& out) {
     return;
   }
   const int code = exit_code_ != 0 ? exit_code_ : 1;
-  out.push_back(Say{stop_reason_ + FailureSummary() + "; job failed (exit code " +
-                    std::to_string(code) + ")"});
+  out.push_back(Say{stop_reason_ + FailureSummary() +
+                    "; job failed (exit code " + std::to_string(code) + ")"});
   out.push_back(Finish{code});
 }
 
@@ -676,10 +682,9 @@ void JobPolicy::UpdateLateness(TimePoint now) {
     const bool checked_in = !board_.missing.count(w.slot);
     // Late: it owes a check-in (it was told of this generation, or peers
     // asked for a reset) and has not made it.
-    const bool late =
-        in_plan && !asking &&
-        ((!checked_in && w.told == plan_.generation) ||
-         !board_.reset_requests.empty());
+    const bool late = in_plan && !asking &&
+                      ((!checked_in && w.told == plan_.generation) ||
+                       !board_.reset_requests.empty());
     if (!late) {
       w.next_probe.reset();
       w.misses = 0;
@@ -701,9 +706,9 @@ std::string JobPolicy::FailureSummary() const {
     if (generation == newest) of_newest.push_back(what);
   }
   if (of_newest.size() > 1 || failures_.size() > 1) {
-    text += newest > 0 ? "; failures in generation " + std::to_string(newest) +
-                             ": "
-                       : "; failures before any generation was joined: ";
+    text += newest > 0
+                ? "; failures in generation " + std::to_string(newest) + ": "
+                : "; failures before any generation was joined: ";
     for (size_t i = 0; i < of_newest.size(); ++i) {
       text += (i ? ", " : "") + of_newest[i];
     }

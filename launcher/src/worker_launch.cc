@@ -8,6 +8,7 @@
 
 #include "guard.h"
 #include "host_address.h"
+#include "hvd/common/env_vars.h"
 #include "remote_guard.h"
 #include "remote_launch.h"
 #include "ssh.h"
@@ -43,9 +44,11 @@ std::string DescribeExit(int status) {
 }
 
 Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
+                                   int64_t worker_id,
                                    const LaunchContext& context,
                                    const LaunchConfig& config) {
   EnvList env = WorkerEnvironment(slot, context.endpoint, config);
+  env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
   Result<WorkerProcess> worker = Status::Internal("not started");
   if (IsLocalHost(slot.host)) {
     worker = SpawnGuard(slot,

@@ -99,11 +99,12 @@ Result<std::string> RendezvousClient::Get(const std::string& scope,
 
 Result<WorkerAssignment> RendezvousClient::CheckIn(
     const std::string& slot, int64_t after, const std::string& notify_address,
-    Millis wait) {
+    Millis wait, int64_t worker) {
   httplib::Params params{{protocol::kSlot, slot},
                          {protocol::kAfter, std::to_string(after)},
                          {protocol::kNotify, notify_address},
-                         {protocol::kWaitMs, std::to_string(wait.count())}};
+                         {protocol::kWaitMs, std::to_string(wait.count())},
+                         {protocol::kWorker, std::to_string(worker)}};
   std::string target =
       httplib::append_query_params(protocol::kCheckInPath, params);
   auto response = Call("GET", target, "", wait);

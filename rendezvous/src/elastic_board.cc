@@ -31,7 +31,7 @@ Status ElasticBoard::Publish(GenerationPlan plan) {
 
 Result<WorkerAssignment> ElasticBoard::CheckIn(
     const std::string& slot, int64_t after, const std::string& notify_address,
-    std::chrono::milliseconds wait) {
+    std::chrono::milliseconds wait, int64_t worker) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   std::unique_lock<std::mutex> lock(mu_);
   int64_t joined = 0;  // the generation this call checked into
@@ -44,6 +44,17 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
                                 std::to_string(newest_->generation) +
                                 ": removed from the job");
       }
+      auto owner = newest_->workers.find(slot);
+      if (owner != newest_->workers.end() && owner->second != worker) {
+        return Status::NotFound(
+            "slot " + slot + " belongs to worker " +
+            std::to_string(owner->second) + " in generation " +
+            std::to_string(newest_->generation) + ", not to this process " +
+            "(worker " + std::to_string(worker) + ", last in generation " +
+            std::to_string(after) +
+            "): hvdrun replaced it (its host was lost, e.g. partitioned); "
+            "it is not part of the job any more");
+      }
       if (joined != newest_->generation) {
         joined = newest_->generation;
         checked_in_.insert(slot);
@@ -53,9 +64,7 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
       }
       if (checked_in_.size() == newest_->slots.size()) return it->second;
     } else if (newest_ && newest_->generation == after) {
-      if (reset_requests_.insert(slot)
-              .second &&
-          listener_) {
+      if (reset_requests_.insert(slot).second && listener_) {
         listener_();
       }
     }

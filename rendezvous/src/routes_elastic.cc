@@ -23,8 +23,15 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
   auto wait = common::ParseInt(req.Param(protocol::kWaitMs), protocol::kWaitMs,
                                0, max_wait.count());
   if (!wait.ok()) return HttpAnswer::Error(wait.status());
+  int64_t worker = 0;
+  if (!req.Param(protocol::kWorker).empty()) {
+    auto parsed = common::ParseInt(req.Param(protocol::kWorker),
+                                   protocol::kWorker, 0, INT64_MAX);
+    if (!parsed.ok()) return HttpAnswer::Error(parsed.status());
+    worker = *parsed;
+  }
   auto assignment = board.CheckIn(slot, *after, req.Param(protocol::kNotify),
-                                  std::chrono::milliseconds(*wait));
+                                  std::chrono::milliseconds(*wait), worker);
   if (!assignment.ok()) return HttpAnswer::Error(assignment.status());
   return HttpAnswer::Json(EncodeAssignment(*assignment));
 }

@@ -157,6 +157,9 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
         " local ranks (" + ev::kLocalSize + "): give one core per local rank");
   }
   config.hostname = common::GetEnvString(ev::kHostname, "localhost");
+  auto worker_id = common::GetEnvInt(ev::kHvdWorkerId, 0, 0, INT64_MAX);
+  if (!worker_id.ok()) return worker_id.status();
+  config.worker_id = *worker_id;
   config.rendezvous_addr = common::GetEnvString(ev::kGlooRendezvousAddr, "");
   config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
   if (config.rendezvous_addr.empty() || config.secret.empty()) {

@@ -32,7 +32,8 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
   // checking in again continues the same barrier.
   constexpr std::chrono::milliseconds kPiece{20000};
   while (true) {
-    auto assignment = client.CheckIn(slot, after, notify_address, kPiece);
+    auto assignment =
+        client.CheckIn(slot, after, notify_address, kPiece, config.worker_id);
     if (assignment.ok()) {
       JoinedGeneration joined;
       joined.generation = assignment->generation;

@@ -117,6 +117,15 @@ class Harness {
         log_ += say->line + "\n";
       }
     }
+    // A published plan names the process of each of its slots: the one
+    // that runs there, or the one just started for it.
+    if (!All<PublishGeneration>(actions).empty()) {
+      for (const auto& [slot, a] : plan_.slots) {
+        EXPECT_EQ(plan_.workers.count(slot) ? plan_.workers.at(slot) : -1,
+                  running_.count(slot) ? running_.at(slot) : -2)
+            << "plan " << plan_.generation << " slot " << slot;
+      }
+    }
     // The loop never spins: after any event the next deadline lies ahead.
     if (auto deadline = policy_.NextDeadline()) {
       EXPECT_GT(*deadline, now_) << "a deadline already passed: busy loop";

@@ -195,6 +195,24 @@ TEST_F(CheckInTest, RemovedSlotIs404NotFound) {
   EXPECT_EQ(raw->status, 404);
 }
 
+TEST_F(CheckInTest, AnotherProcessesSlotIs404AndTheIdTravels) {
+  GenerationPlan plan = Plan(1, {"a"});
+  plan.workers = {{"a:0", 5}};
+  ASSERT_TRUE(server_->board().Publish(plan).ok());
+  RendezvousClient client(ClientOptions());
+  auto stale = client.CheckIn("a:0", 0, "", 5s, 4);
+  EXPECT_EQ(stale.status().code(), Code::kNotFound);
+  EXPECT_NE(stale.status().message().find("not part of the job"),
+            std::string::npos)
+      << stale.status().ToString();
+  auto own = client.CheckIn("a:0", 0, "", 5s, 5);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  auto bad = Raw(std::string(protocol::kCheckInPath) +
+                 "?slot=a%3A0&after=0&wait_ms=100&worker=five");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+}
+
 TEST_F(CheckInTest, IncompleteBarrierIs408Timeout) {
   ASSERT_TRUE(server_->board().Publish(Plan(1, {"a", "b"})).ok());
   RendezvousClient client(ClientOptions());

@@ -208,6 +208,36 @@ TEST(ElasticBoardTest, SingleSlotGenerationAnswersAtOnce) {
   EXPECT_EQ(again->generation, 1);
 }
 
+TEST(ElasticBoardTest, AReplacedProcessCannotTakeItsSlotBack) {
+  // Worker 7 ran a:0 in generation 1; its host was cut off, and after a
+  // generation without it, worker 12 runs a:0. Worker 7 comes back.
+  ElasticBoard board;
+  GenerationPlan first = Plan(1, {"a", "b"}, 1);
+  first.workers = {{"a:0", 7}, {"b:0", 8}};
+  ASSERT_TRUE(board.Publish(first).ok());
+  ASSERT_TRUE(board.Publish(Plan(2, {"b"}, 1)).ok());
+  GenerationPlan third = Plan(3, {"a", "b"}, 1);
+  third.workers = {{"a:0", 12}, {"b:0", 8}};
+  ASSERT_TRUE(board.Publish(third).ok());
+  auto stale = board.CheckIn("a:0", 1, "a:9000", 5s, 7);
+  EXPECT_EQ(stale.status().code(), Code::kNotFound);
+  EXPECT_NE(stale.status().message().find("belongs to worker 12"),
+            std::string::npos)
+      << stale.status().ToString();
+  // It did not count as the slot's check-in, nor did it register its
+  // notification address; nor does a process without an id.
+  EXPECT_EQ(board.CheckIn("a:0", 0, "", 0ms).status().code(), Code::kNotFound);
+  EXPECT_EQ(board.Missing(), (std::vector<std::string>{"a:0", "b:0"}));
+  EXPECT_TRUE(board.NotifyAddresses().empty());
+  // The slot's own process and its peer meet.
+  std::thread peer(
+      [&] { EXPECT_TRUE(board.CheckIn("b:0", 2, "", 5s, 8).ok()); });
+  auto own = board.CheckIn("a:0", 0, "a:9001", 5s, 12);
+  peer.join();
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_EQ(own->generation, 3);
+}
+
 TEST(ElasticBoardTest, MissingListsSlotsNotCheckedInYet) {
   ElasticBoard board;
   ASSERT_TRUE(board.Publish(Plan(1, {"a", "b"}, 2)).ok());

@@ -30,6 +30,9 @@ inline constexpr char kElastic[] = "HOROVOD_ELASTIC";
 inline constexpr char kHvdDiscoveryInterval[] = "HVD_DISCOVERY_INTERVAL";
 // Seconds one discovery run may take before it is killed (hvdrun).
 inline constexpr char kHvdDiscoveryTimeout[] = "HVD_DISCOVERY_TIMEOUT";
+// hvdrun's id of one worker process, unique in the job: its check-ins
+// carry it (set by hvdrun for each worker).
+inline constexpr char kHvdWorkerId[] = "HVD_WORKER_ID";
 // Seconds a remote worker's guard waits without a word (a heartbeat every
 // second) from hvdrun before it stops the worker (hvdrun; default 5).
 inline constexpr char kHvdRemoteSilenceSeconds[] =

@@ -51,11 +51,12 @@ class RendezvousClient {
   common::Result<size_t> DeleteScope(const std::string& scope);
 
   // Checks `slot` in for the first generation after `after` and waits up to
-  // `wait` for the rest of it (see ElasticBoard::CheckIn).
+  // `wait` for the rest of it, as process `worker` (see
+  // ElasticBoard::CheckIn).
   common::Result<WorkerAssignment> CheckIn(const std::string& slot,
                                            int64_t after,
                                            const std::string& notify_address,
-                                           Millis wait);
+                                           Millis wait, int64_t worker = 0);
 
   // GET /v1/status, as JSON text.
   common::Result<std::string> ServerStatus();

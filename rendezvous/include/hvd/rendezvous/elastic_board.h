@@ -30,6 +30,10 @@ namespace hvd::rendezvous {
 struct GenerationPlan {
   int64_t generation = 0;
   std::map<std::string, WorkerAssignment> slots;  // by SlotName
+  // The process each slot belongs to (hvdrun's worker id, HVD_WORKER_ID);
+  // a slot not listed takes any. A process the driver replaced (say, it was
+  // cut off by a partition and came back) cannot check in for the slot.
+  std::map<std::string, int64_t> workers;
 };
 
 class ElasticBoard {
@@ -40,12 +44,14 @@ class ElasticBoard {
 
   // Checks `slot` in for the newest generation after `after` and waits up
   // to `wait` until every slot of it has checked in. kNotFound: the slot is
-  // not in the newest generation (removed from the job); kTimeout: the
+  // not in the newest generation (removed from the job), or it belongs to
+  // another process than `worker` (this one was replaced); kTimeout: the
   // barrier did not complete in time (checking in again continues it).
   common::Result<WorkerAssignment> CheckIn(const std::string& slot,
                                            int64_t after,
                                            const std::string& notify_address,
-                                           std::chrono::milliseconds wait);
+                                           std::chrono::milliseconds wait,
+                                           int64_t worker = 0);
 
   // The newest generation (0 before the first) and the slots of it that
   // have not checked in yet.

@@ -21,6 +21,7 @@ inline constexpr char kCount[] = "count";     // ... until this many exist
 inline constexpr char kSlot[] = "slot";       // check-in: "<host>:<local rank>"
 inline constexpr char kAfter[] = "after";     // check-in: last generation seen
 inline constexpr char kNotify[] = "notify";   // check-in: "<addr>:<port>"
+inline constexpr char kWorker[] = "worker";   // check-in: HVD_WORKER_ID
 
 // Multi-key answer: {"values": {"<key>": "<base64 value>", ...}}.
 inline constexpr char kValues[] = "values";

@@ -41,6 +41,9 @@ struct RuntimeConfig {
   // with the driver at every init; `hostname` and `local_rank` name the
   // slot; the driver bounds how long a check-in waits.
   bool elastic = false;
+  // hvdrun's id of this process (HVD_WORKER_ID), sent at check-in so that a
+  // process the driver replaced cannot take its slot back.
+  int64_t worker_id = 0;
   // Allreduces ready in the same cycle with the same dtype, op and scale
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
