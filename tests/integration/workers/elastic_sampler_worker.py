@@ -1,8 +1,9 @@
 """ElasticSampler through a real failure: logs, per step, the sample
 indices this rank trained on and whether that step was committed. argv:
-log directory, the slot to SIGKILL, the step (global batch count) to kill
-it at. One commit per step, so a step is committed exactly when the next
-"commit" record follows it."""
+log directory, the slot to fail, the step (global batch count) to fail it
+at, and how (default "kill": SIGKILL; "pause": write <log>/paused and wait
+for <log>/resume, while the test cuts the host off). One commit per step,
+so a step is committed exactly when the next "commit" record follows it."""
 
 import json
 import os
@@ -15,6 +16,7 @@ import torch
 import hvd.torch as hvd
 
 log_dir, victim, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+how = sys.argv[4] if len(sys.argv) > 4 else "kill"
 slot = f"{os.environ['HOROVOD_HOSTNAME']}:{os.environ['HOROVOD_LOCAL_RANK']}"
 log_path = os.path.join(log_dir, f"{slot}.{os.getpid()}.jsonl")
 N, BATCH, EPOCHS = 96, 4, 2
@@ -42,7 +44,11 @@ def train(state):
             if slot == victim and state.steps == kill_at and \
                     not os.path.exists(os.path.join(log_dir, "killed")):
                 open(os.path.join(log_dir, "killed"), "w").close()
-                os.kill(os.getpid(), signal.SIGKILL)
+                if how == "kill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                open(os.path.join(log_dir, "paused"), "w").close()
+                while not os.path.exists(os.path.join(log_dir, "resume")):
+                    time.sleep(0.05)
             log(event="step", epoch=state.epoch, size=hvd.size(),
                 indices=x.tolist())
             state.sampler.record_batch(i, BATCH)

@@ -4,7 +4,7 @@
      "hosts_file": "<file the discovery script prints>",
      "discovery": {"<epoch>": "<hosts text>" | "<fail>", ...},  # by rank 0
      "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
-                "how": "exception" | "kill" | "stop"}],
+                "how": "exception" | "kill" | "stop" | "pause"}],
      "sleep": 0.05}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
@@ -45,6 +45,14 @@ def log(event, **fields):
         f.write(json.dumps(record) + "\n")
 
 
+def wait_for_resume(directory):
+    """Writes <directory>/paused, then waits until <directory>/resume
+    exists: the test cuts this host off meanwhile."""
+    open(os.path.join(directory, "paused"), "w").close()
+    while not os.path.exists(os.path.join(directory, "resume")):
+        time.sleep(0.05)
+
+
 def maybe_exit(epoch, batch):
     for i, spec in enumerate(scenario.get("exits", [])):
         if (spec["slot"], spec["epoch"], spec["batch"]) != (slot, epoch, batch):
@@ -58,6 +66,9 @@ def maybe_exit(epoch, batch):
             os.kill(os.getpid(), signal.SIGKILL)
         if spec["how"] == "stop":  # hung: alive, silent
             os.kill(os.getpid(), signal.SIGSTOP)
+        if spec["how"] == "pause":  # until the test writes <log>/resume
+            wait_for_resume(scenario["log"])
+            continue
         raise SystemExit(17)
 
 
