@@ -1,4 +1,5 @@
-// hvdrun: parse -> run -> exit code. Also the entry of guard mode.
+// hvdrun: parse -> run -> exit code. Also the entry of guard mode and of
+// the host check's remote end.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -6,12 +7,17 @@
 #include "cli.h"
 #include "driver.h"
 #include "guard.h"
+#include "host_check.h"
+#include "host_check_run.h"
 #include "hvd/common/logging.h"
 
 int main(int argc, char** argv) {
   using namespace hvd::launcher;
   if (argc > 1 && std::strcmp(argv[1], kGuardFlag) == 0) {
     return GuardMain(argc, argv);
+  }
+  if (argc == 2 && std::strcmp(argv[1], kHostCheckFlag) == 0) {
+    return HostCheckMain();
   }
   BlockDriverSignals();  // before any thread exists
   CliOutcome cli =
