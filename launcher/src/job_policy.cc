@@ -373,7 +373,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
             Seconds(config_.start_timeout + config_.host_check_grace) + " s",
         out);
   }
-  if (!unanswered.empty()) AfterChecks(now, unanswered.front(), out);
+  if (!unanswered.empty()) AfterChecks(now, out);
   if (!config_.elastic || stopping_) return;
 
   // New workers that never checked in: failed (or, for a slot no longer in

@@ -247,7 +247,7 @@ class JobPolicy {
                      const std::string& problem, Actions& out);
   // After a check ended: start the static job (or fail it), form the first
   // elastic generation, or let a newly checked host in.
-  void AfterChecks(TimePoint now, const std::string& host, Actions& out);
+  void AfterChecks(TimePoint now, Actions& out);
   bool HostReady(const std::string& host) const;
   bool AnyCheckPending() const;
   TimePoint CheckDeadline(TimePoint started) const;

@@ -28,7 +28,7 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
   } else {
     it->second.state = HostCheckState::kPassed;
   }
-  AfterChecks(now, event.host, out);
+  AfterChecks(now, out);
 }
 
 void JobPolicy::RequestChecks(TimePoint now, Actions& out) {
@@ -56,8 +56,7 @@ void JobPolicy::FailHostCheck(TimePoint now, const std::string& host,
   out.push_back(Say{problem + "; host " + host + " blacklisted"});
 }
 
-void JobPolicy::AfterChecks(TimePoint now, const std::string& host,
-                            Actions& out) {
+void JobPolicy::AfterChecks(TimePoint now, Actions& out) {
   // The static job and the first generation wait for every check.
   if (stopping_ ||
       (AnyCheckPending() && (awaiting_checks_ || start_pending_))) {
@@ -83,7 +82,8 @@ void JobPolicy::AfterChecks(TimePoint now, const std::string& host,
     start_pending_ = false;
     Reassign(now, "start", false, out);
   } else if (waiting_since_ || MembershipChanged(now)) {
-    Reassign(now, "host " + host + " checked", false, out);
+    // A host discovery added joins here, once checked: the same change.
+    Reassign(now, "hosts changed", false, out);
   }
 }
 
