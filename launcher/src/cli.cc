@@ -397,11 +397,15 @@ Status CheckCombinations(const LaunchConfig& config) {
       }
     }
   }
-  if (config.network_interface.find(',') != std::string::npos) {
+  // horovodrun's form, "eth0,eth1": each host uses the first it has.
+  const std::string& interfaces = config.network_interface;
+  if (!interfaces.empty() &&
+      (interfaces.find_first_of(" \t\n") != std::string::npos ||
+       interfaces.find(",,") != std::string::npos ||
+       interfaces.front() == ',' || interfaces.back() == ',')) {
     return Status::InvalidArgument(
-        "--network-interfaces " + Quoted(config.network_interface) +
-        ": hvd uses one network interface (Gloo's HOROVOD_GLOO_IFACE); "
-        "name one");
+        "--network-interfaces " + Quoted(interfaces) +
+        ": not a comma-separated list of interface names (eth0,eth1)");
   }
   return Status::Ok();
 }
@@ -451,8 +455,10 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
       ->excludes("--hosts");
   app.add_option("--network-interface,--network-interfaces",
                  v.config.network_interface,
-                 "Network interface for Gloo's traffic (HOROVOD_GLOO_IFACE); "
-                 "hvd uses one");
+                 "Network interfaces for the workers' traffic, "
+                 "comma-separated (eth0,eth1): each host uses the first one "
+                 "it has (HOROVOD_GLOO_IFACE); hvdrun checks every host has "
+                 "one");
   app.add_option("--output-filename", v.config.output_dir,
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
                  "and stderr");

@@ -21,6 +21,7 @@
 #include "discovery.h"
 #include "discovery_loop.h"
 #include "host_address.h"
+#include "host_check_run.h"
 #include "hvd/common/hmac.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
@@ -77,8 +78,29 @@ class Inbox {
   std::vector<Event> events_;
 };
 
-// Short errands off the loop (a push, a probe), each bounded by its HTTP
-// deadline: a hung worker answers late and must not hold the driver up.
+// An eventfd that becomes readable, for good, once the job is over: errands
+// that run a process (host checks) poll it and kill what they started.
+class Cancellation {
+ public:
+  Cancellation() : fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Cancellation() { close(fd_); }
+  Cancellation(const Cancellation&) = delete;
+  Cancellation& operator=(const Cancellation&) = delete;
+
+  int fd() const { return fd_; }
+  void Cancel() {
+    uint64_t one = 1;
+    ssize_t ignored = write(fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+
+ private:
+  const int fd_;
+};
+
+// Short errands off the loop (a push, a probe, a host check), each bounded
+// by its deadline: a hung worker or host answers late and must not hold the
+// driver up.
 class Errands {
  public:
   ~Errands() { JoinAll(); }
@@ -143,6 +165,7 @@ class Driver {
   JobPolicy policy_;
   Inbox inbox_;
   std::atomic<bool> board_changed_{false};
+  Cancellation cancel_errands_;  // before errands_: they use its fd
   Errands errands_;
   std::map<WorkerId, Running> workers_;
   std::map<pid_t, WorkerId> pids_;
@@ -199,6 +222,7 @@ int Driver::Run(int signals) {
   }
   discovery.reset();
   server_.board().SetListener(nullptr);
+  cancel_errands_.Cancel();
   errands_.JoinAll();
   for (auto& [id, worker] : workers_) {
     if (worker.relay) worker.relay->Join();
@@ -308,6 +332,18 @@ void Driver::Execute(const Actions& actions) {
                              alive.message());
               }
               inbox_.Post(WorkerProbed{worker, alive.ok()});
+            });
+          } else if constexpr (std::is_same_v<T, CheckHost>) {
+            errands_.Run([this, host = a.host] {
+              auto interfaces = RunHostCheck(host, launch_.hvdrun_path, config_,
+                                             cancel_errands_.fd());
+              HostChecked checked{host, interfaces.ok(), "", {}};
+              if (interfaces.ok()) {
+                checked.interfaces = std::move(*interfaces);
+              } else {
+                checked.message = interfaces.status().message();
+              }
+              inbox_.Post(std::move(checked));
             });
           } else if constexpr (std::is_same_v<T, Say>) {
             std::fprintf(stderr, "hvdrun: %s\n", a.line.c_str());

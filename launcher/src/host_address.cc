@@ -10,6 +10,8 @@
 #include <cstring>
 #include <set>
 
+#include "network_interfaces.h"
+
 namespace hvd::launcher {
 
 using common::Result;
@@ -70,7 +72,7 @@ bool IsLocalHost(const std::string& host) {
 }
 
 Result<std::string> ChooseServerAddress(const std::vector<HostSlots>& hosts,
-                                        const std::string& network_interface) {
+                                        const std::string& network_interfaces) {
   const HostSlots* remote = nullptr;
   for (const HostSlots& host : hosts) {
     if (!IsLocalHost(host.host)) {
@@ -79,25 +81,18 @@ Result<std::string> ChooseServerAddress(const std::vector<HostSlots>& hosts,
     }
   }
   if (remote == nullptr) return std::string("127.0.0.1");
-  if (!network_interface.empty()) {
-    ifaddrs* list = nullptr;
-    std::string address;
-    if (getifaddrs(&list) == 0) {
-      for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-        if (it->ifa_addr != nullptr && it->ifa_addr->sa_family == AF_INET &&
-            network_interface == it->ifa_name) {
-          address = AddressText(it->ifa_addr);
-          break;
-        }
-      }
-      freeifaddrs(list);
+  if (!network_interfaces.empty()) {
+    std::vector<NetworkInterface> here = LocalInterfaces();
+    auto chosen =
+        FirstListedInterface(SplitInterfaceList(network_interfaces), here);
+    if (!chosen) {
+      return Status::InvalidArgument(
+          "this machine has none of the network interfaces " +
+          network_interfaces +
+          " (--network-interfaces) with an IPv4 address; it has: " +
+          InterfaceNames(here));
     }
-    if (address.empty()) {
-      return Status::InvalidArgument("--network-interface " +
-                                     network_interface +
-                                     " has no IPv4 address on this machine");
-    }
-    return address;
+    return chosen->address;
   }
   // Connecting a UDP socket sends nothing; it only picks the route.
   addrinfo hints{};

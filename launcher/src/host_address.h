@@ -17,9 +17,11 @@ bool IsLocalHost(const std::string& host);
 
 // The address the rendezvous server binds to, which workers are told to
 // connect to. Bind only where needed: 127.0.0.1 when every host is local;
-// otherwise the IPv4 address of `network_interface` if given, else the
-// local address that routes to the first remote host.
+// otherwise the IPv4 address of the first interface of
+// `network_interfaces` (--network-interfaces, "eth0,eth1") this machine
+// has, if given, else the local address that routes to the first remote
+// host.
 common::Result<std::string> ChooseServerAddress(
-    const std::vector<HostSlots>& hosts, const std::string& network_interface);
+    const std::vector<HostSlots>& hosts, const std::string& network_interfaces);
 
 }  // namespace hvd::launcher

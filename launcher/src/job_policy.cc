@@ -68,6 +68,8 @@ PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
   policy.elastic_timeout = config.elastic_timeout;
   policy.start_timeout = config.start_timeout;
   policy.stop_grace = config.stop_grace;
+  policy.check_hosts = true;
+  policy.network_interfaces = SplitInterfaceList(config.network_interface);
   return policy;
 }
 
@@ -86,11 +88,21 @@ Actions JobPolicy::Start(TimePoint now) {
   Actions out;
   cooldowns_checked_ = now;
   if (config_.elastic) {
-    Reassign(now, "start", false, out);
+    RequestChecks(now, out);
+    start_pending_ = AnyCheckPending();
+    if (!start_pending_) Reassign(now, "start", false, out);
   } else {
     auto ranks = AssignRanks(static_hosts_, config_.num_proc);
     if (!ranks.ok()) {
       Stop(now, ranks.status().message(), 1, out);
+    } else if (config_.check_hosts) {
+      // Nothing starts before every host of the job passed its check.
+      awaiting_checks_ = *ranks;
+      for (const SlotAssignment& slot : *ranks) {
+        if (checks_.count(slot.host)) continue;
+        checks_[slot.host].started = now;
+        out.push_back(CheckHost{slot.host});
+      }
     } else {
       for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, out);
     }
@@ -116,12 +128,15 @@ Actions JobPolicy::OnEvent(TimePoint now, const Event& event) {
           OnBoard(now, e, out);
         } else if constexpr (std::is_same_v<T, WorkerProbed>) {
           OnProbe(now, e, out);
+        } else if constexpr (std::is_same_v<T, HostChecked>) {
+          OnHostChecked(now, e, out);
         } else if constexpr (std::is_same_v<T, SignalReceived>) {
           OnSignal(now, e.signal, out);
         }
       },
       event);
   OnTimers(now, out);
+  RequestChecks(now, out);
   UpdateLateness(now);
   MaybeFinish(out);
   return out;
@@ -134,6 +149,11 @@ std::optional<TimePoint> JobPolicy::NextDeadline() const {
     Earliest(next, kill_at_);
     Earliest(next, give_up_at_);
     return next;
+  }
+  for (const auto& [host, check] : checks_) {
+    if (check.state == HostCheckState::kPending) {
+      Earliest(next, CheckDeadline(check.started));
+    }
   }
   if (!config_.elastic) return next;
   if (waiting_since_) Earliest(next, *waiting_since_ + config_.elastic_timeout);
@@ -339,7 +359,22 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
     }
     return;
   }
-  if (!config_.elastic) return;
+  std::vector<std::string> unanswered;
+  for (const auto& [host, check] : checks_) {
+    if (check.state == HostCheckState::kPending &&
+        now >= CheckDeadline(check.started)) {
+      unanswered.push_back(host);
+    }
+  }
+  for (const std::string& host : unanswered) {
+    FailHostCheck(
+        now, host,
+        "the check of host " + host + " did not answer within " +
+            Seconds(config_.start_timeout + config_.host_check_grace) + " s",
+        out);
+  }
+  if (!unanswered.empty()) AfterChecks(now, out);
+  if (!config_.elastic || stopping_) return;
 
   // New workers that never checked in: failed (or, for a slot no longer in
   // the job, just stopped).
@@ -412,6 +447,7 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
   exit_code_ = exit_code;
   bool broke = IsHolder(w);
   table_.Blacklist(w.host, now);
+  checks_.erase(w.host);  // checked again when it comes back
   // The host is out of the job: its other workers go too.
   for (auto& [id, other] : workers_) {
     if (other.running && !other.stopped && other.host == w.host && id != w.id) {
@@ -436,7 +472,7 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
 
 void JobPolicy::Reassign(TimePoint now, const std::string& why,
                          bool members_failed, Actions& out) {
-  if (stopping_) return;
+  if (stopping_ || start_pending_) return;
   std::vector<SlotAssignment> slots = WouldBeSlots(now);
   const bool first = plan_.generation == 0;
   const int needed = first ? config_.num_proc : config_.min_np;
@@ -588,6 +624,12 @@ void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
 
 std::vector<SlotAssignment> JobPolicy::WouldBeSlots(TimePoint now) const {
   std::vector<HostSlots> usable = table_.Usable(now);
+  // No worker on a host before its check passed.
+  usable.erase(std::remove_if(usable.begin(), usable.end(),
+                              [&](const HostSlots& host) {
+                                return !HostReady(host.host);
+                              }),
+               usable.end());
   // Hosts with a worker holding the committed state first, so that rank 0,
   // which every other rank syncs from, holds it.
   std::set<std::string> holder_hosts;
@@ -653,6 +695,7 @@ void JobPolicy::SignalAll(int signal, Actions& out) {
 
 void JobPolicy::MaybeFinish(Actions& out) {
   if (finished_ || running() > 0) return;
+  if (awaiting_checks_ && !stopping_) return;  // static: checking hosts
   if (config_.elastic && !stopping_) return;  // waiting for slots
   finished_ = true;
   if (succeeded_) {

@@ -27,6 +27,14 @@
 //   once when no worker is running and every listed host is blacklisted for
 //   good, or when no worker holding the committed state is left.
 //
+// The host check (check_hosts; host_check.h): no worker starts on a host
+// before its check passed. Static mode checks the hosts of its ranks and
+// starts nothing unless all passed. Elastic mode checks every usable host
+// before its first worker and again when it comes back from the blacklist;
+// one that fails is blacklisted like a failed worker's host; the first
+// generation waits until no check is pending. A check without an answer by
+// start_timeout + host_check_grace has failed.
+//
 // Not thread-safe: one driver thread owns it.
 #pragma once
 
@@ -43,6 +51,7 @@
 #include "host_table.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "launch_config.h"
+#include "network_interfaces.h"
 
 namespace hvd::launcher {
 
@@ -65,6 +74,14 @@ struct PolicyConfig {
   int liveness_misses = 3;
   // After SIGKILL, how long to wait for exits before giving up on them.
   std::chrono::milliseconds reap_grace{5000};
+  // Check each host (CheckHost) before it gets a worker. From() turns it
+  // on; off, every host is taken as it is.
+  bool check_hosts = false;
+  // --network-interfaces: a host with none of them fails its check.
+  std::vector<std::string> network_interfaces;
+  // A check unanswered this long after the start timeout has failed. The
+  // driver kills its ssh sooner; this bounds an answer that got lost.
+  std::chrono::milliseconds host_check_grace{5000};
 
   static PolicyConfig From(const LaunchConfig& config);
 };
@@ -92,13 +109,22 @@ struct WorkerProbed {
   WorkerId worker = 0;
   bool alive = false;
 };
+// The answer to CheckHost: the host's interfaces, or why it cannot run
+// workers (the message names the host).
+struct HostChecked {
+  std::string host;
+  bool ok = false;
+  std::string message;  // when !ok
+  std::vector<NetworkInterface> interfaces;
+};
 struct SignalReceived {
   int signal = 0;
 };
 // A deadline passed (or nothing happened; harmless).
 struct Tick {};
-using Event = std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
-                           BoardChanged, WorkerProbed, SignalReceived, Tick>;
+using Event =
+    std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
+                 BoardChanged, WorkerProbed, HostChecked, SignalReceived, Tick>;
 
 // Actions.
 struct StartWorker {
@@ -126,6 +152,11 @@ struct ProbeWorker {
   WorkerId worker = 0;
   std::string slot;
 };
+// Check that `host` can run workers (ssh, hvdrun there, its interfaces);
+// answered by HostChecked.
+struct CheckHost {
+  std::string host;
+};
 struct Say {
   std::string line;  // printed as "hvdrun: <line>"
 };
@@ -134,7 +165,7 @@ struct Finish {
 };
 using Action =
     std::variant<StartWorker, SignalWorker, PublishGeneration, PushHostsUpdated,
-                 PushAbort, ProbeWorker, Say, Finish>;
+                 PushAbort, ProbeWorker, CheckHost, Say, Finish>;
 using Actions = std::vector<Action>;
 
 // The slot's name on the rendezvous board: "<host>:<local_rank>".
@@ -181,6 +212,7 @@ class JobPolicy {
                       Actions& out);
   void OnBoard(TimePoint now, const BoardChanged& event, Actions& out);
   void OnProbe(TimePoint now, const WorkerProbed& event, Actions& out);
+  void OnHostChecked(TimePoint now, const HostChecked& event, Actions& out);
   void OnSignal(TimePoint now, int signal, Actions& out);
   void OnTimers(TimePoint now, Actions& out);
 
@@ -208,6 +240,17 @@ class JobPolicy {
   void UpdateLateness(TimePoint now);
   // The job's failures, for the final message.
   std::string FailureSummary() const;
+
+  // Host checks. RequestChecks asks for every usable host without one.
+  void RequestChecks(TimePoint now, Actions& out);
+  void FailHostCheck(TimePoint now, const std::string& host,
+                     const std::string& problem, Actions& out);
+  // After a check ended: start the static job (or fail it), form the first
+  // elastic generation, or let a newly checked host in.
+  void AfterChecks(TimePoint now, Actions& out);
+  bool HostReady(const std::string& host) const;
+  bool AnyCheckPending() const;
+  TimePoint CheckDeadline(TimePoint started) const;
 
   Worker* RunningIn(const std::string& slot);
   bool IsHolder(const Worker& worker) const;
@@ -242,6 +285,21 @@ class JobPolicy {
   bool succeeded_ = false;
   bool finished_ = false;
   std::optional<TimePoint> kill_at_, give_up_at_;
+
+  // Host checks: the verdict, or when a pending one began. Elastic mode drops
+  // a host's entry when it is blacklisted, so it is checked again when it
+  // comes back.
+  struct HostCheckState {
+    enum { kPending, kPassed, kFailed } state = kPending;
+    TimePoint started;
+  };
+  std::map<std::string, HostCheckState> checks_;
+  // Static mode: the ranks waiting for their hosts' checks, and the hosts
+  // that failed them.
+  std::optional<std::vector<SlotAssignment>> awaiting_checks_;
+  std::vector<std::string> failed_checks_;
+  // Elastic mode: the first generation waits until no check is pending.
+  bool start_pending_ = false;
 };
 
 }  // namespace hvd::launcher

@@ -1,4 +1,5 @@
-// hvdrun: parse -> run -> exit code. Also the entry of both guard modes.
+// hvdrun: parse -> run -> exit code. Also the entry of both guard modes and
+// of the host check's remote end.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -6,6 +7,8 @@
 #include "cli.h"
 #include "driver.h"
 #include "guard.h"
+#include "host_check.h"
+#include "host_check_run.h"
 #include "remote_guard.h"
 #include "hvd/common/logging.h"
 
@@ -16,6 +19,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], kRemoteGuardFlag) == 0) {
     return RemoteGuardMain(argc, argv);
+  }
+  if (argc == 2 && std::strcmp(argv[1], kHostCheckFlag) == 0) {
+    return HostCheckMain();
   }
   BlockDriverSignals();  // before any thread exists
   CliOutcome cli =

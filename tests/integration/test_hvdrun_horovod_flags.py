@@ -126,7 +126,8 @@ def test_unknown_options_and_bad_numbers_are_usage_errors(hvdrun, tmp_path):
             (["--cycle-time-ms", "two"], "'two' is not a number"),
             (["--thread-affinity", "1,x"],
              "--thread-affinity: '1,x' is not a list of CPU core numbers"),
-            (["--network-interfaces", "lo,eth0"], "hvd uses one network"),
+            (["--network-interfaces", "lo,,eth0"],
+             "not a comma-separated list of interface names"),
     ]:
         result = hvdrun(["-np", "1", *args, *command], timeout=30)
         assert result.returncode == 2, (args, result.stderr)

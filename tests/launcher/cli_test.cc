@@ -567,10 +567,16 @@ TEST(CliTest, HorovodLibraryFlagsReachTheWorkers) {
     EXPECT_FALSE(out.config) << bad;
     EXPECT_EQ(out.exit_code, 2);
   }
-  EXPECT_FALSE(
-      Parse({"-np", "1", "--network-interfaces", "eth0,eth1", "cmd"}).config);
   EXPECT_EQ(EnvOf({"--network-interfaces", "eth0"})["HOROVOD_GLOO_IFACE"],
             "eth0");
+  // horovodrun's comma list: each host uses the first one it has.
+  EXPECT_EQ(EnvOf({"--network-interfaces", "eth0,eth1"})["HOROVOD_GLOO_IFACE"],
+            "eth0,eth1");
+  for (const char* bad : {",eth0", "eth0,", "eth0,,eth1", "eth0, eth1"}) {
+    CliOutcome out = Parse({"-np", "1", "--network-interfaces", bad, "cmd"});
+    EXPECT_FALSE(out.config) << bad;
+    EXPECT_EQ(out.exit_code, 2);
+  }
 }
 
 TEST(CliTest, RefusedAndUnknownOptionsAreUsageErrors) {

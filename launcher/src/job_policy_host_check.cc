@@ -1,0 +1,106 @@
+// JobPolicy's host-check rules (job_policy.h, "The host check"): which
+// hosts to check, what an answer or a missed deadline means, and what may
+// start once the checks are in.
+#include <algorithm>
+
+#include "host_check.h"
+#include "job_policy.h"
+
+namespace hvd::launcher {
+
+void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
+                              Actions& out) {
+  auto it = checks_.find(event.host);
+  // Late: its deadline passed, or the job is over.
+  if (it == checks_.end() || it->second.state != HostCheckState::kPending ||
+      stopping_) {
+    return;
+  }
+  std::optional<std::string> problem;
+  if (!event.ok) {
+    problem = event.message;
+  } else {
+    problem = MissingInterfaces(event.host, config_.network_interfaces,
+                                event.interfaces);
+  }
+  if (problem) {
+    FailHostCheck(now, event.host, *problem, out);
+  } else {
+    it->second.state = HostCheckState::kPassed;
+  }
+  AfterChecks(now, out);
+}
+
+void JobPolicy::RequestChecks(TimePoint now, Actions& out) {
+  if (!config_.check_hosts || !config_.elastic || stopping_) return;
+  for (const HostSlots& host : table_.Usable(now)) {
+    if (checks_.count(host.host)) continue;
+    checks_[host.host].started = now;
+    out.push_back(CheckHost{host.host});
+  }
+}
+
+void JobPolicy::FailHostCheck(TimePoint now, const std::string& host,
+                              const std::string& problem, Actions& out) {
+  if (!config_.elastic) {
+    checks_[host].state = HostCheckState::kFailed;
+    failed_checks_.push_back(host);
+    out.push_back(Say{problem});
+    return;
+  }
+  // As a failed worker's host: blacklisted, with the cooldown rules, and
+  // checked again if it comes back.
+  table_.Blacklist(host, now);
+  checks_.erase(host);
+  failures_.push_back({0, "host " + host + " failed its check: " + problem});
+  out.push_back(Say{problem + "; host " + host + " blacklisted"});
+}
+
+void JobPolicy::AfterChecks(TimePoint now, Actions& out) {
+  // The static job and the first generation wait for every check.
+  if (stopping_ ||
+      (AnyCheckPending() && (awaiting_checks_ || start_pending_))) {
+    return;
+  }
+  if (awaiting_checks_) {
+    std::vector<SlotAssignment> slots = std::move(*awaiting_checks_);
+    awaiting_checks_.reset();
+    if (!failed_checks_.empty()) {
+      size_t hosts = checks_.size();
+      Stop(now,
+           std::to_string(failed_checks_.size()) + " of " +
+               std::to_string(hosts) +
+               " hosts failed the check before launch; no worker was started",
+           1, out);
+      return;
+    }
+    for (const SlotAssignment& slot : slots) StartSlot(now, slot, out);
+    return;
+  }
+  if (!config_.elastic) return;
+  if (start_pending_) {
+    start_pending_ = false;
+    Reassign(now, "start", false, out);
+  } else if (waiting_since_ || MembershipChanged(now)) {
+    // A host discovery added joins here, once checked: the same change.
+    Reassign(now, "hosts changed", false, out);
+  }
+}
+
+bool JobPolicy::HostReady(const std::string& host) const {
+  if (!config_.check_hosts) return true;
+  auto it = checks_.find(host);
+  return it != checks_.end() && it->second.state == HostCheckState::kPassed;
+}
+
+bool JobPolicy::AnyCheckPending() const {
+  return std::any_of(checks_.begin(), checks_.end(), [](const auto& entry) {
+    return entry.second.state == HostCheckState::kPending;
+  });
+}
+
+TimePoint JobPolicy::CheckDeadline(TimePoint started) const {
+  return started + config_.start_timeout + config_.host_check_grace;
+}
+
+}  // namespace hvd::launcher

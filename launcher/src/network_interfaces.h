@@ -1,0 +1,37 @@
+// Network interfaces by name, as --network-interfaces names them: the list
+// horovodrun takes ("eth0,eth1") and which interface of a host it selects.
+// LocalInterfaces reads this machine; everything else is pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher {
+
+// An interface with an IPv4 address (one entry per address).
+struct NetworkInterface {
+  std::string name;
+  std::string address;  // dotted IPv4
+  bool operator==(const NetworkInterface& other) const {
+    return name == other.name && address == other.address;
+  }
+};
+
+// This machine's interfaces that have an IPv4 address, in the kernel's
+// order (getifaddrs).
+std::vector<NetworkInterface> LocalInterfaces();
+
+// "eth0,eth1" -> {"eth0", "eth1"}; empty names are dropped.
+std::vector<std::string> SplitInterfaceList(const std::string& list);
+
+// The first interface of `wanted` (in the list's order) that `have` has;
+// the workers' runtime picks the same one (runtime/src/bind_address.cc).
+std::optional<NetworkInterface> FirstListedInterface(
+    const std::vector<std::string>& wanted,
+    const std::vector<NetworkInterface>& have);
+
+// "lo, eth0" (each name once), or "none".
+std::string InterfaceNames(const std::vector<NetworkInterface>& have);
+
+}  // namespace hvd::launcher
