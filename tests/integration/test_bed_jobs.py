@@ -81,8 +81,11 @@ def start_steady_job(hvdrun, hosts, tmp_path, extra=()):
 
 def test_sigkill_of_hvdrun_leaves_no_process_on_any_host(bed, hvdrun,
                                                          tmp_path):
+    """Also hvdrun's -p and -i on a real job."""
     hosts = bed.up(2)
-    child = start_steady_job(hvdrun, hosts, tmp_path)
+    # Through the bed's second sshd port, which takes only its second key.
+    child = start_steady_job(hvdrun, hosts, tmp_path, extra=[
+        "-p", "2222", "-i", str(bed.dir / "alt_id_ed25519")])
     assert all(bed.job_pids(h) for h in hosts)
     os.kill(child.pid, signal.SIGKILL)
     # The local guards see the driver gone and close what the remote
