@@ -134,6 +134,15 @@ class Errands {
   std::list<Entry> running_;
 };
 
+// The policy's settings; which interfaces count depends on where the
+// rendezvous server is (`server_address`).
+PolicyConfig PolicyFor(const LaunchConfig& config,
+                       const std::string& server_address) {
+  PolicyConfig policy = PolicyConfig::From(config);
+  policy.loopback_interfaces_count = server_address.rfind("127.", 0) == 0;
+  return policy;
+}
+
 class Driver {
  public:
   Driver(const LaunchConfig& config, rendezvous::RendezvousServer& server,
@@ -141,7 +150,7 @@ class Driver {
       : config_(config),
         server_(server),
         launch_(std::move(launch)),
-        policy_(PolicyConfig::From(config), std::move(hosts)) {}
+        policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)) {}
 
   int Run(int signals);
 

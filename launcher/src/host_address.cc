@@ -82,7 +82,8 @@ Result<std::string> ChooseServerAddress(const std::vector<HostSlots>& hosts,
   }
   if (remote == nullptr) return std::string("127.0.0.1");
   if (!network_interfaces.empty()) {
-    std::vector<NetworkInterface> here = LocalInterfaces();
+    // Some host is another machine: a loopback interface cannot serve it.
+    std::vector<NetworkInterface> here = WithoutLoopback(LocalInterfaces());
     auto chosen =
         FirstListedInterface(SplitInterfaceList(network_interfaces), here);
     if (!chosen) {

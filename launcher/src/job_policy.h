@@ -79,6 +79,10 @@ struct PolicyConfig {
   bool check_hosts = false;
   // --network-interfaces: a host with none of them fails its check.
   std::vector<std::string> network_interfaces;
+  // Whether a loopback interface of that list counts: only when the job is
+  // on this machine alone (the rendezvous server is on loopback); across
+  // machines, peers could not reach it.
+  bool loopback_interfaces_count = true;
   // A check unanswered this long after the start timeout has failed. The
   // driver kills its ssh sooner; this bounds an answer that got lost.
   std::chrono::milliseconds host_check_grace{5000};

@@ -20,8 +20,10 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
   if (!event.ok) {
     problem = event.message;
   } else {
-    problem = MissingInterfaces(event.host, config_.network_interfaces,
-                                event.interfaces);
+    problem = MissingInterfaces(
+        event.host, config_.network_interfaces,
+        config_.loopback_interfaces_count ? event.interfaces
+                                          : WithoutLoopback(event.interfaces));
   }
   if (problem) {
     FailHostCheck(now, event.host, *problem, out);

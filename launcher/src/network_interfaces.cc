@@ -36,6 +36,15 @@ std::vector<std::string> SplitInterfaceList(const std::string& list) {
   return names;
 }
 
+std::vector<NetworkInterface> WithoutLoopback(
+    const std::vector<NetworkInterface>& have) {
+  std::vector<NetworkInterface> routable;
+  for (const NetworkInterface& candidate : have) {
+    if (candidate.address.rfind("127.", 0) != 0) routable.push_back(candidate);
+  }
+  return routable;
+}
+
 std::optional<NetworkInterface> FirstListedInterface(
     const std::vector<std::string>& wanted,
     const std::vector<NetworkInterface>& have) {

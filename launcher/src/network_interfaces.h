@@ -31,6 +31,12 @@ std::optional<NetworkInterface> FirstListedInterface(
     const std::vector<std::string>& wanted,
     const std::vector<NetworkInterface>& have);
 
+// `have` without its loopback addresses (127.0.0.0/8): across machines a
+// loopback interface of --network-interfaces does not count, since peers
+// could not reach it.
+std::vector<NetworkInterface> WithoutLoopback(
+    const std::vector<NetworkInterface>& have);
+
 // "lo, eth0" (each name once), or "none".
 std::string InterfaceNames(const std::vector<NetworkInterface>& have);
 

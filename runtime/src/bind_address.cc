@@ -31,6 +31,20 @@ std::vector<InterfaceAddress> LocalInterfaces() {
   return found;
 }
 
+std::vector<InterfaceAddress> UsableInterfaces(
+    const std::vector<InterfaceAddress>& local,
+    const std::string& rendezvous_addr) {
+  auto loopback = [](const std::string& address) {
+    return address.rfind("127.", 0) == 0;
+  };
+  if (loopback(rendezvous_addr)) return local;
+  std::vector<InterfaceAddress> usable;
+  for (const InterfaceAddress& candidate : local) {
+    if (!loopback(candidate.address)) usable.push_back(candidate);
+  }
+  return usable;
+}
+
 Result<std::string> ChooseBindAddress(
     const std::string& interfaces, const std::vector<InterfaceAddress>& local,
     const std::string& route_source, const std::string& hostname) {

@@ -28,6 +28,14 @@ std::vector<InterfaceAddress> LocalInterfaces();
 //   rendezvous server from): the host's name may resolve to 127.0.1.1, as
 //   Debian writes /etc/hosts, which no other host can reach.
 // Pure: the caller looks up `local` and `route_source`.
+// The interfaces of `local` a listed interface may be: all of them when the
+// rendezvous server is on loopback (the job is on this machine alone), else
+// those without a loopback address, which peers on other machines could not
+// reach (`--network-interfaces lo,eth0` then means eth0).
+std::vector<InterfaceAddress> UsableInterfaces(
+    const std::vector<InterfaceAddress>& local,
+    const std::string& rendezvous_addr);
+
 common::Result<std::string> ChooseBindAddress(
     const std::string& interfaces, const std::vector<InterfaceAddress>& local,
     const std::string& route_source, const std::string& hostname);

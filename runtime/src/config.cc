@@ -170,7 +170,9 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   const std::string interfaces = common::GetEnvString(ev::kGlooIface, "");
   auto bind = ChooseBindAddress(
       interfaces,
-      interfaces.empty() ? std::vector<InterfaceAddress>{} : LocalInterfaces(),
+      interfaces.empty()
+          ? std::vector<InterfaceAddress>{}
+          : UsableInterfaces(LocalInterfaces(), config.rendezvous_addr),
       interfaces.empty() ? RouteSource(config.rendezvous_addr) : "",
       config.hostname);
   if (!bind.ok()) return bind.status();

@@ -737,6 +737,20 @@ TEST(JobPolicyHostCheck, AHostWithNoneOfTheInterfacesFailsNamingThem) {
   EXPECT_EQ(All<StartWorker>(ok.On(Passed("a"))).size(), 1u);
 }
 
+TEST(JobPolicyHostCheck, AcrossMachinesALoopbackInterfaceDoesNotCount) {
+  PolicyConfig config = Checked(Static(1));
+  config.network_interfaces = {"lo"};
+  config.loopback_interfaces_count = false;
+  Harness across(config, {{"a", 1}});
+  across.Start();
+  EXPECT_TRUE(All<StartWorker>(across.On(Passed("a"))).empty());
+  EXPECT_EQ(across.exit_code(), 1);
+  config.loopback_interfaces_count = true;
+  Harness alone(config, {{"a", 1}});
+  alone.Start();
+  EXPECT_EQ(All<StartWorker>(alone.On(Passed("a"))).size(), 1u);
+}
+
 TEST(JobPolicyHostCheck, ACheckOutlivingItsDeadlineFailsAndItsAnswerIsIgnored) {
   PolicyConfig config = Checked(Static(2));
   config.start_timeout = 3s;

@@ -31,6 +31,15 @@ TEST(NetworkInterfacesTest, NamesEachInterfaceOnce) {
   EXPECT_EQ(InterfaceNames({}), "none");
 }
 
+TEST(NetworkInterfacesTest, AcrossMachinesLoopbackDoesNotCount) {
+  const std::vector<NetworkInterface> have = {
+      {"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}, {"lo", "127.0.1.1"}};
+  EXPECT_EQ(WithoutLoopback(have),
+            (std::vector<NetworkInterface>{{"eth0", "10.0.0.5"}}));
+  EXPECT_EQ(FirstListedInterface({"lo", "eth0"}, WithoutLoopback(have))->name,
+            "eth0");
+}
+
 TEST(NetworkInterfacesTest, ThisMachineHasLoopback) {
   std::vector<NetworkInterface> here = LocalInterfaces();
   bool loopback = false;

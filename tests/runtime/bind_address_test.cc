@@ -44,6 +44,21 @@ TEST(BindAddressTest, NoListedInterfaceHereNamesTheListAndWhatTheHostHas) {
   EXPECT_NE(message.find("lo, eth0, ib0"), std::string::npos);
 }
 
+TEST(BindAddressTest, LoopbackCountsOnlyWhenTheJobIsOnThisMachine) {
+  // hvdrun --network-interfaces lo,eth0: one machine, lo; several, eth0.
+  auto alone = ChooseBindAddress(
+      "lo,eth0", UsableInterfaces(kHost, "127.0.0.1"), "", "node1");
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(*alone, "127.0.0.1");
+  auto across = ChooseBindAddress(
+      "lo,eth0", UsableInterfaces(kHost, "10.0.0.1"), "", "node1");
+  ASSERT_TRUE(across.ok());
+  EXPECT_EQ(*across, "10.0.0.5");
+  EXPECT_FALSE(
+      ChooseBindAddress("lo", UsableInterfaces(kHost, "10.0.0.1"), "", "node1")
+          .ok());
+}
+
 TEST(BindAddressTest, RouteSourceOfLoopbackIsLoopback) {
   EXPECT_EQ(RouteSource("127.0.0.1"), "127.0.0.1");
   EXPECT_EQ(RouteSource("not an address"), "");
