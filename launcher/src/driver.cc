@@ -150,7 +150,8 @@ class Driver {
       : config_(config),
         server_(server),
         launch_(std::move(launch)),
-        policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)) {}
+        policy_(PolicyFor(config, launch_.endpoint.address),
+                std::move(hosts)) {}
 
   int Run(int signals);
 

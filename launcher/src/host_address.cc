@@ -10,7 +10,7 @@
 #include <cstring>
 #include <set>
 
-#include "network_interfaces.h"
+#include "hvd/common/network_interfaces.h"
 
 namespace hvd::launcher {
 
@@ -83,15 +83,16 @@ Result<std::string> ChooseServerAddress(const std::vector<HostSlots>& hosts,
   if (remote == nullptr) return std::string("127.0.0.1");
   if (!network_interfaces.empty()) {
     // Some host is another machine: a loopback interface cannot serve it.
-    std::vector<NetworkInterface> here = WithoutLoopback(LocalInterfaces());
-    auto chosen =
-        FirstListedInterface(SplitInterfaceList(network_interfaces), here);
+    std::vector<common::NetworkInterface> here =
+        common::WithoutLoopback(common::LocalInterfaces());
+    auto chosen = common::FirstListedInterface(
+        common::SplitInterfaceList(network_interfaces), here);
     if (!chosen) {
       return Status::InvalidArgument(
           "this machine has none of the network interfaces " +
           network_interfaces +
           " (--network-interfaces) with an IPv4 address; it has: " +
-          InterfaceNames(here));
+          common::InterfaceNames(here));
     }
     return chosen->address;
   }

@@ -118,14 +118,15 @@ Result<std::vector<NetworkInterface>> JudgeHostCheck(
 std::optional<std::string> MissingInterfaces(
     const std::string& host, const std::vector<std::string>& wanted,
     const std::vector<NetworkInterface>& have) {
-  if (wanted.empty() || FirstListedInterface(wanted, have)) return std::nullopt;
+  if (wanted.empty() || common::FirstListedInterface(wanted, have))
+    return std::nullopt;
   std::string list;
   for (const std::string& name : wanted) {
     list += (list.empty() ? "" : ",") + name;
   }
   return "host " + host + " has none of the network interfaces " + list +
          " (--network-interfaces) with an IPv4 address; it has: " +
-         InterfaceNames(have);
+         common::InterfaceNames(have);
 }
 
 std::string LastLine(const std::string& text, size_t max_chars) {

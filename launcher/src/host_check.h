@@ -16,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/network_interfaces.h"
 #include "hvd/common/status.h"
-#include "network_interfaces.h"
 
 namespace hvd::launcher {
+
+using common::NetworkInterface;
 
 // argv[1] of hvdrun in host-check mode.
 inline constexpr char kHostCheckFlag[] = "--hvd-internal-host-check";

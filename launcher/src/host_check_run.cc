@@ -16,7 +16,7 @@ using common::Status;
 Result<std::vector<NetworkInterface>> RunHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd) {
-  if (IsLocalHost(host)) return LocalInterfaces();
+  if (IsLocalHost(host)) return common::LocalInterfaces();
   return RunSshHostCheck(host, hvdrun_path, config, cancel_fd);
 }
 
@@ -46,7 +46,7 @@ Result<std::vector<NetworkInterface>> RunSshHostCheck(
 }
 
 int HostCheckMain() {
-  std::string answer = FormatHostCheckAnswer(LocalInterfaces());
+  std::string answer = FormatHostCheckAnswer(common::LocalInterfaces());
   std::fwrite(answer.data(), 1, answer.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

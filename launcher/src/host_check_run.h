@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/network_interfaces.h"
 #include "hvd/common/status.h"
 #include "launch_config.h"
-#include "network_interfaces.h"
 
 namespace hvd::launcher {
+
+using common::NetworkInterface;
 
 // ssh's own ConnectTimeout is the start timeout; the whole check (connect,
 // authentication, the remote hvdrun) is killed this much later.

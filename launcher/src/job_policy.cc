@@ -69,7 +69,8 @@ PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
   policy.start_timeout = config.start_timeout;
   policy.stop_grace = config.stop_grace;
   policy.check_hosts = true;
-  policy.network_interfaces = SplitInterfaceList(config.network_interface);
+  policy.network_interfaces =
+      common::SplitInterfaceList(config.network_interface);
   return policy;
 }
 

@@ -49,11 +49,13 @@
 
 #include "assignment.h"
 #include "host_table.h"
+#include "hvd/common/network_interfaces.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "launch_config.h"
-#include "network_interfaces.h"
 
 namespace hvd::launcher {
+
+using common::NetworkInterface;
 
 using TimePoint = std::chrono::steady_clock::time_point;
 using WorkerId = int64_t;

@@ -20,10 +20,11 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
   if (!event.ok) {
     problem = event.message;
   } else {
-    problem = MissingInterfaces(
-        event.host, config_.network_interfaces,
-        config_.loopback_interfaces_count ? event.interfaces
-                                          : WithoutLoopback(event.interfaces));
+    problem =
+        MissingInterfaces(event.host, config_.network_interfaces,
+                          config_.loopback_interfaces_count
+                              ? event.interfaces
+                              : common::WithoutLoopback(event.interfaces));
   }
   if (problem) {
     FailHostCheck(now, event.host, *problem, out);

@@ -1,69 +1,36 @@
 #include "bind_address.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <sstream>
-
 namespace hvd::runtime {
 
+using common::NetworkInterface;
 using common::Result;
 using common::Status;
 
-std::vector<InterfaceAddress> LocalInterfaces() {
-  std::vector<InterfaceAddress> found;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return found;
-  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) {
-      continue;
-    }
-    char text[INET_ADDRSTRLEN] = {0};
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr,
-              text, sizeof(text));
-    found.push_back({it->ifa_name, text});
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-std::vector<InterfaceAddress> UsableInterfaces(
-    const std::vector<InterfaceAddress>& local,
+std::vector<NetworkInterface> UsableInterfaces(
+    const std::vector<NetworkInterface>& local,
     const std::string& rendezvous_addr) {
-  auto loopback = [](const std::string& address) {
-    return address.rfind("127.", 0) == 0;
-  };
-  if (loopback(rendezvous_addr)) return local;
-  std::vector<InterfaceAddress> usable;
-  for (const InterfaceAddress& candidate : local) {
-    if (!loopback(candidate.address)) usable.push_back(candidate);
-  }
-  return usable;
+  return common::IsLoopbackAddress(rendezvous_addr)
+             ? local
+             : common::WithoutLoopback(local);
 }
 
 Result<std::string> ChooseBindAddress(
-    const std::string& interfaces, const std::vector<InterfaceAddress>& local,
+    const std::string& interfaces, const std::vector<NetworkInterface>& local,
     const std::string& route_source, const std::string& hostname) {
   if (!interfaces.empty()) {
-    std::stringstream names(interfaces);
-    std::string name;
-    while (std::getline(names, name, ',')) {
-      for (const InterfaceAddress& candidate : local) {
-        if (candidate.name == name) return candidate.address;
-      }
-    }
-    std::string here;
-    for (const InterfaceAddress& candidate : local) {
-      here += (here.empty() ? "" : ", ") + candidate.name;
-    }
+    auto chosen = common::FirstListedInterface(
+        common::SplitInterfaceList(interfaces), local);
+    if (chosen) return chosen->address;
     return Status::InvalidArgument(
         "host " + hostname + " has none of the network interfaces '" +
         interfaces + "' (HOROVOD_GLOO_IFACE, hvdrun --network-interfaces) " +
-        "with an IPv4 address; it has: " + (here.empty() ? "none" : here));
+        "with an IPv4 address; it has: " + common::InterfaceNames(local));
   }
   if (route_source.empty()) {
     return Status::InvalidArgument(

@@ -5,18 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/network_interfaces.h"
 #include "hvd/common/status.h"
 
 namespace hvd::runtime {
-
-// A network interface of this host with its IPv4 address.
-struct InterfaceAddress {
-  std::string name;
-  std::string address;
-};
-
-// This host's interfaces that have an IPv4 address, in the kernel's order.
-std::vector<InterfaceAddress> LocalInterfaces();
 
 // The address to bind, decided from `interfaces` (HOROVOD_GLOO_IFACE: one
 // name or a comma-separated list, horovodrun's --network-interfaces) or,
@@ -32,12 +24,13 @@ std::vector<InterfaceAddress> LocalInterfaces();
 // rendezvous server is on loopback (the job is on this machine alone), else
 // those without a loopback address, which peers on other machines could not
 // reach (`--network-interfaces lo,eth0` then means eth0).
-std::vector<InterfaceAddress> UsableInterfaces(
-    const std::vector<InterfaceAddress>& local,
+std::vector<common::NetworkInterface> UsableInterfaces(
+    const std::vector<common::NetworkInterface>& local,
     const std::string& rendezvous_addr);
 
 common::Result<std::string> ChooseBindAddress(
-    const std::string& interfaces, const std::vector<InterfaceAddress>& local,
+    const std::string& interfaces,
+    const std::vector<common::NetworkInterface>& local,
     const std::string& route_source, const std::string& hostname);
 
 // The local address that routes to `address`; empty if there is no route.

@@ -171,8 +171,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   auto bind = ChooseBindAddress(
       interfaces,
       interfaces.empty()
-          ? std::vector<InterfaceAddress>{}
-          : UsableInterfaces(LocalInterfaces(), config.rendezvous_addr),
+          ? std::vector<common::NetworkInterface>{}
+          : UsableInterfaces(common::LocalInterfaces(), config.rendezvous_addr),
       interfaces.empty() ? RouteSource(config.rendezvous_addr) : "",
       config.hostname);
   if (!bind.ok()) return bind.status();

@@ -24,8 +24,8 @@ def hosts_arg(hosts, slots=2):
 def test_static_job_on_three_hosts_runs_every_op_with_the_environment(
         bed, hvdrun, tmp_path):
     hosts = bed.up(3)
-    env = dict(os.environ,
-               PYTHONPATH=f"/opt/hvd-test-site:{os.environ.get('PYTHONPATH', '')}",
+    python_path = os.environ.get("PYTHONPATH", "")
+    env = dict(os.environ, PYTHONPATH=f"/opt/hvd-test-site:{python_path}",
                LD_LIBRARY_PATH="/opt/hvd-test-lib",
                HVD_TEST_USER_VARIABLE="a b'c\"$HOME\nsecond line",
                HVD_TEST_EXPORTED_BY_NAME="from hvdrun",
@@ -137,7 +137,7 @@ def test_elastic_hosts_join_and_leave_and_a_host_crashes(bed, hvdrun,
 
 
 def pids_in_logs(directory, host):
-    """The pids that wrote logs as a slot of `host` (files <slot>.<pid>.jsonl)."""
+    """The pids that wrote logs as a slot of `host` (<slot>.<pid>.jsonl)."""
     return {int(path.rsplit(".", 2)[1])
             for path in glob.glob(f"{directory}/{host}:*.jsonl")}
 

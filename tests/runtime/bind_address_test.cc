@@ -6,7 +6,7 @@
 namespace hvd::runtime {
 namespace {
 
-const std::vector<InterfaceAddress> kHost = {
+const std::vector<common::NetworkInterface> kHost = {
     {"lo", "127.0.0.1"}, {"eth0", "10.0.0.5"}, {"ib0", "192.168.7.5"}};
 
 TEST(BindAddressTest, WithoutInterfacesTheRouteToTheServerWins) {

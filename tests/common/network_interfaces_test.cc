@@ -1,9 +1,9 @@
 // --network-interfaces lists and which interface of a host they select.
-#include "network_interfaces.h"
+#include "hvd/common/network_interfaces.h"
 
 #include <gtest/gtest.h>
 
-namespace hvd::launcher {
+namespace hvd::common {
 namespace {
 
 TEST(NetworkInterfacesTest, SplitsHorovodrunsCommaList) {
@@ -50,4 +50,4 @@ TEST(NetworkInterfacesTest, ThisMachineHasLoopback) {
 }
 
 }  // namespace
-}  // namespace hvd::launcher
+}  // namespace hvd::common

@@ -1,4 +1,4 @@
-#include "network_interfaces.h"
+#include "hvd/common/network_interfaces.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-namespace hvd::launcher {
+namespace hvd::common {
 
 std::vector<NetworkInterface> LocalInterfaces() {
   std::vector<NetworkInterface> found;
@@ -36,11 +36,15 @@ std::vector<std::string> SplitInterfaceList(const std::string& list) {
   return names;
 }
 
+bool IsLoopbackAddress(const std::string& address) {
+  return address.rfind("127.", 0) == 0;
+}
+
 std::vector<NetworkInterface> WithoutLoopback(
     const std::vector<NetworkInterface>& have) {
   std::vector<NetworkInterface> routable;
   for (const NetworkInterface& candidate : have) {
-    if (candidate.address.rfind("127.", 0) != 0) routable.push_back(candidate);
+    if (!IsLoopbackAddress(candidate.address)) routable.push_back(candidate);
   }
   return routable;
 }
@@ -66,4 +70,4 @@ std::string InterfaceNames(const std::vector<NetworkInterface>& have) {
   return names.empty() ? "none" : names;
 }
 
-}  // namespace hvd::launcher
+}  // namespace hvd::common

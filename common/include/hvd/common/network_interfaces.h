@@ -1,13 +1,15 @@
-// Network interfaces by name, as --network-interfaces names them: the list
-// horovodrun takes ("eth0,eth1") and which interface of a host it selects.
-// LocalInterfaces reads this machine; everything else is pure.
+// Network interfaces by name, as hvdrun's --network-interfaces (and the
+// workers' HOROVOD_GLOO_IFACE) name them: the list horovodrun takes
+// ("eth0,eth1") and which interface of a host it selects. The launcher and
+// the workers decide alike with these. LocalInterfaces reads this machine;
+// everything else is pure.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace hvd::launcher {
+namespace hvd::common {
 
 // An interface with an IPv4 address (one entry per address).
 struct NetworkInterface {
@@ -25,13 +27,15 @@ std::vector<NetworkInterface> LocalInterfaces();
 // "eth0,eth1" -> {"eth0", "eth1"}; empty names are dropped.
 std::vector<std::string> SplitInterfaceList(const std::string& list);
 
-// The first interface of `wanted` (in the list's order) that `have` has;
-// the workers' runtime picks the same one (runtime/src/bind_address.cc).
+// The first interface of `wanted` (in the list's order) that `have` has.
 std::optional<NetworkInterface> FirstListedInterface(
     const std::vector<std::string>& wanted,
     const std::vector<NetworkInterface>& have);
 
-// `have` without its loopback addresses (127.0.0.0/8): across machines a
+// Whether `address` (dotted IPv4) is in 127.0.0.0/8.
+bool IsLoopbackAddress(const std::string& address);
+
+// `have` without its loopback addresses: across machines a
 // loopback interface of --network-interfaces does not count, since peers
 // could not reach it.
 std::vector<NetworkInterface> WithoutLoopback(
@@ -40,4 +44,4 @@ std::vector<NetworkInterface> WithoutLoopback(
 // "lo, eth0" (each name once), or "none".
 std::string InterfaceNames(const std::vector<NetworkInterface>& have);
 
-}  // namespace hvd::launcher
+}  // namespace hvd::common
