@@ -47,12 +47,6 @@ std::string ReadAll(int fd) {
   }
 }
 
-int MillisUntil(Clock::time_point when) {
-  return static_cast<int>(std::clamp<int64_t>(
-      std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count(),
-      0, 3600 * 1000));
-}
-
 // Bytes for ssh's standard input, written without blocking: ssh may not
 // read (not connected yet, or its link is down), and the guard must still
 // act on the driver's signals and on the driver's death.
@@ -151,10 +145,10 @@ int GuardMain(int argc, char** argv) {
     ssh_input->Flush();
   }
 
+  // When the child's group gets SIGKILL; max(): not due.
+  Clock::time_point kill_at = Clock::time_point::max();
   // A signal for the worker: over ssh it becomes a byte for the remote
   // guard; a SIGKILL also ends ssh soon, in case its link is gone.
-  // Clock::time_point::max(): no SIGKILL due.
-  Clock::time_point kill_at = Clock::time_point::max();
   auto forward = [&](int sig) {
     if (!over_ssh) {
       SignalGroup(child, sig);

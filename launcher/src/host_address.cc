@@ -83,16 +83,20 @@ Result<std::string> ChooseServerAddress(const std::vector<HostSlots>& hosts,
   if (remote == nullptr) return std::string("127.0.0.1");
   if (!network_interfaces.empty()) {
     // Some host is another machine: a loopback interface cannot serve it.
-    std::vector<common::NetworkInterface> here =
-        common::WithoutLoopback(common::LocalInterfaces());
-    auto chosen = common::FirstListedInterface(
-        common::SplitInterfaceList(network_interfaces), here);
+    std::vector<common::NetworkInterface> here = common::LocalInterfaces();
+    const auto wanted = common::SplitInterfaceList(network_interfaces);
+    auto chosen =
+        common::FirstListedInterface(wanted, common::WithoutLoopback(here));
     if (!chosen) {
+      const bool only_loopback =
+          common::FirstListedInterface(wanted, here).has_value();
       return Status::InvalidArgument(
           "this machine has none of the network interfaces " +
-          network_interfaces +
-          " (--network-interfaces) with an IPv4 address; it has: " +
-          common::InterfaceNames(here));
+          network_interfaces + " (--network-interfaces) with an IPv4 address" +
+          (only_loopback ? " but loopback, which does not count when the job "
+                           "spans machines"
+                         : "") +
+          "; it has: " + common::InterfaceNames(here));
     }
     return chosen->address;
   }

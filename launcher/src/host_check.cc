@@ -117,16 +117,26 @@ Result<std::vector<NetworkInterface>> JudgeHostCheck(
 
 std::optional<std::string> MissingInterfaces(
     const std::string& host, const std::vector<std::string>& wanted,
-    const std::vector<NetworkInterface>& have) {
-  if (wanted.empty() || common::FirstListedInterface(wanted, have))
+    const std::vector<NetworkInterface>& have, bool loopback_counts) {
+  if (wanted.empty() ||
+      common::FirstListedInterface(
+          wanted, loopback_counts ? have : common::WithoutLoopback(have))) {
     return std::nullopt;
+  }
   std::string list;
   for (const std::string& name : wanted) {
     list += (list.empty() ? "" : ",") + name;
   }
+  // Only a loopback interface of the list is here, which peers on other
+  // machines could not reach.
+  const bool only_loopback =
+      common::FirstListedInterface(wanted, have).has_value();
   return "host " + host + " has none of the network interfaces " + list +
-         " (--network-interfaces) with an IPv4 address; it has: " +
-         common::InterfaceNames(have);
+         " (--network-interfaces) with an IPv4 address" +
+         (only_loopback ? " but loopback, which does not count when the job "
+                          "spans machines"
+                        : "") +
+         "; it has: " + common::InterfaceNames(have);
 }
 
 std::string LastLine(const std::string& text, size_t max_chars) {

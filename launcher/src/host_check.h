@@ -56,11 +56,11 @@ common::Result<std::vector<NetworkInterface>> JudgeHostCheck(
     int64_t timeout_seconds, const SshOutcome& outcome);
 
 // Nothing when `wanted` (a --network-interfaces list; empty: any) names an
-// interface `have` has; else the message naming the host, the list and the
-// interfaces it has.
+// interface `have` has (a loopback one only if `loopback_counts`); else the
+// message naming the host, the list and the interfaces it has.
 std::optional<std::string> MissingInterfaces(
     const std::string& host, const std::vector<std::string>& wanted,
-    const std::vector<NetworkInterface>& have);
+    const std::vector<NetworkInterface>& have, bool loopback_counts);
 
 // The last non-blank line of `text`, trimmed and cut to its last
 // `max_chars` characters: the line of ssh's stderr that says why.

@@ -22,9 +22,7 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
   } else {
     problem =
         MissingInterfaces(event.host, config_.network_interfaces,
-                          config_.loopback_interfaces_count
-                              ? event.interfaces
-                              : common::WithoutLoopback(event.interfaces));
+                          event.interfaces, config_.loopback_interfaces_count);
   }
   if (problem) {
     FailHostCheck(now, event.host, *problem, out);

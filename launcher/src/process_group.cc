@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace hvd::launcher {
 
 void SignalGroup(pid_t leader, int sig) {
@@ -22,6 +24,14 @@ void ExitLike(int wait_status) {
     raise(sig);
   }
   _exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 1);
+}
+
+int MillisUntil(std::chrono::steady_clock::time_point when) {
+  return static_cast<int>(
+      std::clamp<int64_t>(std::chrono::ceil<std::chrono::milliseconds>(
+                              when - std::chrono::steady_clock::now())
+                              .count(),
+                          0, 3600 * 1000));
 }
 
 int ShellExitCode(int wait_status) {

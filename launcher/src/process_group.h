@@ -1,8 +1,10 @@
 // What both guards (guard.h, remote_guard.h) do with the process group
-// they own.
+// they own, and their waits.
 #pragma once
 
 #include <sys/types.h>
+
+#include <chrono>
 
 namespace hvd::launcher {
 
@@ -14,6 +16,10 @@ void SignalGroup(pid_t leader, int sig);
 // Ends this process as the waited-for one ended: the same exit code, or
 // death by the same signal.
 [[noreturn]] void ExitLike(int wait_status);
+
+// Milliseconds from now until `when` for poll(): 0 if it passed, at most
+// an hour.
+int MillisUntil(std::chrono::steady_clock::time_point when);
 
 // The shell's exit code for a wait status: the code, or 128 + the signal.
 int ShellExitCode(int wait_status);

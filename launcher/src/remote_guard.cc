@@ -36,12 +36,6 @@ std::string RemoteGuardCommand(const std::string& hvdrun_path,
 
 namespace {
 
-int MillisUntil(Clock::time_point when) {
-  return static_cast<int>(std::clamp<int64_t>(
-      std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count(),
-      0, 3600 * 1000));
-}
-
 std::string HostName() {
   char name[256] = {0};
   gethostname(name, sizeof(name) - 1);

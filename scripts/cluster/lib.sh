@@ -58,12 +58,37 @@ bed_hosts_without_block() {
     !inside { print }' /etc/hosts
 }
 
-# Rewrites every name-resolution file of the bed in place (never replaced:
-# a running host sees /etc/netns/<host>/hosts through a bind mount of its
-# inode). The root namespace's /etc/hosts gets a marked block with every
-# host; each host's own view maps its own name to 127.0.1.1 first, as
-# Debian's installer writes /etc/hosts, and the others to their addresses.
+# FILE gets CONTENT in place (never replaced: a running host sees
+# /etc/netns/<host>/hosts through a bind mount of its inode, and /etc/hosts
+# may be a bind mount itself), without ever being empty: the bytes are
+# written over the old ones, then the file is cut to length, so a process
+# resolving a name meanwhile (hvdrun asking whether "localhost" is this
+# machine while a host is added) still finds the unchanged lines before
+# the bed's block.
+bed_write_in_place() {
+  printf '%s' "$2" | dd of="$1" conv=notrunc status=none
+  truncate -s "$(printf '%s' "$2" | wc -c)" "$1"
+}
+
+# Runs "$@" holding the lock of /etc/hosts: beds of other prefixes edit
+# their own blocks of it too.
+bed_with_hosts_lock() {
+  mkdir -p /run/hvd-bed
+  (
+    flock -w 30 9 || bed_die "/run/hvd-bed/hosts.lock stayed taken for 30 s"
+    "$@"
+  ) 9>/run/hvd-bed/hosts.lock
+}
+
+# Rewrites every name-resolution file of the bed in place, under the lock.
+# The root namespace's /etc/hosts gets a marked block with every host; each
+# host's own view maps its own name to 127.0.1.1 first, as Debian's
+# installer writes /etc/hosts, and the others to their addresses.
 bed_write_names() {
+  bed_with_hosts_lock bed_write_names_unlocked
+}
+
+bed_write_names_unlocked() {
   local lines="" host
   for host in $(bed_hosts); do
     lines+="$(bed_address "$host") $host"$'\n'
@@ -71,14 +96,16 @@ bed_write_names() {
   local kept
   kept="$(bed_hosts_without_block)"
   if [ -n "$lines" ]; then
-    printf '%s\n%s\n%s%s\n' "$kept" "$bed_hosts_begin" "$lines" "$bed_hosts_end" >/etc/hosts
+    bed_write_in_place /etc/hosts \
+      "$(printf '%s\n%s\n%s%s' "$kept" "$bed_hosts_begin" "$lines" "$bed_hosts_end")"$'\n'
   else
-    printf '%s\n' "$kept" >/etc/hosts
+    bed_write_in_place /etc/hosts "$kept"$'\n'
   fi
   for host in $(bed_hosts); do
     mkdir -p "/etc/netns/$host"
-    printf '127.0.0.1 localhost\n127.0.1.1 %s\n%s' "$host" "$lines" \
-      >"/etc/netns/$host/hosts"
+    touch "/etc/netns/$host/hosts"
+    bed_write_in_place "/etc/netns/$host/hosts" \
+      "$(printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$host")"$'\n'"$lines"
   done
   local known=""
   for host in $(bed_hosts); do
@@ -86,6 +113,15 @@ bed_write_names() {
     known+="[$host]:$bed_alt_port,[$(bed_address "$host")]:$bed_alt_port $(cut -d' ' -f1-2 "$bed_dir/$host/host_key.pub")"$'\n'
   done
   printf '%s' "$known" >"$bed_dir/known_hosts"
+}
+
+# The bed's block out of /etc/hosts.
+bed_remove_names_unlocked() {
+  if grep -qxF "$bed_hosts_begin" /etc/hosts 2>/dev/null; then
+    local kept
+    kept="$(bed_hosts_without_block)"
+    bed_write_in_place /etc/hosts "$kept"$'\n'
+  fi
 }
 
 # Creates the bed's keys and ssh client config (once per bed).
@@ -180,11 +216,7 @@ bed_remove() {
     rm -rf "/etc/netns/$host"
   done
   ip link del "$bed_bridge" 2>/dev/null || true
-  if grep -qxF "$bed_hosts_begin" /etc/hosts 2>/dev/null; then
-    local kept
-    kept="$(bed_hosts_without_block)"
-    printf '%s\n' "$kept" >/etc/hosts
-  fi
+  bed_with_hosts_lock bed_remove_names_unlocked
   rm -f "$bed_ssh_config"
   rm -rf "$bed_dir"
 }

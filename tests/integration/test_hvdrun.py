@@ -241,8 +241,10 @@ def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
     even the ConnectTimeout a real one would honour). The host check before
     the launch kills it --start-timeout plus 2 s later and the job fails
     naming the host, before any worker started. Runs in
-    a network namespace of its own with only loopback, so the remote host's
-    name resolves nowhere and nothing leaves the machine."""
+    a network namespace of its own with loopback and one end of a veth pair
+    (the address the rendezvous server binds: a job across machines cannot
+    use loopback), so the remote host's name resolves nowhere and nothing
+    leaves the machine."""
     fake = tmp_path / "bin"
     fake.mkdir()
     calls = tmp_path / "ssh.calls"
@@ -251,11 +253,14 @@ def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
     (fake / "ssh").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
     args = ["-np", "2", "-H", "localhost:1,unreachable-host:1",
-            "--network-interface", "lo", "--start-timeout", "3",
+            "--network-interface", "v0", "--start-timeout", "3",
             sys.executable, "-c", "import hvd; hvd.init(); print('joined')"]
     started = time.monotonic()
     job = Child(subprocess.Popen(
-        ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+        ["unshare", "--net", "sh", "-c",
+         "ip link set lo up && ip link add v0 type veth peer name v1 && "
+         "ip addr add 10.99.0.1/24 dev v0 && ip link set v0 up && "
+         'exec "$0" "$@"',
          str(HVDRUN), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, errors="backslashreplace", env=env,
         start_new_session=True), "hvdrun in a network namespace")

@@ -127,13 +127,26 @@ TEST(JudgeHostCheckTest, OtherFailuresNameTheCommandAndItsLastLine) {
 }
 
 TEST(MissingInterfacesTest, NamesTheHostTheListAndWhatItHas) {
-  EXPECT_FALSE(MissingInterfaces("node3", {}, kInterfaces));
-  EXPECT_FALSE(MissingInterfaces("node3", {"nosuch0", "eth0"}, kInterfaces));
-  auto problem = MissingInterfaces("node3", {"nosuch0", "ib0"}, kInterfaces);
+  EXPECT_FALSE(MissingInterfaces("node3", {}, kInterfaces, false));
+  EXPECT_FALSE(
+      MissingInterfaces("node3", {"nosuch0", "eth0"}, kInterfaces, false));
+  auto problem =
+      MissingInterfaces("node3", {"nosuch0", "ib0"}, kInterfaces, false);
   ASSERT_TRUE(problem);
   EXPECT_EQ(*problem,
             "host node3 has none of the network interfaces nosuch0,ib0 "
             "(--network-interfaces) with an IPv4 address; it has: lo, eth0");
+}
+
+TEST(MissingInterfacesTest, LoopbackCountsOnlyOnOneMachine) {
+  EXPECT_FALSE(MissingInterfaces("node3", {"lo"}, kInterfaces, true));
+  EXPECT_FALSE(MissingInterfaces("node3", {"lo", "eth0"}, kInterfaces, false));
+  auto problem = MissingInterfaces("node3", {"lo"}, kInterfaces, false);
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(*problem,
+            "host node3 has none of the network interfaces lo "
+            "(--network-interfaces) with an IPv4 address but loopback, which "
+            "does not count when the job spans machines; it has: lo, eth0");
 }
 
 TEST(LastLineTest, TrimsAndKeepsTheEndOfALongLine) {
