@@ -268,8 +268,8 @@ def bed(rows):
                            ("**met**" if max(hv) <= 5 else
                             "met in median" if med(hv) <= 5 else
                             "**missed**"))
-            lines.append([event, n, len(hv), sec(med(hv), 2),
-                          spread(hv, lambda v: sec(v, 2)), len(tr),
+            lines.append([event, n, len(hv), sec(med(hv)), spread(hv),
+                          len(tr),
                           sec(med(tr), 2), spread(tr, lambda v: sec(v, 2)),
                           ratio, verdict])
     table(["event", "N", "hvd runs", "hvd median s", "hvd spread s",
@@ -284,8 +284,7 @@ def bed(rows):
         cells = [event, n]
         for name in names:
             values = [r["phases"].get(name) for r in rs]
-            cells.append(f"{sec(med(values), 2)} "
-                         f"({spread(values, lambda v: sec(v, 2))})")
+            cells.append(f"{sec(med(values))} ({spread(values)})")
         lines.append(cells)
     lines.sort(key=lambda c: (events.index(c[0]), c[1]))
     table(["event", "N"] + names, lines)
