@@ -10,9 +10,15 @@ commit() every few steps saves them (a failure rolls back to there) and is
 where every rank learns, together, that hosts changed. After each reset
 the new world gets rank 0's state and the sampler re-shards what is left of
 the epoch, so every sample of an epoch is trained on once.
+
+With --trace-steps every rank prints its first step after each start and
+reset: its rank, the world size, its pid and host, and the time.time() of
+that step (scripts/demo.sh measures recovery from these lines).
 """
 
 import argparse
+import os
+import socket
 import time
 
 import torch
@@ -36,6 +42,9 @@ def main():
     parser.add_argument("--commit-every", type=int, default=4)
     parser.add_argument("--step-delay", type=float, default=0.0,
                         help="seconds of pretend work per step (demo)")
+    parser.add_argument("--trace-steps", action="store_true",
+                        help="every rank prints its first step after each "
+                        "start and reset, with pid, host and time")
     args = parser.parse_args()
 
     hvd.init()
@@ -64,12 +73,18 @@ def main():
 
     @hvd.elastic.run
     def train(state):
+        traced = not args.trace_steps
         while state.epoch < args.epochs:
             started = time.monotonic()
             for i, (x, y) in enumerate(loader):
                 optimizer.zero_grad()
                 F.cross_entropy(model(x), y).backward()
                 optimizer.step()
+                if not traced:
+                    traced = True
+                    print(f"first step: rank {hvd.rank()} of {hvd.size()}, "
+                          f"pid {os.getpid()} on {socket.gethostname()}, "
+                          f"at {time.time():.3f}", flush=True)
                 state.sampler.record_batch(i, args.batch_size)
                 state.batch += 1
                 time.sleep(args.step_delay)

@@ -9,8 +9,22 @@
 #   then       + 127.0.0.3:2                    4 workers
 #   then       - localhost (rank 0's host)      2 workers on 127.0.0.3
 # and prints what happened: generations, sizes, recovery time.
+#
+# scripts/demo.sh --cluster (as root): the same job on a test bed of hosts
+# with their own sshd (scripts/cluster/, bed "demo" on 10.231.0.0/24),
+# workers started over real ssh: scripts/lib/demo_cluster.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+case "${1:-}" in
+  "") ;;
+  --cluster)
+    source "$hvd_root/scripts/lib/demo_cluster.sh"
+    cluster_demo
+    exit
+    ;;
+  *) hvd_die "usage: $0 [--cluster]" ;;
+esac
 
 "$hvd_root/scripts/setup.sh"
 

@@ -140,7 +140,9 @@ def run_torchrun(args, workdir, hosts):
     nodes = len(hosts)
     # The victim is the first worker of the last host: its rank is
     # n - 2 once the rendezvous ordered the nodes; the worker logs its
-    # host, so the trigger matches on the host name.
+    # host, so the trigger matches on the host name. --victim-rank -1: no
+    # worker kills itself by rank (the worker's default is rank 1, which
+    # made a crash or partition run a kill of rank 1 as well).
     agent = (f"cd {workdir} && GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 "
              f"exec {scenario.PYTHON} -m torch.distributed.run "
              f"--nnodes {nodes - 1}:{nodes} --nproc_per_node 2 "
@@ -153,6 +155,7 @@ def run_torchrun(args, workdir, hosts):
              f"--kill-step {scenario.KILL_STEP} "
              f"--tail-steps {scenario.TAIL_STEPS} "
              f"--victim-host {victim if args.event == 'kill' else '-'} "
+             f"--victim-rank -1 "
              f"--timeout {TORCH_GLOO_TIMEOUT}")
     t_event = []
 
@@ -168,8 +171,12 @@ def run_torchrun(args, workdir, hosts):
     agents = []
     for h in hosts:
         err = open(os.path.join(workdir, f"agent.{h}.txt"), "w")
-        agents.append(subprocess.Popen(["ssh", h, agent], stdout=err,
-                                       stderr=subprocess.STDOUT))
+        # hvdrun's ssh keep-alives (ssh.h): without them the ssh to a
+        # partitioned host's agent would wait out the run's whole deadline.
+        agents.append(subprocess.Popen(
+            ["ssh", "-o", "ServerAliveInterval=1", "-o",
+             "ServerAliveCountMax=2", h, agent],
+            stdout=err, stderr=subprocess.STDOUT))
     codes = []
     for h, proc in zip(hosts, agents):
         try:

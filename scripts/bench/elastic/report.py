@@ -239,6 +239,60 @@ def rerendezvous(rows, recovery_rows):
                "spread ms"], lines)
 
 
+def bed(rows):
+    ok = [r for r in rows if "error" not in r]
+    if not ok:
+        return
+    print("## Recovery across hosts (test bed)\n")
+    print("bed_scenario.py: N workers on N/2 bed hosts of two slots "
+          "(network namespaces with their own sshd, workers started over "
+          "ssh); the last host is lost at step 40 of its first worker: "
+          "*kill* (that worker SIGKILLs itself), *crash* (every process of "
+          "the host killed), *partition* (its link down). Recovery: the "
+          "event → the last survivor's first step in the world without "
+          "that host (torchrun, after a kill: every worker's first step "
+          "after the restart). Medians over the repeats, spread min–max.\n")
+    by = group(ok, "event", "np", "impl")
+    lines = []
+    events = ["kill", "crash", "partition"]
+    for event in events:
+        for n in sorted({r["np"] for r in ok if r["event"] == event}):
+            hv = [r["recovery_s"] for r in by.get((event, n, "hvd"), [])]
+            tr = [r["recovery_s"] for r in by.get((event, n, "torchrun"),
+                                                  [])]
+            ratio = (f"{med(tr) / med(hv):.1f}" if hv and tr and med(hv)
+                     else "-")
+            verdict = "-"
+            if event == "partition" and n == 8 and hv:
+                verdict = ("≤ 5 s: " +
+                           ("**met**" if max(hv) <= 5 else
+                            "met in median" if med(hv) <= 5 else
+                            "**missed**"))
+            lines.append([event, n, len(hv), sec(med(hv)), spread(hv),
+                          len(tr),
+                          sec(med(tr), 2), spread(tr, lambda v: sec(v, 2)),
+                          ratio, verdict])
+    table(["event", "N", "hvd runs", "hvd median s", "hvd spread s",
+           "torchrun runs", "torchrun median s", "torchrun spread s",
+           "torchrun / hvd", "target"], lines)
+    print("Where hvd's time goes (medians, s after the event; spread "
+          "min–max):\n")
+    names = ["driver_noticed", "generation_published", "first_step"]
+    lines = []
+    for (event, n), rs in group([r for r in ok if r["impl"] == "hvd"],
+                                "event", "np").items():
+        cells = [event, n]
+        for name in names:
+            values = [r["phases"].get(name) for r in rs]
+            cells.append(f"{sec(med(values))} ({spread(values)})")
+        lines.append(cells)
+    lines.sort(key=lambda c: (events.index(c[0]), c[1]))
+    table(["event", "N"] + names, lines)
+    print("driver_noticed: hvdrun's first line about the loss (a worker "
+          "exited, ssh ended); generation_published: its next generation; "
+          "first_step: the last survivor's first step in it.\n")
+
+
 def commit(rows):
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -283,6 +337,7 @@ def main(path):
     scaleup(by_bench["scaleup"])
     rerendezvous(by_bench["rerendezvous"], by_bench["recovery"])
     commit(by_bench["commit"])
+    bed(by_bench["bed"])
     if failed:
         print("## Failed runs\n")
         for r in failed:

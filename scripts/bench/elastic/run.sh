@@ -6,11 +6,16 @@
 # torchrun's recovery for comparison, at 2, 4 and 8 workers on this
 # machine. Every repeat runs every scenario once, interleaved, so that all
 # see the same machine state; report.py prints medians and spreads.
+# "bed" (not in the default set; needs root) runs bed_scenario.py: a host
+# lost across real ssh on the test bed (scripts/cluster/), by kill, crash
+# and partition, hvd and torchrun interleaved, at 4 and 8 workers.
 #
 #   scripts/bench/elastic/run.sh [repeats]      (default 3)
-# Environment: HVD_BENCH_NP (default "2 4 8"), HVD_BENCH_ONLY (a subset of
-# "recovery host scaleup rerendezvous commit torchrun"), HVD_BENCH_ROUNDS
-# (re-rendezvous rounds per run, default 10).
+#   HVD_BENCH_ONLY=bed scripts/bench/elastic/run.sh [repeats]
+# Environment: HVD_BENCH_NP (default "2 4 8"; "4 8" for bed alone),
+# HVD_BENCH_ONLY (a subset of "recovery host scaleup rerendezvous commit
+# torchrun bed"), HVD_BENCH_ROUNDS (re-rendezvous rounds per run, default
+# 10).
 # Results: bench-results/elastic/<timestamp>/{results.jsonl,report.md,
 # machine.txt, <scenario>-<variant>-np<N>-r<repeat>/...} (each scenario's
 # folder keeps the workers' JSON logs and hvdrun's timestamped stderr).
@@ -23,8 +28,16 @@ load="$(cut -d' ' -f1 /proc/loadavg)"
 hvd_ensure_packages python3-torch python3-numpy
 
 repeats="${1:-3}"
-nps="${HVD_BENCH_NP:-2 4 8}"
 only="${HVD_BENCH_ONLY:-recovery host scaleup rerendezvous commit torchrun}"
+if [ "$only" = bed ]; then
+  nps="${HVD_BENCH_NP:-4 8}"
+else
+  nps="${HVD_BENCH_NP:-2 4 8}"
+fi
+if [[ " $only " == *" bed "* ]]; then
+  [ "$(id -u)" -eq 0 ] ||
+    hvd_die "the bed scenarios need root (network namespaces, sshd): run 'sudo HVD_BENCH_ONLY=bed $0 $*'"
+fi
 rounds="${HVD_BENCH_ROUNDS:-10}"
 dir="$hvd_root/bench-results/elastic/$(date +%Y%m%d-%H%M%S)"
 results="$dir/results.jsonl"
@@ -57,6 +70,16 @@ scenario() {
   fi
 }
 
+# bed ARGS...: one bed_scenario.py run (it brings a bed up and down).
+bed() {
+  echo "repeat $r/$repeats np=$np: bed $*"
+  if ! /usr/bin/python3 "$here/bed_scenario.py" "$dir" "$results" "$@" \
+      --np "$np" --repeat "$r" >>"$dir/scenarios.log" 2>&1; then
+    echo "warning: bed $* at np=$np failed; see $dir/scenarios.log" >&2
+    failed=1
+  fi
+}
+
 started=$SECONDS
 for ((r = 1; r <= repeats; r++)); do
   for np in $nps; do
@@ -78,6 +101,12 @@ for ((r = 1; r <= repeats; r++)); do
       # torchrun's default monitor interval (5 s), then a tight one.
       scenario torchrun --monitor-interval 5
       scenario torchrun --monitor-interval 0.1
+    fi
+    if wanted bed && [ "$np" -ge 4 ]; then
+      for event in kill crash partition; do
+        bed hvd --event "$event"
+        bed torchrun --event "$event"
+      done
     fi
   done
 done

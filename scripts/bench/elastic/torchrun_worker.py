@@ -19,6 +19,7 @@ import time
 T_PROC_START = time.time()
 
 import argparse  # noqa: E402
+import glob  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -45,8 +46,16 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     rank = int(os.environ["RANK"])
-    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     slot = f"{socket.gethostname()}:{os.environ['LOCAL_RANK']}"
+    # TORCHELASTIC_RESTART_COUNT is per agent, and an agent that restarts
+    # its workers because another node came back to the rendezvous does
+    # not count that restart (seen with 4 agents on the test bed: those
+    # workers ran attempt 0 again). A slot that started before, as the
+    # log folder shows, is in a later attempt.
+    marker = os.path.join(args.log, f"started.{slot}.")
+    attempt = max(int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+                  len(glob.glob(glob.escape(marker) + "*")))
+    open(marker + str(os.getpid()), "w").close()
     if args.victim_host != "-":
         victim = slot == f"{args.victim_host}:0"
     else:
