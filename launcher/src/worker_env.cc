@@ -94,11 +94,11 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
                      std::to_string(*config.autotune_gaussian_process_noise));
   }
   if (config.tcp_only) env.emplace_back(ev::kNcclIbDisable, "1");
-  for (const auto& [name, value] : config.extra_env) {
+  for (const auto& variable : config.extra_env) {
     bool taken = std::any_of(env.begin(), env.end(), [&](const auto& set) {
-      return set.first == name;
+      return set.first == variable.first;
     });
-    if (!taken) env.emplace_back(name, value);
+    if (!taken) env.push_back(variable);
   }
   return env;
 }
