@@ -5,21 +5,21 @@
 #   asan    a clang ASan+UBSan build of every C++ test (build-asan/), ctest
 #   tsan    a clang TSan build of the rendezvous and runtime tests
 #           (build-tsan/), ctest
-#   fuzz    each libFuzzer target of tests/fuzz for 60 s, two at a time, on a
+#   fuzz    each libFuzzer target of tests/fuzz for 30 s, two at a time, on a
 #           copy of its corpus (the ASan+UBSan build)
 #   pytest  end-to-end tests through the real hvdrun
 # Prints each stage's duration. A failed stage does not stop the later ones;
 # the script then ends with a line naming the failed stages and exits 1. On
 # success the last line is pytest's summary.
 # Environment: HVD_TEST_STAGES="asan fuzz" runs only those stages (a local
-# shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 60 s,
+# shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 30 s,
 # CI=true turns compiler warnings into errors (as in setup.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 all_stages="ctest asan tsan fuzz pytest"
 stages="${HVD_TEST_STAGES:-$all_stages}"
-fuzz_seconds="${HVD_FUZZ_SECONDS:-60}"
+fuzz_seconds="${HVD_FUZZ_SECONDS:-30}"
 jobs="$(nproc)"
 werror=OFF
 [ -n "${CI:-}" ] && werror=ON
