@@ -86,9 +86,10 @@ def reach_waiting_for_slots(hvdrun, tmp_path):
 
 
 def reach_waiting_for_checkins(hvdrun, tmp_path):
-    # A host joins while the workers are in a 30 s step.
+    # A host joins while the workers are in their first, 30 s step (rank 0
+    # writes the hosts at the start of epoch 0).
     s = Scenario(tmp_path, "localhost:2\n", epochs=3, batches=2, sleep=30,
-                 discovery={"1": "localhost:2\n127.0.0.1:1\n"})
+                 discovery={"0": "localhost:2\n127.0.0.1:1\n"})
     w = start(hvdrun, ["-np", "2", "--min-np", "2", *elastic_args(s)])
     wait_for(w, r"generation 2 \(hosts changed\)", timeout=120)
     return w, s.log
