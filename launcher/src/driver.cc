@@ -23,6 +23,7 @@
 #include "host_address.h"
 #include "host_check_run.h"
 #include "hvd/common/hmac.h"
+#include "hvd/common/network_interfaces.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
 #include "job_policy.h"
@@ -139,7 +140,7 @@ class Errands {
 PolicyConfig PolicyFor(const LaunchConfig& config,
                        const std::string& server_address) {
   PolicyConfig policy = PolicyConfig::From(config);
-  policy.loopback_interfaces_count = server_address.rfind("127.", 0) == 0;
+  policy.loopback_interfaces_count = common::IsLoopbackAddress(server_address);
   return policy;
 }
 
@@ -150,8 +151,8 @@ class Driver {
       : config_(config),
         server_(server),
         launch_(std::move(launch)),
-        policy_(PolicyFor(config, launch_.endpoint.address),
-                std::move(hosts)) {}
+        policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)) {
+  }
 
   int Run(int signals);
 
