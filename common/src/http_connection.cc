@@ -152,16 +152,24 @@ void Connection::OnHeader(error_code ec) {
     return Refuse(503, Status::Aborted("the server is shutting down"));
   }
   const HttpServerOptions& options = server_.options();
-  const int64_t now = WallClockMs();
-  auto signed_at = VerifyRequestHeaders(options.secret, parser_->method(),
-                                        parser_->target(),
-                                        parser_->signature(), now,
-                                        options.auth_window);
-  if (!signed_at.ok()) return Refuse(401, signed_at.status());
-  Status fresh = server_.AdmitNonce(parser_->signature().nonce, *signed_at,
-                                    now);
-  if (!fresh.ok()) {
-    return Refuse(fresh.code() == Code::kResourceExhausted ? 503 : 401, fresh);
+  if (options.access == HttpAccess::kReadToken) {
+    Status allowed = CheckReadToken();
+    if (!allowed.ok()) {
+      return Refuse(allowed.code() == Code::kUnauthenticated ? 401 : 405,
+                    allowed);
+    }
+  } else {
+    const int64_t now = WallClockMs();
+    auto signed_at = VerifyRequestHeaders(
+        options.secret, parser_->method(), parser_->target(),
+        parser_->signature(), now, options.auth_window);
+    if (!signed_at.ok()) return Refuse(401, signed_at.status());
+    Status fresh =
+        server_.AdmitNonce(parser_->signature().nonce, *signed_at, now);
+    if (!fresh.ok()) {
+      return Refuse(fresh.code() == Code::kResourceExhausted ? 503 : 401,
+                    fresh);
+    }
   }
   if (!authenticated_) {
     authenticated_ = true;
@@ -178,6 +186,38 @@ void Connection::OnHeader(error_code ec) {
   if (parser_->is_done()) return Dispatch();
   parser_->AllowBody(limits_.body_bytes);
   ReadBody();
+}
+
+Status Connection::CheckReadToken() const {
+  // A reader only reads: no other method, and no body to read.
+  if (parser_->method() != "GET") {
+    return Status::InvalidArgument(
+        "this server is read-only: " + Printable(parser_->method(), 16) +
+        " is not allowed (GET only)");
+  }
+  if (!parser_->is_done()) {
+    return Status::InvalidArgument(
+        "this server is read-only: a request "
+        "with a body is not allowed");
+  }
+  std::string token = parser_->bearer();
+  if (token.empty()) {
+    auto target = ParseTarget(parser_->target());
+    if (target.ok()) {
+      for (const auto& [name, value] : target->params) {
+        if (name == "token") {
+          token = value;
+          break;
+        }
+      }
+    }
+  }
+  if (token.empty() ||
+      !ConstantTimeEquals(token, server_.options().read_token)) {
+    return Status::Unauthenticated(
+        "this page needs the token of the URL hvdrun printed (?token=...)");
+  }
+  return Status::Ok();
 }
 
 void Connection::ReadBody() {
@@ -235,6 +275,7 @@ void Connection::Answer(HttpAnswer answer, bool close) {
   if (!answer.content_type.empty()) {
     response_.set(http::field::content_type, answer.content_type);
   }
+  for (const auto& [name, value] : answer.headers) response_.set(name, value);
   response_.body() = std::move(answer.body);
   response_.keep_alive(!close_after_write_);
   response_.prepare_payload();

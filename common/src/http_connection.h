@@ -45,6 +45,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AwaitRequest();
   void ReadHeader();
   void OnHeader(error_code ec);
+  // kReadToken access: a GET without a body that carries the read token.
+  // kUnauthenticated without the token, kInvalidArgument for the rest.
+  Status CheckReadToken() const;
   void ReadBody();
   void OnBody(error_code ec);
   void Dispatch();

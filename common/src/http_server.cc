@@ -275,7 +275,9 @@ void SignedHttpServer::Impl::ScheduleSummary() {
 HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
                                               const std::string& body_digest) {
   HandledRequest handled;
-  Status body = VerifyBody(body_digest, request.body);
+  Status body = options_.access == HttpAccess::kReadToken
+                    ? Status::Ok()  // read requests have no body
+                    : VerifyBody(body_digest, request.body);
   if (!body.ok()) {
     handled.answer = HttpAnswer::Error(401, body);
     handled.refusal = body.message();
@@ -313,9 +315,14 @@ SignedHttpServer::~SignedHttpServer() = default;
 
 Result<std::unique_ptr<SignedHttpServer>> SignedHttpServer::Start(
     HttpServerOptions options, Handler handler) {
-  if (options.secret.empty()) {
+  if (options.access == HttpAccess::kSigned && options.secret.empty()) {
     return Status::InvalidArgument(options.name +
                                    " needs a job secret to check signatures");
+  }
+  if (options.access == HttpAccess::kReadToken &&
+      options.read_token.size() < 16) {
+    return Status::InvalidArgument(options.name +
+                                   " needs a read token of 16 bytes or more");
   }
   if (!handler) {
     return Status::InvalidArgument(options.name + " needs a handler");

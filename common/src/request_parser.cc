@@ -69,6 +69,14 @@ void RequestParser::on_field_impl(http::field, string_view name_string,
     slot = &content_sha256_;
   } else if (boost::beast::iequals(name_string, kSignatureHeader)) {
     slot = &signature_;
+  } else if (boost::beast::iequals(name_string, "Authorization")) {
+    const string_view kBearer("Bearer ");
+    if (value.size() <= kBearer.size() ||
+        !boost::beast::iequals(value.substr(0, kBearer.size()), kBearer)) {
+      return;  // another scheme: not ours, ignored
+    }
+    value = value.substr(kBearer.size());
+    slot = &bearer_;
   }
   if (slot == nullptr) return;
   // A repeated or oversized signature field is malformed, never merged.

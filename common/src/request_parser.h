@@ -24,6 +24,8 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   int version() const { return version_; }
   // Views into this parser; valid while it lives.
   ReceivedSignature signature() const;
+  // The token of an `Authorization: Bearer <token>` field, or "".
+  const std::string& bearer() const { return bearer_; }
   std::string& body() { return body_; }
 
   // Called once the header passed the signature check: the body may now be
@@ -61,6 +63,7 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   std::string nonce_;
   std::string content_sha256_;
   std::string signature_;
+  std::string bearer_;
   std::string body_;
 };
 

@@ -462,6 +462,11 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
   app.add_option("--output-filename", v.config.output_dir,
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
                  "and stderr");
+  app.add_option("--status-bind", v.config.status_bind,
+                 "Where the read-only status page and /metrics listen, "
+                 "ADDR[:PORT] (default 127.0.0.1, any port); its URL, with "
+                 "the read token, is printed at start")
+      ->capture_default_str();
   app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
   app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
   app.add_flag("--check-build", v.check_build,

@@ -22,12 +22,17 @@
 #include "discovery_loop.h"
 #include "host_address.h"
 #include "host_check_run.h"
+#include "hvd/common/env.h"
 #include "hvd/common/hmac.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
+#include "job_file.h"
 #include "job_policy.h"
+#include "job_record.h"
 #include "output_relay.h"
+#include "status_server.h"
+#include "status_snapshots.h"
 #include "worker_launch.h"
 
 namespace hvd::launcher {
@@ -144,6 +149,24 @@ PolicyConfig PolicyFor(const LaunchConfig& config,
   return policy;
 }
 
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+JobFacts FactsOf(const LaunchConfig& config) {
+  JobFacts facts;
+  facts.elastic = config.elastic;
+  facts.num_proc = config.num_proc;
+  facts.min_np = config.min_np > 0 ? config.min_np : config.num_proc;
+  facts.max_np = config.max_np;
+  for (const std::string& word : config.command) {
+    facts.command += (facts.command.empty() ? "" : " ") + word;
+  }
+  return facts;
+}
+
 class Driver {
  public:
   Driver(const LaunchConfig& config, rendezvous::RendezvousServer& server,
@@ -151,10 +174,12 @@ class Driver {
       : config_(config),
         server_(server),
         launch_(std::move(launch)),
-        policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)) {
-  }
+        policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)),
+        record_(FactsOf(config), Clock::now(), WallClockMs()),
+        snapshots_([this] { inbox_.Wake(); }) {}
 
   int Run(int signals);
+  StatusSnapshots& snapshots() { return snapshots_; }
 
  private:
   struct Running {
@@ -162,19 +187,26 @@ class Driver {
     std::unique_ptr<OutputRelay> relay;
   };
 
-  void Execute(const Actions& actions);
+  // Hands `actions` to the job record, then carries them out.
+  void Execute(TimePoint now, const Actions& actions);
   void Start(const StartWorker& action);
   void Signal(WorkerId worker, int signal);
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
   void RefreshAddresses();
   std::vector<Event> ReadSignals(int signals);
+  void PublishSnapshot() {
+    const TimePoint now = Clock::now();
+    snapshots_.Publish(record_.Snapshot(now, policy_.HostRows(now)));
+  }
 
   const LaunchConfig& config_;
   rendezvous::RendezvousServer& server_;
   const LaunchContext launch_;
   JobPolicy policy_;
+  JobRecord record_;
   Inbox inbox_;
+  StatusSnapshots snapshots_;
   std::atomic<bool> board_changed_{false};
   Cancellation cancel_errands_;  // before errands_: they use its fd
   Errands errands_;
@@ -197,7 +229,10 @@ int Driver::Run(int signals) {
           inbox_.Post(HostsDiscovered{std::move(hosts)});
         });
   }
-  Execute(policy_.Start(Clock::now()));
+  {
+    const TimePoint now = Clock::now();
+    Execute(now, policy_.Start(now));
+  }
   while (!policy_.finished()) {
     int timeout_ms = -1;
     if (auto deadline = policy_.NextDeadline()) {
@@ -227,10 +262,14 @@ int Driver::Run(int signals) {
     }
     if (events.empty()) events.push_back(Tick{});
     for (const Event& event : events) {
-      Execute(policy_.OnEvent(Clock::now(), event));
+      const TimePoint now = Clock::now();
+      record_.OnEvent(now, event);
+      Execute(now, policy_.OnEvent(now, event));
       if (policy_.finished()) break;
     }
+    if (snapshots_.wanted()) PublishSnapshot();
   }
+  PublishSnapshot();
   discovery.reset();
   server_.board().SetListener(nullptr);
   cancel_errands_.Cancel();
@@ -272,7 +311,8 @@ std::vector<Event> Driver::ReadSignals(int signals) {
   return events;
 }
 
-void Driver::Execute(const Actions& actions) {
+void Driver::Execute(TimePoint now, const Actions& actions) {
+  record_.OnActions(now, actions);
   for (const Action& action : actions) {
     std::visit(
         [&](const auto& a) {
@@ -356,6 +396,8 @@ void Driver::Execute(const Actions& actions) {
               }
               inbox_.Post(std::move(checked));
             });
+          } else if constexpr (std::is_same_v<T, WorkerFailed>) {
+            // Told to the job record above.
           } else if constexpr (std::is_same_v<T, Say>) {
             std::fprintf(stderr, "hvdrun: %s\n", a.line.c_str());
           } else if constexpr (std::is_same_v<T, Finish>) {
@@ -374,9 +416,11 @@ void Driver::Start(const StartWorker& action) {
   }
   Running running;
   running.process = *process;
+  auto tail = std::make_shared<OutputTail>();
+  record_.OnWorkerProcess(action.worker, process->pid, tail);
   auto relay =
-      OutputRelay::Start({{process->stdout_fd, action.slot.rank, false},
-                          {process->stderr_fd, action.slot.rank, true}},
+      OutputRelay::Start({{process->stdout_fd, action.slot.rank, false, tail},
+                          {process->stderr_fd, action.slot.rank, true, tail}},
                          config_.output_dir);
   if (relay.ok()) {
     running.relay = std::move(*relay);
@@ -401,6 +445,52 @@ void Driver::RefreshAddresses() {
   for (auto& [slot, address] : server_.board().NotifyAddresses()) {
     addresses_[slot] = address;
   }
+}
+
+// --status-bind: "ADDR:PORT", "ADDR", ":PORT", "[V6]:PORT".
+common::Result<StatusServerOptions> StatusBind(const std::string& bind) {
+  StatusServerOptions options;
+  std::string host = bind, port;
+  if (!bind.empty() && bind[0] == '[') {
+    const size_t close = bind.find(']');
+    if (close == std::string::npos) {
+      return common::Status::InvalidArgument("--status-bind " + bind +
+                                             ": no ']' after the address");
+    }
+    host = bind.substr(1, close - 1);
+    if (close + 1 < bind.size() && bind[close + 1] == ':') {
+      port = bind.substr(close + 2);
+    }
+  } else if (std::count(bind.begin(), bind.end(), ':') == 1) {
+    host = bind.substr(0, bind.find(':'));
+    port = bind.substr(bind.find(':') + 1);
+  }
+  if (!host.empty()) options.bind_host = host;
+  if (!port.empty()) {
+    auto number = common::ParseInt(port, "--status-bind port", 0, 65535);
+    if (!number.ok()) return number.status();
+    options.port = static_cast<int>(*number);
+  }
+  return options;
+}
+
+// What /status.json answers: the driver's snapshot and the rendezvous
+// server's counters.
+nlohmann::json CurrentStatus(StatusSnapshots& snapshots,
+                             const rendezvous::RendezvousServer& server) {
+  using namespace std::chrono_literals;
+  auto snapshot = snapshots.Get(500ms, 1000ms);
+  nlohmann::json status =
+      snapshot ? *snapshot
+               : nlohmann::json{{"job", {{"state", "starting"}}},
+                                {"hosts", nlohmann::json::array()},
+                                {"ranks", nlohmann::json::array()},
+                                {"generations", nlohmann::json::array()},
+                                {"failures", nlohmann::json::array()},
+                                {"recoveries", nlohmann::json::array()},
+                                {"messages", nlohmann::json::array()}};
+  status["rendezvous"] = nlohmann::json::parse(server.StatusJson());
+  return status;
 }
 
 int Fail(const std::string& message) {
@@ -457,7 +547,29 @@ int RunJob(const LaunchConfig& config) {
   spdlog::info("hvdrun: rendezvous server on {}:{}", *address,
                (*server)->port());
   Driver driver(config, **server, *launch, hosts);
+
+  auto bind = StatusBind(config.status_bind);
+  if (!bind.ok()) return Fail(bind.status().message());
+  auto token = common::NewJobSecret();  // a second, unrelated secret
+  if (!token.ok()) return Fail(token.status().message());
+  bind->token = *token;
+  rendezvous::RendezvousServer& rendezvous = **server;
+  auto status_server = StatusServer::Start(*bind, [&driver, &rendezvous] {
+    return CurrentStatus(driver.snapshots(), rendezvous);
+  });
+  if (!status_server.ok()) return Fail(status_server.status().message());
+  const std::string url = (*status_server)->url();
+  std::fprintf(stderr, "hvdrun: status page: %s\n", url.c_str());
+  auto job_file =
+      WriteJobFile({getpid(), url, FactsOf(config).command, WallClockMs()});
+  if (!job_file.ok()) {
+    spdlog::warn("hvdrun: `hvdrun status` will not find this job: {}",
+                 job_file.status().message());
+  }
+
   int code = driver.Run(signals);
+  if (job_file.ok()) RemoveJobFile(*job_file);
+  (*status_server)->Stop();
   (*server)->Stop();
   return code;
 }

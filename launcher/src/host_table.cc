@@ -84,4 +84,16 @@ std::optional<HostTable::Clock::time_point> HostTable::NextCooldownEnd(
   return next;
 }
 
+std::vector<HostTable::Row> HostTable::Rows(Clock::time_point now) const {
+  std::vector<Row> rows;
+  for (const Entry& entry : entries_) {
+    Row row{entry.host, entry.slots,  entry.listed,
+            false,      std::nullopt, entry.times_blacklisted};
+    row.blacklisted = IsBlacklisted(entry.host, now);
+    if (row.blacklisted) row.usable_again = entry.blacklisted_until;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace hvd::launcher

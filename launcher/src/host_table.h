@@ -42,6 +42,19 @@ class HostTable {
   // When the next blacklisted listed host becomes usable again, if ever.
   std::optional<Clock::time_point> NextCooldownEnd(Clock::time_point now) const;
 
+  // Every host ever listed, in first-seen order, as the status page shows
+  // it at `now`.
+  struct Row {
+    std::string host;
+    int slots = 0;
+    bool listed = false;  // discovery lists it now
+    bool blacklisted = false;
+    // With `blacklisted`: when it is usable again; nullopt: never.
+    std::optional<Clock::time_point> usable_again;
+    int times_blacklisted = 0;
+  };
+  std::vector<Row> Rows(Clock::time_point now) const;
+
  private:
   struct Entry {
     std::string host;

@@ -85,6 +85,15 @@ int JobPolicy::resets() const {
   return joined_.empty() ? 0 : static_cast<int>(joined_.size()) - 1;
 }
 
+std::vector<HostTable::Row> JobPolicy::HostRows(TimePoint now) const {
+  if (config_.elastic) return table_.Rows(now);
+  std::vector<HostTable::Row> rows;
+  for (const HostSlots& host : static_hosts_) {
+    rows.push_back({host.host, host.slots, true, false, std::nullopt, 0});
+  }
+  return rows;
+}
+
 Actions JobPolicy::Start(TimePoint now) {
   Actions out;
   cooldowns_checked_ = now;
@@ -186,8 +195,12 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
       WIFEXITED(event.wait_status) && WEXITSTATUS(event.wait_status) == 0;
   w.exited_ok = ok;
   const std::string how = DescribeExit(event.wait_status);
+  const int signal =
+      WIFSIGNALED(event.wait_status) ? WTERMSIG(event.wait_status) : 0;
   if (!config_.elastic) {
     if (ok || stopping_) return;
+    out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0, how,
+                               ExitCodeOf(event.wait_status), signal});
     Stop(now,
          "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
              how,
@@ -226,7 +239,7 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
   }
   if (!current) return;  // a removed slot's worker: not part of the job
   const bool broke =
-      FailWorker(now, w, how, ExitCodeOf(event.wait_status), out);
+      FailWorker(now, w, how, ExitCodeOf(event.wait_status), signal, out);
   Reassign(now, "slot " + w.slot + " failed; host " + w.host + " blacklisted",
            broke, out);
 }
@@ -238,12 +251,14 @@ void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
   Worker& w = it->second;
   w.running = false;
   if (!config_.elastic) {
+    out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0,
+                               "could not be started: " + event.message, 1, 0});
     Stop(now, event.message, 1, out);
     return;
   }
   if (stopping_) return;
   const bool broke =
-      FailWorker(now, w, "could not be started: " + event.message, 1, out);
+      FailWorker(now, w, "could not be started: " + event.message, 1, 0, out);
   Reassign(now,
            "slot " + w.slot + " could not be started; host " + w.host +
                " blacklisted",
@@ -321,7 +336,7 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   const bool broke = FailWorker(now, w,
                                 "did not answer " + std::to_string(w.misses) +
                                     " liveness probes in a row (hung); killed",
-                                1, out);
+                                1, 0, out);
   Reassign(now, "slot " + w.slot + " is hung; host " + w.host + " blacklisted",
            broke, out);
 }
@@ -397,7 +412,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
         FailWorker(now, w,
                    "did not check in within " + Seconds(config_.start_timeout) +
                        " s of its start (--start-timeout); killed",
-                   1, out);
+                   1, 0, out);
     why += (why.empty() ? "" : ", ") + w.slot;
   }
   if (!why.empty()) {
@@ -437,7 +452,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
 }
 
 bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
-                           int exit_code, Actions& out) {
+                           int exit_code, int signal, Actions& out) {
   auto in_plan = plan_.slots.find(w.slot);
   const int rank = w.joined > 0                   ? w.joined_rank
                    : in_plan != plan_.slots.end() ? in_plan->second.rank
@@ -445,6 +460,8 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
   failures_.push_back({w.joined, "slot " + w.slot + " (rank " +
                                      std::to_string(rank) + ") " + what});
   out.push_back(Say{failures_.back().second});
+  out.push_back(WorkerFailed{w.id, w.slot, w.host, rank, w.joined, what,
+                             exit_code, signal});
   exit_code_ = exit_code;
   bool broke = IsHolder(w);
   table_.Blacklist(w.host, now);
@@ -513,6 +530,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
 
   rendezvous::GenerationPlan plan;
   plan.generation = plan_.generation + 1;
+  plan.reason = why;
   // Every rank syncs from rank 0 when any of them lacks the committed
   // state, and after a failure (ranks may have restored different commits).
   bool sync = first || members_failed;

@@ -163,6 +163,17 @@ struct ProbeWorker {
 struct CheckHost {
   std::string host;
 };
+// A worker failed: for the job's record (the status page); the driver
+// does nothing else with it.
+struct WorkerFailed {
+  WorkerId worker = 0;
+  std::string slot, host;
+  int rank = 0;
+  int64_t generation = 0;  // the generation it had joined; 0: none
+  std::string what;        // "exited with code 3", "is hung ...", ...
+  int exit_code = 0;       // as hvdrun would exit for it
+  int signal = 0;          // the signal that ended it; 0: none
+};
 struct Say {
   std::string line;  // printed as "hvdrun: <line>"
 };
@@ -171,7 +182,7 @@ struct Finish {
 };
 using Action =
     std::variant<StartWorker, SignalWorker, PublishGeneration, PushHostsUpdated,
-                 PushAbort, ProbeWorker, CheckHost, Say, Finish>;
+                 PushAbort, ProbeWorker, CheckHost, WorkerFailed, Say, Finish>;
 using Actions = std::vector<Action>;
 
 // The slot's name on the rendezvous board: "<host>:<local_rank>".
@@ -190,6 +201,9 @@ class JobPolicy {
   bool finished() const { return finished_; }
   int64_t generation() const { return plan_.generation; }
   int resets() const;
+  // Every host of the job and its state at `now` (static jobs: the hosts
+  // given, never blacklisted).
+  std::vector<HostTable::Row> HostRows(TimePoint now) const;
 
  private:
   struct Worker {
@@ -227,7 +241,7 @@ class JobPolicy {
   // whether a worker holding the committed state went, so that the others'
   // world broke (they are told with an Abort push).
   bool FailWorker(TimePoint now, Worker& worker, const std::string& what,
-                  int exit_code, Actions& out);
+                  int exit_code, int signal, Actions& out);
   // Forms and publishes the next generation if it can; else waits or ends
   // the job. `members_failed`: the running workers' world broke, so they
   // are resetting already (no HostsUpdated push; every rank syncs).

@@ -22,6 +22,9 @@ struct LaunchConfig {
   std::vector<HostSlots> hosts;
   std::string network_interface;
   std::string output_dir;
+  // Where the status page and /metrics listen (--status-bind): "ADDR:PORT",
+  // "ADDR" (any port) or ":PORT" (loopback).
+  std::string status_bind = "127.0.0.1";
   bool verbose = false;
   std::string log_level;
   int ssh_port = 0;  // 0: ssh's default

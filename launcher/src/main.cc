@@ -9,8 +9,9 @@
 #include "guard.h"
 #include "host_check.h"
 #include "host_check_run.h"
-#include "remote_guard.h"
 #include "hvd/common/logging.h"
+#include "remote_guard.h"
+#include "status_command.h"
 
 int main(int argc, char** argv) {
   using namespace hvd::launcher;
@@ -22,6 +23,9 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], kHostCheckFlag) == 0) {
     return HostCheckMain();
+  }
+  if (argc > 1 && std::strcmp(argv[1], kStatusCommand) == 0) {
+    return StatusMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   BlockDriverSignals();  // before any thread exists
   CliOutcome cli =

@@ -91,6 +91,11 @@ void OutputRelay::Run() {
         size_t start = 0;
         while (start <= end) {
           size_t newline = stream->pending.find('\n', start);
+          if (stream->source.tail) {
+            stream->source.tail->Add(std::string_view(stream->pending)
+                                         .substr(start, newline - start),
+                                     stream->source.is_stderr);
+          }
           out += stream->prefix;
           out.append(stream->pending, start, newline + 1 - start);
           start = newline + 1;

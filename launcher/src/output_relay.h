@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hvd/common/status.h"
+#include "output_tail.h"
 
 namespace hvd::launcher {
 
@@ -18,6 +19,8 @@ struct RelayStream {
   int fd = -1;  // read end; the relay closes it at end-of-file
   int rank = 0;
   bool is_stderr = false;
+  // Also keeps the stream's last lines here, when set.
+  std::shared_ptr<OutputTail> tail;
 };
 
 class OutputRelay {

@@ -411,5 +411,70 @@ TEST(HttpServerStopTest, StopWaitsForARunningHandlerAndAnswersIt) {
   EXPECT_TRUE(socket.WaitClosed(10s));
 }
 
+// The read-token mode of the status server: GET with the token, nothing
+// else, and a signature does not stand in for the token.
+class ReadTokenServerTest : public HttpServerTest {
+ protected:
+  static constexpr char kToken[] = "0123456789abcdef-read-token";
+  void Adjust(HttpServerOptions& options) override {
+    options.access = HttpAccess::kReadToken;
+    options.secret.clear();
+    options.read_token = kToken;
+  }
+  std::string Ask(const std::string& request) {
+    RawSocket socket(server_->port());
+    EXPECT_TRUE(socket.Send(request));
+    return socket.ReadAnswer(10s);
+  }
+};
+
+TEST_F(ReadTokenServerTest, GetWithTheTokenInTheQueryOrAHeaderIsHandled) {
+  std::string answer = Ask(std::string("GET /page?token=") + kToken +
+                           " HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(StatusOf(answer), 200) << answer;
+  EXPECT_NE(answer.find("\"path\":\"/page\""), std::string::npos) << answer;
+  answer = Ask(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                           "Authorization: Bearer ") +
+               kToken + "\r\n\r\n");
+  EXPECT_EQ(StatusOf(answer), 200) << answer;
+  EXPECT_EQ(handled_, 2);
+}
+
+TEST_F(ReadTokenServerTest, WithoutTheRightTokenItIs401AndNeverHandled) {
+  EXPECT_EQ(StatusOf(Ask("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")), 401);
+  EXPECT_EQ(StatusOf(Ask("GET /page?token=guess HTTP/1.1\r\nHost: x\r\n\r\n")),
+            401);
+  EXPECT_EQ(StatusOf(Ask("GET /page HTTP/1.1\r\nHost: x\r\n"
+                         "Authorization: Basic dXNlcjpwYXNz\r\n\r\n")),
+            401);
+  // A request signed with some secret is no reader.
+  EXPECT_EQ(StatusOf(Ask(SignedRequestBytes(kSecret, "GET", "/page"))), 401);
+  EXPECT_EQ(handled_, 0);
+}
+
+TEST_F(ReadTokenServerTest, AnythingButAPlainGetIsRefusedEvenWithTheToken) {
+  const std::string token = std::string("?token=") + kToken;
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH", "HEAD"}) {
+    std::string answer =
+        Ask(std::string(method) + " /page" + token +
+            " HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    EXPECT_EQ(StatusOf(answer), 405) << method << ": " << answer;
+  }
+  std::string answer =
+      Ask("GET /page" + token +
+          " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  EXPECT_EQ(StatusOf(answer), 405) << answer;
+  EXPECT_EQ(handled_, 0);
+}
+
+TEST(ReadTokenServerStartTest, RefusesAShortToken) {
+  HttpServerOptions options;
+  options.access = HttpAccess::kReadToken;
+  options.read_token = "short";
+  auto server = SignedHttpServer::Start(
+      options, [](const HttpRequest&) { return HttpAnswer::Json("{}"); });
+  EXPECT_FALSE(server.ok());
+}
+
 }  // namespace
 }  // namespace hvd::common

@@ -33,6 +33,8 @@ struct HttpAnswer {
   int status = 200;
   std::string content_type;
   std::string body;
+  // Further header fields (name, value), e.g. a page's security policy.
+  std::vector<std::pair<std::string, std::string>> headers;
 
   // The JSON error shape of docs/protocol.md with HttpStatusFor(code):
   // {"error": "<code name>", "message": "..."}. Bytes of `message` that are

@@ -1,7 +1,14 @@
 // SignedHttpServer: the HTTP/1.1 server core of every hvd control-plane
 // server (the driver's rendezvous server, each worker's notification
-// server), built so that clients without the job secret cannot stall it or
-// grow its memory. See docs/design.md, "Control-plane servers".
+// server, and hvdrun's read-only status server), built so that clients
+// without the job secret cannot stall it or grow its memory. See
+// docs/design.md, "Control-plane servers".
+//
+// Access is one of two kinds (HttpAccess). kSigned: every request is signed
+// with the job secret (below). kReadToken, for the status page: only GET
+// requests without a body, each carrying the read token as `?token=` or
+// `Authorization: Bearer`; everything else is refused before the handler
+// (405 for another method, 401 without the token).
 //
 // Threads: one I/O thread runs every socket operation, event-driven (an idle
 // connection costs a file descriptor and a small buffer, no thread); a
@@ -68,11 +75,15 @@ struct HttpServerLimits {
   std::chrono::milliseconds refusal_log_interval{10000};
 };
 
+enum class HttpAccess { kSigned, kReadToken };
+
 struct HttpServerOptions {
   std::string name;  // starts log lines: "rendezvous", "notification server"
   std::string bind_host = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, reported by port()
-  std::string secret;  // required
+  HttpAccess access = HttpAccess::kSigned;
+  std::string secret;      // required with kSigned
+  std::string read_token;  // required with kReadToken
   // Accepted distance between a request's timestamp and this clock.
   std::chrono::milliseconds auth_window{60000};
   // Handler threads: the most requests handled at once. A handler that

@@ -34,6 +34,8 @@ struct GenerationPlan {
   // a slot not listed takes any. A process the driver replaced (say, it was
   // cut off by a partition and came back) cannot check in for the slot.
   std::map<std::string, int64_t> workers;
+  // Why the driver formed it ("start", "slot h:0 failed; ...").
+  std::string reason;
 };
 
 class ElasticBoard {

@@ -68,13 +68,16 @@ class RendezvousServer {
   // Requests answered so far, for benchmarks and /v1/status.
   uint64_t requests_total() const;
 
+  // What /v1/status answers: uptime, generation, the store's size and
+  // waiters, and the requests answered by class.
+  std::string StatusJson() const;
+
   void Stop();
 
  private:
   explicit RendezvousServer(ServerOptions options);
   // Runs on a handler thread for every authenticated request.
   common::HttpAnswer Route(const common::HttpRequest& req);
-  std::string StatusJson() const;
 
   const ServerOptions options_;
   KvStore store_;

@@ -1,0 +1,37 @@
+// Job files: how `hvdrun status` without a URL finds the jobs running on
+// this machine. Each hvdrun writes one file (its pid, its status URL with
+// the read token, its command) into a directory only its user can enter,
+// and removes it when it ends; a file whose hvdrun is gone is removed by
+// the next reader.
+//
+// The directory is $XDG_RUNTIME_DIR/hvd when that is set, else
+// /tmp/hvd-<uid>. A directory there that is not this user's, or that
+// others may write, is refused: its files could point anywhere.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+
+namespace hvd::launcher {
+
+struct JobFile {
+  pid_t pid = 0;
+  std::string url;
+  std::string command;
+  int64_t started_ms = 0;
+};
+
+std::string JobFileDirectory();
+
+// Writes this process's file; returns its path.
+common::Result<std::string> WriteJobFile(const JobFile& job);
+void RemoveJobFile(const std::string& path);
+
+// The jobs whose hvdrun still runs, oldest first.
+common::Result<std::vector<JobFile>> RunningJobs();
+
+}  // namespace hvd::launcher

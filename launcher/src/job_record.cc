@@ -1,0 +1,349 @@
+#include "job_record.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace hvd::launcher {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+void KeepNewest(std::deque<T>& items, size_t max) {
+  while (items.size() > max) items.pop_front();
+}
+
+double Ms(TimePoint from, TimePoint to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+std::string SignalName(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return abbrev ? std::string("SIG") + abbrev
+                : "signal " + std::to_string(signal);
+}
+
+bool SameHosts(const std::vector<HostSlots>& a,
+               const std::vector<HostSlots>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](auto& x, auto& y) {
+           return x.host == y.host && x.slots == y.slots;
+         });
+}
+
+}  // namespace
+
+JobRecord::JobRecord(JobFacts facts, TimePoint started, int64_t started_wall_ms)
+    : facts_(std::move(facts)),
+      started_(started),
+      started_wall_ms_(started_wall_ms) {}
+
+int64_t JobRecord::WallMs(TimePoint t) const {
+  return started_wall_ms_ +
+         std::chrono::duration_cast<std::chrono::milliseconds>(t - started_)
+             .count();
+}
+
+void JobRecord::OnEvent(TimePoint now, const Event& event) {
+  if (auto* hosts = std::get_if<HostsDiscovered>(&event)) {
+    if (!discovered_.empty() && !SameHosts(discovered_, hosts->hosts) &&
+        !hosts_since_publish_) {
+      hosts_since_publish_ = now;
+    }
+    discovered_ = hosts->hosts;
+  } else if (auto* exited = std::get_if<WorkerExited>(&event)) {
+    auto it = workers_.find(exited->worker);
+    if (it != workers_.end() && !it->second.exited) {
+      it->second.exited = now;
+      it->second.wait_status = exited->wait_status;
+    }
+  } else if (auto* board = std::get_if<BoardChanged>(&event)) {
+    for (Generation& g : generations_) {
+      if (g.number != board->generation || g.complete) continue;
+      g.missing = board->missing;
+      if (g.missing.empty()) {
+        g.complete = now;
+        if (g.number > 1) ++resets_by_cause_[g.cause];
+      }
+    }
+  }
+}
+
+void JobRecord::OnActions(TimePoint now, const Actions& actions) {
+  for (const Action& action : actions) {
+    if (auto* start = std::get_if<StartWorker>(&action)) {
+      Worker& w = workers_[start->worker];
+      w.id = start->worker;
+      w.slot = SlotNameOf(start->slot);
+      w.host = start->slot.host;
+      w.local_rank = start->slot.local_rank;
+      w.started = now;
+      if (!facts_.elastic) AddStaticRank(now, *start);
+    } else if (auto* published = std::get_if<PublishGeneration>(&action)) {
+      Generation g;
+      g.number = published->plan.generation;
+      g.reason = published->plan.reason;
+      g.plan = published->plan;
+      g.published = now;
+      for (const auto& [slot, a] : g.plan.slots) g.missing.insert(slot);
+      if (g.number == 1) {
+        g.cause = "start";
+        g.triggered = started_;
+      } else if (failure_since_publish_) {
+        g.cause = "failure";
+        g.triggered = *failure_since_publish_;
+        g.failed_worker = failed_since_publish_;
+      } else if (hosts_since_publish_) {
+        g.cause = "hosts";
+        g.triggered = *hosts_since_publish_;
+      } else {
+        g.cause = "other";
+        g.triggered = now;
+      }
+      failure_since_publish_.reset();
+      failed_since_publish_ = 0;
+      hosts_since_publish_.reset();
+      generations_.push_back(std::move(g));
+      KeepNewest(generations_, kMaxGenerations);
+    } else if (auto* failed = std::get_if<WorkerFailed>(&action)) {
+      ++failures_total_;
+      failures_.push_back(Failure{now, *failed});
+      KeepNewest(failures_, kMaxFailures);
+      if (!failure_since_publish_) {
+        failure_since_publish_ = now;
+        failed_since_publish_ = failed->worker;
+      }
+    } else if (auto* say = std::get_if<Say>(&action)) {
+      messages_.emplace_back(now, say->line);
+      KeepNewest(messages_, kMaxMessages);
+    } else if (auto* finish = std::get_if<Finish>(&action)) {
+      exit_code_ = finish->exit_code;
+    }
+  }
+}
+
+void JobRecord::AddStaticRank(TimePoint now, const StartWorker& start) {
+  // A static job is one generation, formed as its workers start; they meet
+  // in Gloo's rendezvous without checking in.
+  if (generations_.empty()) {
+    Generation g;
+    g.number = 1;
+    g.reason = g.cause = "start";
+    g.plan.generation = 1;
+    g.plan.reason = g.reason;
+    g.triggered = started_;
+    generations_.push_back(std::move(g));
+  }
+  Generation& g = generations_.back();
+  rendezvous::WorkerAssignment a;
+  a.generation = 1;
+  a.rank = start.slot.rank;
+  a.size = start.slot.size;
+  a.local_rank = start.slot.local_rank;
+  a.local_size = start.slot.local_size;
+  a.cross_rank = start.slot.cross_rank;
+  a.cross_size = start.slot.cross_size;
+  a.sync = false;
+  const std::string slot = SlotNameOf(start.slot);
+  g.plan.slots[slot] = a;
+  g.plan.workers[slot] = start.worker;
+  g.published = now;
+  if (static_cast<int>(g.plan.slots.size()) == start.slot.size)
+    g.complete = now;
+}
+
+void JobRecord::OnWorkerProcess(WorkerId worker, pid_t pid,
+                                std::shared_ptr<OutputTail> tail) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return;
+  it->second.pid = pid;
+  it->second.tail = std::move(tail);
+}
+
+void JobRecord::OnLastSeen(WorkerId worker, TimePoint last_seen) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return;
+  if (!it->second.last_seen || *it->second.last_seen < last_seen) {
+    it->second.last_seen = last_seen;
+  }
+}
+
+json JobRecord::GenerationJson(const Generation& g) const {
+  json slots = json::array();
+  for (const auto& [slot, a] : g.plan.slots) {
+    slots.push_back({{"slot", slot}, {"rank", a.rank}});
+  }
+  json out{
+      {"generation", g.number},
+      {"reason", g.reason},
+      {"cause", g.cause},
+      {"size", g.plan.slots.size()},
+      {"published_ms", WallMs(g.published)},
+      {"complete_ms", nullptr},
+      {"missing", g.missing},
+      {"sync", !g.plan.slots.empty() && g.plan.slots.begin()->second.sync}};
+  if (g.complete) out["complete_ms"] = WallMs(*g.complete);
+  return out;
+}
+
+json JobRecord::RecoveryJson(const Generation& g) const {
+  // Phases the driver sees; the workers' (connect, state sync, first step)
+  // are added from their reports.
+  json phases{{"detect_ms", nullptr},
+              {"decide_ms", Ms(g.triggered, g.published)},
+              {"rendezvous_ms", nullptr}};
+  auto failed = workers_.find(g.failed_worker);
+  if (failed != workers_.end() && failed->second.last_seen &&
+      *failed->second.last_seen <= g.triggered) {
+    phases["detect_ms"] = Ms(*failed->second.last_seen, g.triggered);
+  }
+  if (g.complete) phases["rendezvous_ms"] = Ms(g.published, *g.complete);
+  return {{"generation", g.number},
+          {"cause", g.cause},
+          {"reason", g.reason},
+          {"triggered_ms", WallMs(g.triggered)},
+          {"phases", phases}};
+}
+
+json JobRecord::Snapshot(TimePoint now,
+                         const std::vector<HostTable::Row>& hosts) const {
+  const Generation* newest =
+      generations_.empty() ? nullptr : &generations_.back();
+  std::string state = "starting";
+  if (exit_code_) {
+    state = *exit_code_ == 0 ? "succeeded" : "failed";
+  } else if (newest && newest->complete) {
+    state = "running";
+  } else if (newest && newest->number > 1) {
+    state = "recovering";
+  }
+  json job{{"state", state},
+           {"elastic", facts_.elastic},
+           {"command", facts_.command},
+           {"num_proc", facts_.num_proc},
+           {"min_np", facts_.min_np},
+           {"max_np", facts_.max_np},
+           {"started_ms", started_wall_ms_},
+           {"now_ms", WallMs(now)},
+           {"generation", newest ? newest->number : 0},
+           {"world_size", newest ? newest->plan.slots.size() : 0},
+           {"failures", failures_total_},
+           {"exit_code", nullptr}};
+  if (exit_code_) job["exit_code"] = *exit_code_;
+  json resets = json::object();
+  int resets_total = 0;
+  for (const auto& [cause, count] : resets_by_cause_) {
+    resets[cause] = count;
+    resets_total += count;
+  }
+  job["resets"] = resets_total;
+  job["resets_by_cause"] = resets;
+
+  // Workers running now, by host.
+  std::map<std::string, int> running_on;
+  for (const auto& [id, w] : workers_) {
+    if (!w.exited) ++running_on[w.host];
+  }
+  json host_list = json::array();
+  for (const HostTable::Row& row : hosts) {
+    std::string host_state = !row.listed                  ? "removed"
+                             : row.blacklisted            ? "blacklisted"
+                             : running_on.count(row.host) ? "running"
+                                                          : "idle";
+    json entry{
+        {"host", row.host},
+        {"slots", row.slots},
+        {"state", host_state},
+        {"workers", running_on.count(row.host) ? running_on[row.host] : 0},
+        {"times_blacklisted", row.times_blacklisted},
+        {"usable_again_ms", nullptr}};
+    if (row.blacklisted && row.usable_again) {
+      entry["usable_again_ms"] = WallMs(*row.usable_again);
+    }
+    host_list.push_back(std::move(entry));
+  }
+
+  json ranks = json::array();
+  if (newest) {
+    std::vector<std::pair<int, std::string>> order;
+    for (const auto& [slot, a] : newest->plan.slots) {
+      order.emplace_back(a.rank, slot);
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [rank, slot] : order) {
+      const rendezvous::WorkerAssignment& a = newest->plan.slots.at(slot);
+      json entry{{"rank", rank},
+                 {"slot", slot},
+                 {"host", slot.substr(0, slot.rfind(':'))},
+                 {"local_rank", a.local_rank},
+                 {"checked_in", newest->missing.count(slot) == 0},
+                 {"worker", nullptr},
+                 {"pid", nullptr},
+                 {"started_ms", nullptr}};
+      auto id = newest->plan.workers.find(slot);
+      if (id != newest->plan.workers.end()) {
+        entry["worker"] = id->second;
+        auto w = workers_.find(id->second);
+        if (w != workers_.end()) {
+          if (w->second.pid > 0) entry["pid"] = w->second.pid;
+          entry["started_ms"] = WallMs(w->second.started);
+          entry["host"] = w->second.host;
+        }
+      }
+      ranks.push_back(std::move(entry));
+    }
+  }
+
+  json generation_list = json::array();
+  json recoveries = json::array();
+  for (const Generation& g : generations_) {
+    generation_list.push_back(GenerationJson(g));
+    recoveries.push_back(RecoveryJson(g));
+  }
+
+  json failure_list = json::array();
+  for (const Failure& f : failures_) {
+    json entry{{"at_ms", WallMs(f.at)},
+               {"slot", f.what.slot},
+               {"host", f.what.host},
+               {"rank", f.what.rank},
+               {"generation", f.what.generation},
+               {"worker", f.what.worker},
+               {"what", f.what.what},
+               {"exit_code", f.what.exit_code},
+               {"signal", nullptr},
+               {"pid", nullptr},
+               {"output_tail", json::array()}};
+    if (f.what.signal > 0) entry["signal"] = SignalName(f.what.signal);
+    auto w = workers_.find(f.what.worker);
+    if (w != workers_.end()) {
+      if (w->second.pid > 0) entry["pid"] = w->second.pid;
+      if (w->second.tail) {
+        for (const auto& line : w->second.tail->Lines()) {
+          entry["output_tail"].push_back(
+              {{"stream", line.is_stderr ? "stderr" : "stdout"},
+               {"text", line.text}});
+        }
+      }
+    }
+    failure_list.push_back(std::move(entry));
+  }
+
+  json messages = json::array();
+  for (const auto& [at, line] : messages_) {
+    messages.push_back({{"at_ms", WallMs(at)}, {"text", line}});
+  }
+  return {{"job", job},
+          {"hosts", host_list},
+          {"ranks", ranks},
+          {"generations", generation_list},
+          {"failures", failure_list},
+          {"recoveries", recoveries},
+          {"messages", messages}};
+}
+
+}  // namespace hvd::launcher

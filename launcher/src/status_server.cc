@@ -1,0 +1,106 @@
+#include "status_server.h"
+
+#include <unistd.h>
+
+#include "status_page.h"
+
+namespace hvd::launcher {
+
+using common::HttpAnswer;
+using common::Status;
+
+namespace {
+
+// The page runs its own inline script and talks to this server only; it
+// may not be framed, and the token stays out of referrers.
+const std::vector<std::pair<std::string, std::string>> kPageHeaders = {
+    {"Content-Security-Policy",
+     "default-src 'none'; script-src 'unsafe-inline'; style-src "
+     "'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; "
+     "form-action 'none'; frame-ancestors 'none'"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Cache-Control", "no-store"}};
+
+std::string Dump(const nlohmann::json& value) {
+  // Output tails may hold any bytes: never throw on them.
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+StatusServer::StatusServer(StatusServerOptions options, Source source)
+    : options_(std::move(options)), source_(std::move(source)) {}
+
+StatusServer::~StatusServer() { Stop(); }
+
+common::Result<std::unique_ptr<StatusServer>> StatusServer::Start(
+    StatusServerOptions options, Source source) {
+  std::unique_ptr<StatusServer> server(
+      new StatusServer(std::move(options), std::move(source)));
+  common::HttpServerOptions http;
+  http.name = "status server";
+  http.bind_host = server->options_.bind_host;
+  http.port = server->options_.port;
+  http.access = common::HttpAccess::kReadToken;
+  http.read_token = server->options_.token;
+  http.handler_threads = 2;
+  // Readers are few: a browser tab, a scraper, `hvdrun status`.
+  http.limits.max_connections = 256;
+  http.limits.max_unauthenticated = 64;
+  http.limits.max_unauthenticated_per_peer = 16;
+  http.limits.body_bytes = 0;
+  http.limits.authenticated_idle = std::chrono::seconds(60);
+  StatusServer* self = server.get();
+  auto started = common::SignedHttpServer::Start(
+      std::move(http),
+      [self](const common::HttpRequest& req) { return self->Route(req); });
+  if (!started.ok()) {
+    return Status::InvalidArgument("--status-bind " +
+                                   server->options_.bind_host + ":" +
+                                   std::to_string(server->options_.port) +
+                                   ": " + started.status().message());
+  }
+  server->http_ = std::move(*started);
+  return server;
+}
+
+std::string StatusServer::url() const {
+  std::string host = options_.bind_host;
+  if (host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) == 0) host = name;
+  } else if (host.find(':') != std::string::npos) {
+    host = "[" + host + "]";
+  }
+  return "http://" + host + ":" + std::to_string(port()) +
+         "/?token=" + options_.token;
+}
+
+HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
+  if (request.path == "/" || request.path == "/index.html") {
+    HttpAnswer page{200, "text/html; charset=utf-8", StatusPageHtml(),
+                    kPageHeaders};
+    return page;
+  }
+  if (request.path == "/status.json") {
+    HttpAnswer answer = HttpAnswer::Json(Dump(source_()));
+    answer.headers = {{"Cache-Control", "no-store"}};
+    return answer;
+  }
+  if (request.path == "/metrics") {
+    return HttpAnswer{200,
+                      "text/plain; version=0.0.4; charset=utf-8",
+                      MetricsText(source_()),
+                      {{"Cache-Control", "no-store"}}};
+  }
+  return HttpAnswer::Error(
+      Status::NotFound("no page " + common::Printable(request.path) +
+                       " here: try /, /status.json or /metrics"));
+}
+
+void StatusServer::Stop() {
+  if (http_) http_->Stop();
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,159 @@
+"""hvdrun's status server through the real hvdrun: the URL it prints, the
+read token, status.json during an elastic job with a killed worker, /metrics
+parsed by prometheus_client, and `hvdrun status` in a terminal."""
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import HVDRUN, wait_until
+from test_elastic import Scenario
+
+URL_LINE = re.compile(r"^hvdrun: status page: (http://\S+)$", re.M)
+
+
+def status_url(child):
+    line = child.wait_for_line(lambda l: URL_LINE.match(l),
+                               "the status page line", stream="stderr")
+    return URL_LINE.match(line).group(1)
+
+
+def get(url, path, token=True, method="GET", timeout=10):
+    """(HTTP status, body) of `path` at the server of `url`."""
+    parts = urllib.parse.urlsplit(url)
+    query = parts.query if token else ""
+    target = urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, path, query, ""))
+    request = urllib.request.Request(target, method=method,
+                                     data=b"x" if method != "GET" else None)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def status(url):
+    code, body = get(url, "/status.json")
+    assert code == 200, body
+    return json.loads(body)
+
+
+def metrics(url):
+    code, body = get(url, "/metrics")
+    assert code == 200, body
+    samples = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            samples[key] = sample.value
+    return samples
+
+
+def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
+    s = Scenario(tmp_path, "", epochs=40, batches=10, sleep=0.05,
+                 exits=[{"slot": "127.0.0.1:1", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    child = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
+                          "localhost:2,127.0.0.1:2", *s.command()])
+    url = status_url(child)
+    assert urllib.parse.urlsplit(url).hostname == "127.0.0.1"
+
+    def recovered():
+        now = status(url)
+        gens = now["generations"]
+        return now if (len(gens) >= 2 and gens[-1]["complete_ms"]
+                       and now["failures"]) else None
+    now = wait_until(recovered, "generation 2 complete after the kill",
+                     timeout=60)
+    job = now["job"]
+    assert job["elastic"] and job["state"] == "running", job
+    assert job["generation"] == 2 and job["world_size"] == 2, job
+    assert job["resets_by_cause"] == {"failure": 1}, job
+    hosts = {h["host"]: h for h in now["hosts"]}
+    assert hosts["127.0.0.1"]["state"] == "blacklisted", hosts
+    assert hosts["127.0.0.1"]["usable_again_ms"] is None  # no cooldown
+    assert hosts["localhost"]["state"] == "running", hosts
+    assert [r["slot"] for r in now["ranks"]] == ["localhost:0", "localhost:1"]
+    assert all(isinstance(r["pid"], int) and r["checked_in"]
+               for r in now["ranks"]), now["ranks"]
+    failure = now["failures"][0]
+    assert failure["slot"] == "127.0.0.1:1", failure
+    assert failure["signal"] == "SIGKILL" and failure["exit_code"] == 137
+    recovery = now["recoveries"][-1]
+    assert recovery["cause"] == "failure", recovery
+    for phase in ("decide_ms", "rendezvous_ms"):
+        assert 0 <= recovery["phases"][phase] < 30000, recovery
+
+    m = metrics(url)
+    assert m[("hvd_generation", ())] == 2
+    assert m[("hvd_world_size", ())] == 2
+    assert m[("hvd_resets_total", (("cause", "failure"),))] == 1
+    assert m[("hvd_resets_total", (("cause", "hosts"),))] == 0
+    assert m[("hvd_worker_failures_total", ())] == 1
+    assert m[("hvd_hosts", (("state", "blacklisted"),))] == 1
+    assert m[("hvd_hosts", (("state", "running"),))] == 1
+    assert m[("hvd_recovery_phase_seconds_count",
+              (("phase", "rendezvous"),))] == 2
+    assert m[("hvd_rendezvous_requests_total", (("code", "2xx"),))] > 0
+
+    # `hvdrun status` finds the job on this machine, and takes the URL.
+    for args in ([], [url]):
+        shown = subprocess.run([str(HVDRUN), "status", *args],
+                               capture_output=True, text=True, timeout=30)
+        assert shown.returncode == 0, shown.stderr
+        assert "job: running, generation 2, 2 ranks, 1 resets" in \
+            shown.stdout, shown.stdout
+        assert re.search(r"127\.0\.0\.1\s+2\s+blacklisted", shown.stdout), \
+            shown.stdout
+        assert "slot 127.0.0.1:1 (rank 3" in shown.stdout, shown.stdout
+        assert "SIGKILL" in shown.stdout
+
+    child.send_signal(2)
+    child.wait(timeout=60)
+
+
+def test_the_status_server_only_reads_and_only_with_the_token(hvdrun,
+                                                              tmp_path):
+    go = tmp_path / "go"
+    waits = ("import os, time\n"
+             f"deadline = time.monotonic() + 60\n"
+             f"while not os.path.exists({str(go)!r}):\n"
+             "    assert time.monotonic() < deadline\n"
+             "    time.sleep(0.05)\n")
+    child = hvdrun.start(["-np", "1", "/usr/bin/python3", "-c", waits])
+    url = status_url(child)
+    code, page = get(url, "/")
+    assert code == 200 and "<title>hvd job</title>" in page
+    assert status(url)["job"]["state"] in ("starting", "running")
+    for path in ("/", "/status.json", "/metrics"):
+        code, body = get(url, path, token=False)
+        assert code == 401, (path, code, body)
+    for method in ("POST", "PUT", "DELETE"):
+        code, body = get(url, "/status.json", method=method)
+        assert code == 405, (method, code, body)
+        assert "read-only" in body
+    assert get(url, "/v1/kv/x")[0] == 404
+    go.touch()
+    assert child.wait(timeout=60) == 0
+    # Its job file went with it.
+    shown = subprocess.run([str(HVDRUN), "status"], capture_output=True,
+                           text=True, timeout=30)
+    assert url not in shown.stdout
+
+
+def test_status_bind_takes_an_address_and_port(hvdrun, tmp_path):
+    child = hvdrun.start(["--status-bind", "127.0.0.1:0", "-np", "1",
+                          "/usr/bin/python3", "-c", "print('hi')"])
+    assert urllib.parse.urlsplit(status_url(child)).hostname == "127.0.0.1"
+    assert child.wait(timeout=60) == 0
+    bad = subprocess.run([str(HVDRUN), "--status-bind", "127.0.0.1:99999",
+                          "-np", "1", "true"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode != 0
+    assert "--status-bind port" in bad.stderr, bad.stderr

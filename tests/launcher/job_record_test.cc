@@ -1,0 +1,222 @@
+// JobRecord and the views of it (status text, Prometheus metrics), fed by a
+// real JobPolicy with synthetic events and times: no process, no sleep.
+#include "job_record.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "status_server.h"
+
+namespace hvd::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const TimePoint kT0 = TimePoint(1000h);
+constexpr int64_t kWall0 = 1'800'000'000'000;
+
+// A policy and its record, fed as the driver feeds them.
+class Job {
+ public:
+  Job(PolicyConfig config, std::vector<HostSlots> hosts)
+      : policy_(config, hosts),
+        record_(JobFacts{config.elastic, config.num_proc, config.min_np,
+                         config.max_np, "python train.py"},
+                kT0, kWall0) {}
+
+  Actions Start() { return Run(policy_.Start(now_)); }
+  Actions On(const Event& event) {
+    record_.OnEvent(now_, event);
+    return Run(policy_.OnEvent(now_, event));
+  }
+  // Every slot of the newest generation checks in.
+  Actions AllCheckIn() {
+    return On(BoardChanged{policy_.generation(), {}, {}});
+  }
+  void Advance(std::chrono::milliseconds d) { now_ += d; }
+  json Snapshot() { return record_.Snapshot(now_, policy_.HostRows(now_)); }
+  JobRecord& record() { return record_; }
+  WorkerId WorkerIn(const std::string& slot) const { return slots_.at(slot); }
+
+ private:
+  Actions Run(Actions actions) {
+    record_.OnActions(now_, actions);
+    for (const Action& action : actions) {
+      if (auto* start = std::get_if<StartWorker>(&action)) {
+        slots_[SlotNameOf(start->slot)] = start->worker;
+        auto tail = std::make_shared<OutputTail>();
+        tail->Add("worker " + std::to_string(start->worker) + " says hi",
+                  false);
+        record_.OnWorkerProcess(start->worker, 4000 + start->worker, tail);
+      }
+    }
+    return actions;
+  }
+
+  TimePoint now_ = kT0;
+  JobPolicy policy_;
+  JobRecord record_;
+  std::map<std::string, WorkerId> slots_;
+};
+
+PolicyConfig Elastic() {
+  PolicyConfig config;
+  config.elastic = true;
+  config.num_proc = 4;
+  config.min_np = 2;
+  config.max_np = 4;
+  config.cooldown = CooldownRange{10s, 100s};
+  return config;
+}
+
+TEST(JobRecordTest, AFailureIsARecoveryWithPhasesAndARecordedFailure) {
+  Job job(Elastic(), {{"a", 2}, {"b", 2}});
+  job.Start();
+  job.Advance(300ms);
+  job.AllCheckIn();
+  json s = job.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "running");
+  EXPECT_EQ(s["job"]["generation"], 1);
+  ASSERT_EQ(s["ranks"].size(), 4u);
+  EXPECT_EQ(s["ranks"][0]["slot"], "a:0");
+  EXPECT_EQ(s["ranks"][0]["pid"], 4000 + job.WorkerIn("a:0"));
+  EXPECT_TRUE(s["ranks"][3]["checked_in"]);
+  EXPECT_EQ(s["recoveries"][0]["cause"], "start");
+  EXPECT_EQ(s["recoveries"][0]["phases"]["rendezvous_ms"], 300.0) << s.dump(1);
+
+  job.Advance(10s);
+  const WorkerId victim = job.WorkerIn("b:1");
+  job.record().OnLastSeen(victim, kT0 + 9700ms);
+  job.record().OnLastSeen(victim, kT0 + 9600ms);  // older: ignored
+  Actions failed = job.On(WorkerExited{victim, SIGKILL});
+  ASSERT_FALSE(failed.empty());
+  job.Advance(50ms);
+  job.AllCheckIn();
+
+  s = job.Snapshot();
+  EXPECT_EQ(s["job"]["generation"], 2);
+  EXPECT_EQ(s["job"]["world_size"], 2);
+  EXPECT_EQ(s["job"]["resets"], 1);
+  EXPECT_EQ(s["job"]["resets_by_cause"]["failure"], 1);
+  ASSERT_EQ(s["failures"].size(), 1u);
+  const json& failure = s["failures"][0];
+  EXPECT_EQ(failure["slot"], "b:1");
+  EXPECT_EQ(failure["signal"], "SIGKILL");
+  EXPECT_EQ(failure["exit_code"], 128 + SIGKILL);
+  EXPECT_EQ(failure["generation"], 1);
+  EXPECT_EQ(failure["pid"], 4000 + victim);
+  ASSERT_EQ(failure["output_tail"].size(), 1u);
+  EXPECT_EQ(failure["output_tail"][0]["text"],
+            "worker " + std::to_string(victim) + " says hi");
+
+  const json& recovery = s["recoveries"][1];
+  ASSERT_TRUE(recovery["phases"]["detect_ms"].is_number()) << s.dump(1);
+  EXPECT_EQ(recovery["cause"], "failure");
+  EXPECT_DOUBLE_EQ(recovery["phases"]["detect_ms"], 600.0);  // 9.7 s -> 10.3 s
+  EXPECT_DOUBLE_EQ(recovery["phases"]["decide_ms"], 0.0);
+  EXPECT_DOUBLE_EQ(recovery["phases"]["rendezvous_ms"], 50.0);
+
+  // Host b is blacklisted for its first cooldown (10 s from the failure).
+  bool found = false;
+  for (const json& host : s["hosts"]) {
+    if (host["host"] != "b") continue;
+    found = true;
+    EXPECT_EQ(host["state"], "blacklisted");
+    EXPECT_EQ(host["usable_again_ms"], kWall0 + 10300 + 10000);
+    EXPECT_EQ(host["times_blacklisted"], 1);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(JobRecordTest, AGenerationReplacedBeforeAnyoneJoinedIsNoReset) {
+  Job job(Elastic(), {{"a", 2}, {"b", 2}});
+  job.Start();
+  job.AllCheckIn();
+  job.On(WorkerExited{job.WorkerIn("b:0"), SIGKILL});
+  // Before generation 2 completes, its other worker on b is stopped; the
+  // job goes on with generation 2 only once everyone joined it.
+  json s = job.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "recovering");
+  EXPECT_EQ(s["job"]["resets"], 0);
+  EXPECT_FALSE(s["generations"].back()["missing"].empty());
+}
+
+TEST(JobRecordTest, AStaticJobIsOneGenerationOfItsStartedRanks) {
+  PolicyConfig config;
+  config.num_proc = 3;
+  Job job(config, {{"localhost", 3}});
+  job.Start();
+  json s = job.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "running");
+  EXPECT_EQ(s["job"]["generation"], 1);
+  ASSERT_EQ(s["ranks"].size(), 3u);
+  EXPECT_EQ(s["ranks"][2]["slot"], "localhost:2");
+  EXPECT_EQ(s["hosts"][0]["state"], "running");
+}
+
+TEST(JobRecordTest, KeepsBoundedHistories) {
+  Job job(Elastic(), {{"a", 2}});
+  job.Start();
+  Actions says;
+  for (size_t i = 0; i < JobRecord::kMaxMessages + 10; ++i) {
+    says.push_back(Say{"line " + std::to_string(i)});
+  }
+  job.record().OnActions(kT0, says);
+  json s = job.Snapshot();
+  ASSERT_EQ(s["messages"].size(), JobRecord::kMaxMessages);
+  EXPECT_EQ(s["messages"].back()["text"],
+            "line " + std::to_string(JobRecord::kMaxMessages + 9));
+}
+
+TEST(StatusViewsTest, MetricsCountWhatTheRecordSaw) {
+  Job job(Elastic(), {{"a", 2}, {"b", 2}});
+  job.Start();
+  job.AllCheckIn();
+  job.On(WorkerExited{job.WorkerIn("a:1"), 9 << 8});  // exit code 9
+  job.AllCheckIn();
+  json s = job.Snapshot();
+  s["ranks"][0]["report"] = {
+      {"steps", 12},
+      {"step_rate", 2.5},
+      {"received_ms", s["job"]["now_ms"]},
+      {"ops", {{"allreduce", {{"count", 7}, {"bytes", 700}}}}}};
+  const std::string metrics = MetricsText(s);
+  EXPECT_NE(metrics.find("hvd_generation 2\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("hvd_resets_total{cause=\"failure\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hvd_worker_failures_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("hvd_hosts{state=\"blacklisted\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hvd_recovery_phase_seconds_count{phase=\"decide\"} "
+                         "2\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hvd_worker_ops_total{slot=\"b:0\",rank=\"0\","
+                         "op=\"allreduce\"} 7\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hvd_worker_steps_total{slot=\"b:0\",rank=\"0\"} "
+                         "12\n"),
+            std::string::npos);
+
+  const std::string text = StatusText(s);
+  EXPECT_NE(text.find("job: running, generation 2, 2 ranks, 1 resets"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("exited with code 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("| worker"), std::string::npos) << text;
+}
+
+TEST(StatusViewsTest, LabelValuesAreEscaped) {
+  json s{{"job", json::object()},
+         {"ranks",
+          {{{"slot", "we\"ird\\host\n:0"},
+            {"rank", 0},
+            {"report", {{"steps", 1}}}}}}};
+  const std::string metrics = MetricsText(s);
+  EXPECT_NE(metrics.find("slot=\"we\\\"ird\\\\host\\n:0\""), std::string::npos)
+      << metrics;
+}
+
+}  // namespace
+}  // namespace hvd::launcher
