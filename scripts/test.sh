@@ -55,6 +55,17 @@ stage_setup() {
   if wants asan || wants tsan || wants fuzz; then
     hvd_ensure_packages clang libclang-rt-14-dev llvm || return 1
   fi
+  # The status page's browser test: Debian's chromium, driven by
+  # playwright-core from npm (the version tests/browser/package-lock.json
+  # pins).
+  if wants pytest; then
+    command -v npm >/dev/null || hvd_ensure_packages nodejs npm || return 1
+    hvd_ensure_packages chromium || return 1
+    if [ ! -d "$hvd_root/tests/browser/node_modules/playwright-core" ]; then
+      (cd "$hvd_root/tests/browser" && npm ci --no-audit --no-fund --loglevel=error) ||
+        return 1
+    fi
+  fi
 }
 
 # The layering the linker cannot check (docs/design.md, "Components"): the

@@ -23,7 +23,7 @@ const std::string& StatusPageHtml() {
   .state-recovering, .state-starting { color: #a66800; }
   #summary span { margin-right: 1.2em; }
   #error { color: #a11; }
-  pre.tail { background: #f7f7f7; margin: .3em 0 .8em; padding: .4em; max-height: 14em; overflow: auto; }
+  pre.tail { background: #f7f7f7; margin: .3em 0 .8em; padding: .4em; max-height: 14em; overflow: auto; white-space: pre-wrap; }
   .bar { display: flex; height: 12px; width: 240px; background: #eee; }
   .bar div { height: 100%; }
   .phase-detect { background: #d9534f; } .phase-decide { background: #f0ad4e; }

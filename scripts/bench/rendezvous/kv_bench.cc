@@ -5,7 +5,12 @@
 //
 //   hvd_kv_bench get|set <clients> <seconds>
 //   hvd_kv_bench barrier <clients> <rounds>
-//   hvd_kv_bench round <workers>
+//   hvd_kv_bench round <workers> [polls_per_second]
+//
+// With polls_per_second > 0 the round runs while hvdrun's status server
+// (launcher/src/status_server.h) serves a job of <workers> ranks and a
+// poller asks it for the page, status.json and /metrics in turn at that
+// rate (issue 14: watching must not slow the round).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,10 +25,16 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/server.h"
+#include "job_policy.h"
+#include "job_record.h"
+#include "status_server.h"
+#include "status_snapshots.h"
 
 namespace {
 
@@ -177,9 +188,117 @@ void BenchBarrier(const std::string& secret, int clients, int rounds) {
   processes.Run(server->port());
 }
 
+// hvdrun's status server for a static job of `workers` ranks (8 a host),
+// a thread in the driver's role that builds snapshots when asked, and a
+// poller.
+class WatchedJob {
+ public:
+  WatchedJob(int workers, double polls_per_second)
+      : policy_(Config(workers), Hosts(workers)),
+        record_(hvd::launcher::JobFacts{false, workers, workers, 0,
+                                        "python train.py"},
+                Clock::now(), 0),
+        snapshots_([this] {
+          std::lock_guard<std::mutex> lock(mu_);
+          wanted_ = true;
+          cv_.notify_all();
+        }) {
+    hvd::launcher::Actions actions = policy_.Start(Clock::now());
+    record_.OnActions(Clock::now(), actions);
+    for (const auto& action : actions) {
+      if (auto* start = std::get_if<hvd::launcher::StartWorker>(&action)) {
+        auto tail = std::make_shared<hvd::launcher::OutputTail>();
+        tail->Add("epoch 1 loss 0.25", false);
+        record_.OnWorkerProcess(start->worker, 10000 + start->worker, tail);
+      }
+    }
+    driver_ = std::thread([this] { Driver(); });
+    hvd::launcher::StatusServerOptions options;
+    options.token = "bench-read-token-0123456789";
+    auto server = hvd::launcher::StatusServer::Start(
+        options, [this] { return *snapshots_.Get(500ms, 1000ms); });
+    Check(server.status(), "status server");
+    server_ = std::move(*server);
+    poller_ = std::thread([this, polls_per_second] { Poll(polls_per_second); });
+  }
+  ~WatchedJob() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    poller_.join();
+    server_->Stop();
+    driver_.join();
+  }
+  int polls() const { return polls_; }
+
+ private:
+  static hvd::launcher::PolicyConfig Config(int workers) {
+    hvd::launcher::PolicyConfig config;
+    config.num_proc = workers;
+    return config;
+  }
+  static std::vector<hvd::launcher::HostSlots> Hosts(int workers) {
+    std::vector<hvd::launcher::HostSlots> hosts;
+    for (int i = 0; i * 8 < workers; ++i) {
+      hosts.push_back({"node-" + std::to_string(i), 8});
+    }
+    return hosts;
+  }
+  void Driver() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return wanted_ || stop_; });
+      if (stop_) return;
+      wanted_ = false;
+      lock.unlock();
+      const auto now = Clock::now();
+      snapshots_.Publish(record_.Snapshot(now, policy_.HostRows(now)));
+      lock.lock();
+    }
+  }
+  void Poll(double per_second) {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(10s);
+    const char* paths[] = {"/", "/status.json", "/metrics"};
+    const auto interval = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(1.0 / per_second));
+    auto next = Clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto answer = client.Get(std::string(paths[polls_ % 3]) +
+                               "?token=bench-read-token-0123456789");
+      if (!answer || answer->status != 200) Die("a status poll failed");
+      ++polls_;
+      next += interval;
+      lock.lock();
+      // Pacing the load, not synchronisation: the poller's rate.
+      cv_.wait_until(lock, next, [&] { return stop_; });
+    }
+  }
+
+  hvd::launcher::JobPolicy policy_;
+  hvd::launcher::JobRecord record_;
+  hvd::launcher::StatusSnapshots snapshots_;
+  std::unique_ptr<hvd::launcher::StatusServer> server_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wanted_ = false, stop_ = false;
+  std::atomic<int> polls_{0};
+  std::thread driver_, poller_;
+};
+
 // N simulated workers, one thread and one connection each: publish an
-// address, then fetch everyone's with one prefix wait.
-void BenchRound(const std::string& secret, int workers) {
+// address, then fetch everyone's with one prefix wait. With polls_per_second,
+// while a poller watches a status server.
+void BenchRound(const std::string& secret, int workers,
+                double polls_per_second) {
+  std::unique_ptr<WatchedJob> watched;
+  if (polls_per_second > 0) {
+    watched = std::make_unique<WatchedJob>(workers, polls_per_second);
+  }
   auto server_holder = StartServer(secret, workers);
   RendezvousServer& server = *server_holder;
   std::mutex mu;
@@ -212,12 +331,16 @@ void BenchRound(const std::string& secret, int workers) {
   for (auto& thread : threads) thread.join();
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (complete != workers) Die("a worker saw an incomplete address set");
+  const int polls = watched ? watched->polls() : 0;
+  watched.reset();
   std::printf(
-      "{\"system\": \"hvd\", \"bench\": \"round\", \"workers\": %d, "
-      "\"seconds\": %.6f, \"requests\": %llu}\n",
-      workers, seconds,
+      "{\"system\": \"hvd\", \"bench\": \"%s\", \"workers\": %d, "
+      "\"seconds\": %.6f, \"requests\": %llu, \"polls_per_s\": %g, "
+      "\"polls\": %d}\n",
+      polls_per_second > 0 ? "watched round" : "round", workers, seconds,
       static_cast<unsigned long long>(server.requests_total() -
-                                      requests_before));
+                                      requests_before),
+      polls_per_second, polls);
 }
 
 }  // namespace
@@ -242,8 +365,8 @@ int main(int argc, char** argv) {
     BenchOps(*secret, mode, count, std::atof(argv[3]));
   } else if (mode == "barrier" && argc == 4) {
     BenchBarrier(*secret, count, std::atoi(argv[3]));
-  } else if (mode == "round" && argc == 3) {
-    BenchRound(*secret, count);
+  } else if (mode == "round" && (argc == 3 || argc == 4)) {
+    BenchRound(*secret, count, argc == 4 ? std::atof(argv[3]) : 0);
   } else {
     Die("unknown mode or wrong arguments: " + mode);
   }

@@ -22,6 +22,11 @@ def main(path: str) -> None:
         rows = runs.get((bench, size, system))
         return statistics.median(r[field] for r in rows) if rows else None
 
+    if any(k[0] == "watched round" for k in runs):
+        print_watched(runs)
+    if not any(k[0] == "get" for k in runs):
+        return
+    print()
     print("| operation | clients | hvd ops/s | TCPStore ops/s | hvd / TCPStore |")
     print("|---|---|---|---|---|")
     for bench in ("get", "set"):
@@ -47,6 +52,29 @@ def main(path: str) -> None:
         tr = median("round", size, TCP, "requests")
         tcp = f"{t:.3f} | {tr:,.0f}" if t is not None else "not run | -"
         print(f"| round | {size} | {h:.3f} | {hr:,.0f} | {tcp} |")
+
+
+def print_watched(runs) -> None:
+    """The round with and without a status poller (issue 14): medians, the
+    ratio, and every run's time for the spread."""
+    print("| round at 1024 workers | runs | median s | spread s | "
+          "status polls per round |")
+    print("|---|---|---|---|---|")
+    medians = {}
+    for bench in ("round", "watched round"):
+        rows = runs.get((bench, 1024, HVD), [])
+        times = sorted(r["seconds"] for r in rows)
+        medians[bench] = statistics.median(times)
+        polls = statistics.median(r.get("polls", 0) for r in rows)
+        label = ("watched (page, status.json, /metrics at "
+                 f"{rows[0]['polls_per_s']:g}/s)" if bench != "round"
+                 else "unwatched")
+        print(f"| {label} | {len(rows)} | {medians[bench]:.3f} | "
+              f"{times[0]:.3f}–{times[-1]:.3f} | {polls:.0f} |")
+    ratio = medians["watched round"] / medians["round"]
+    print()
+    print(f"watched / unwatched (medians): {ratio:.3f} "
+          f"({(ratio - 1) * 100:+.1f} %)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 # table in docs/benchmarks.md.
 #
 #   scripts/bench/rendezvous/run.sh [repeats]      (default 3)
-# Environment: HVD_BENCH_SECONDS (per throughput run, default 3).
+# Environment: HVD_BENCH_SECONDS (per throughput run, default 3);
+# HVD_BENCH_ONLY=watched runs only the 1024-worker round with and without a
+# status poller (issue 14), `repeats` pairs.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../lib/common.sh"
@@ -26,6 +28,17 @@ both() {  # both ARGS...: one hvd run and one TCPStore run with the same args
   "${tcp[@]}" "$@" >>"$out"
 }
 
+watched_pair() {  # the 1024-worker round unwatched, then watched at 10/s
+  HVD_LOG_LEVEL=error "$hvd" round 1024 >>"$out"
+  HVD_LOG_LEVEL=error "$hvd" round 1024 10 >>"$out"
+}
+
+if [ "${HVD_BENCH_ONLY:-}" = watched ]; then
+  for ((r = 0; r < repeats; r++)); do watched_pair; done
+  /usr/bin/python3 "$here/report.py" "$out"
+  exit 0
+fi
+
 for ((r = 0; r < repeats; r++)); do
   for clients in 1 8 32; do
     both get "$clients" "$seconds"
@@ -37,8 +50,9 @@ for ((r = 0; r < repeats; r++)); do
   for workers in 64 256; do
     both round "$workers"
   done
-  # TCPStore's round at 1024 workers needs about a million gets; hvd only.
-  HVD_LOG_LEVEL=error "$hvd" round 1024 >>"$out"
+  # TCPStore's round at 1024 workers needs about a million gets; hvd only,
+  # unwatched and watched by a status poller.
+  watched_pair
 done
 
 /usr/bin/python3 "$here/report.py" "$out"
