@@ -155,6 +155,10 @@ HttpServerCounters SignedHttpServer::Impl::counters() const {
   c.unauthenticated_401 = unauthenticated_401_;
   c.server_5xx = server_5xx_;
   c.dropped_connections = dropped_;
+  for (size_t i = 0; i < kHandlerSecondsBuckets; ++i) {
+    c.handler_seconds[i] = handler_buckets_[i].load(std::memory_order_relaxed);
+  }
+  c.handler_seconds_sum = static_cast<double>(handler_micros_) / 1e6;
   return c;
 }
 
@@ -272,6 +276,20 @@ void SignedHttpServer::Impl::ScheduleSummary() {
   });
 }
 
+void SignedHttpServer::Impl::CountHandlerTime(
+    std::chrono::steady_clock::duration took) {
+  const double seconds = std::chrono::duration<double>(took).count();
+  size_t bucket = 0;
+  while (bucket < std::size(kHandlerSecondsBounds) &&
+         seconds > kHandlerSecondsBounds[bucket]) {
+    ++bucket;
+  }
+  handler_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  handler_micros_.fetch_add(
+      std::chrono::duration_cast<std::chrono::microseconds>(took).count(),
+      std::memory_order_relaxed);
+}
+
 HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
                                               const std::string& body_digest) {
   HandledRequest handled;
@@ -292,7 +310,9 @@ HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
   request.params = std::move(target->params);
   std::string what;
   try {
+    const auto started = std::chrono::steady_clock::now();
     handled.answer = handler_(request);
+    CountHandlerTime(std::chrono::steady_clock::now() - started);
     return handled;
   } catch (const std::exception& e) {
     what = e.what();

@@ -62,6 +62,7 @@ class SignedHttpServer::Impl {
   // Checks the body against its signed digest, parses the target and runs
   // the handler; never throws.
   HandledRequest Handle(HttpRequest request, const std::string& body_digest);
+  void CountHandlerTime(std::chrono::steady_clock::duration took);
 
  private:
   void Accept();
@@ -87,6 +88,8 @@ class SignedHttpServer::Impl {
       connections_;
   bool stopping_ = false;  // I/O thread
   std::atomic<bool> stopped_{false};
+  std::array<std::atomic<uint64_t>, kHandlerSecondsBuckets> handler_buckets_{};
+  std::atomic<uint64_t> handler_micros_{0};
   std::atomic<uint64_t> total_{0}, ok_2xx_{0}, client_4xx_{0},
       unauthenticated_401_{0}, server_5xx_{0}, dropped_{0};
 

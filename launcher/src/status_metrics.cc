@@ -140,6 +140,25 @@ std::string MetricsText(const json& status) {
     w.Sample("hvd_rendezvous_requests_total", Label("code", code),
              Num(requests, code));
   }
+  w.Family("hvd_rendezvous_request_seconds", "histogram",
+           "How long the rendezvous server took to answer a request, "
+           "long-poll waits (check-ins, prefix waits) included.");
+  const json& took = rendezvous.value("handler_seconds", json::object());
+  const json bounds = took.value("bounds", json::array());
+  const json counts = took.value("counts", json::array());
+  double cumulative = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i].is_number() ? counts[i].get<double>() : 0;
+    const std::string le = i < bounds.size() && bounds[i].is_number()
+                               ? Value(bounds[i].get<double>())
+                               : "+Inf";
+    w.Sample("hvd_rendezvous_request_seconds_bucket", Label("le", le),
+             cumulative);
+  }
+  if (!counts.empty()) {
+    w.Sample("hvd_rendezvous_request_seconds_sum", "", Num(took, "sum"));
+    w.Sample("hvd_rendezvous_request_seconds_count", "", cumulative);
+  }
   w.Family("hvd_rendezvous_waiters", "gauge",
            "Long-polls waiting on the rendezvous store now.");
   w.Sample("hvd_rendezvous_waiters", "", Num(rendezvous, "waiters"));

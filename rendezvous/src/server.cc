@@ -90,7 +90,11 @@ std::string RendezvousServer::StatusJson() const {
         {"4xx", answered.client_4xx},
         {"401", answered.unauthenticated_401},
         {"5xx", answered.server_5xx},
-        {"dropped_connections", answered.dropped_connections}}}};
+        {"dropped_connections", answered.dropped_connections}}},
+      {"handler_seconds",
+       {{"bounds", common::kHandlerSecondsBounds},
+        {"counts", answered.handler_seconds},
+        {"sum", answered.handler_seconds_sum}}}};
   return body.dump();
 }
 

@@ -131,7 +131,13 @@ TEST_F(HttpServerTest, SignedRequestReachesTheHandlerDecoded) {
   auto again = client.Send("GET", "/again");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->status, 200);
-  EXPECT_EQ(server_->counters().ok_2xx, 2u);
+  HttpServerCounters counters = server_->counters();
+  EXPECT_EQ(counters.ok_2xx, 2u);
+  // Both handler runs were timed.
+  uint64_t timed = 0;
+  for (uint64_t count : counters.handler_seconds) timed += count;
+  EXPECT_EQ(timed, 2u);
+  EXPECT_GE(counters.handler_seconds_sum, 0.0);
 }
 
 TEST_F(HttpServerTest, UnsignedWrongAndStaleRequestsAre401AndNeverHandled) {

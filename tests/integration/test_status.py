@@ -101,6 +101,11 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
     assert m[("hvd_recovery_phase_seconds_count",
               (("phase", "rendezvous"),))] == 2
     assert m[("hvd_rendezvous_requests_total", (("code", "2xx"),))] > 0
+    # Every handled request was timed (the core's refusals are not).
+    timed = m[("hvd_rendezvous_request_seconds_count", ())]
+    answered = [m[("hvd_rendezvous_requests_total", (("code", code),))]
+                for code in ("2xx", "4xx", "5xx")]
+    assert answered[0] <= timed <= sum(answered), (timed, answered)
 
     # `hvdrun status` finds the job on this machine, and takes the URL.
     for args in ([], [url]):

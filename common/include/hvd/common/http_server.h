@@ -37,10 +37,12 @@
 // All methods are thread-safe.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -92,6 +94,13 @@ struct HttpServerOptions {
   HttpServerLimits limits;
 };
 
+// Upper bounds, in seconds, of the handler-time histogram's buckets; one
+// more bucket takes the rest.
+inline constexpr double kHandlerSecondsBounds[] = {0.001, 0.005, 0.025, 0.1,
+                                                   0.5,   2.5,   10,    60};
+inline constexpr size_t kHandlerSecondsBuckets =
+    std::size(kHandlerSecondsBounds) + 1;
+
 // Counts of answers written, by class; refusals by the core are included.
 struct HttpServerCounters {
   uint64_t total = 0;
@@ -100,6 +109,10 @@ struct HttpServerCounters {
   uint64_t unauthenticated_401 = 0;
   uint64_t server_5xx = 0;
   uint64_t dropped_connections = 0;
+  // How long handlers took (long-poll waits included), per bucket (not
+  // cumulative), and their sum in seconds.
+  std::array<uint64_t, kHandlerSecondsBuckets> handler_seconds{};
+  double handler_seconds_sum = 0;
 };
 
 class SignedHttpServer {
