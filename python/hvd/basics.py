@@ -86,7 +86,9 @@ def cross_size():
 
 
 # Peers wait for a rank's shutdown in their negotiation; a script that just
-# ends should still say goodbye.
+# ends should still say goodbye. Then (atexit runs the last registered
+# first) the progress reporter sends its last report and stops.
+atexit.register(core.stop_reports)
 atexit.register(core.shutdown)
 
 

@@ -14,7 +14,9 @@
 #include "hvd/common/build_info.h"
 #include "hvd/common/logging.h"
 #include "hvd/runtime/elastic_worker.h"
+#include "hvd/runtime/reporter.h"
 #include "hvd/runtime/runtime.h"
+#include "hvd/runtime/worker_stats.h"
 
 namespace hvd::python {
 namespace {
@@ -39,6 +41,13 @@ struct WorkerState {
   // fork may start a job of its own, not take the parent's place in this
   // one.
   std::shared_ptr<Runtime> parents_runtime;
+  // What this process has done (collectives, steps, commits, recovery
+  // marks), across every runtime it starts; and, under hvdrun, the thread
+  // that reports it to the driver, from the first init() to the exit. A
+  // fork counts afresh and reports nothing: the parent's are set aside.
+  std::shared_ptr<runtime::WorkerStats> stats;
+  std::unique_ptr<runtime::Reporter> reporter;
+  std::shared_ptr<runtime::WorkerStats> parents_stats;
   // How many runtimes this process has started. Until the launcher hands
   // out generations (elastic mode), it keeps the Gloo keys of a re-init
   // apart from the last one's; every rank of a static job re-inits the
@@ -62,6 +71,25 @@ runtime::ElasticWorker* OwnElasticWorker() {
     return nullptr;
   }
   return g_state.elastic.get();
+}
+
+// This process's WorkerStats, made at the first use (afresh in a fork).
+runtime::WorkerStats& OwnStats() {
+  if (g_state.stats && !g_state.stats->IsCurrentProcess()) {
+    g_state.parents_stats = std::move(g_state.stats);
+  }
+  if (!g_state.stats) g_state.stats = std::make_shared<runtime::WorkerStats>();
+  return *g_state.stats;
+}
+
+// Under hvdrun, the first init() that started a runtime starts the
+// reporter; a fork keeps the parent's (which does nothing there).
+void StartReporter(const runtime::RuntimeConfig& config) {
+  if (g_state.reporter) return;
+  if (auto options = runtime::ReporterOptions::For(config)) {
+    g_state.reporter =
+        runtime::Reporter::Start(std::move(*options), g_state.stats);
+  }
 }
 
 // Raises the error of a call on `runtime`: in a fork of the process that
@@ -107,7 +135,9 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
   }
   Status logging = common::InitLogging("worker", config.rank);
   if (!logging.ok()) Raise(logging);
+  runtime::WorkerStats& stats = OwnStats();
   int64_t generation = g_state.starts;
+  if (!config.elastic) stats.GenerationJoined(0, /*syncs=*/false);
   if (config.elastic) {
     if (!g_state.elastic) {
       g_state.elastic = ValueOrRaise(runtime::ElasticWorker::Start(config));
@@ -127,14 +157,17 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     }
     config = joined->config;
     generation = joined->generation;
+    stats.GenerationJoined(generation, joined->sync);
     (void)common::InitLogging("worker", config.rank);
   }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    started = Runtime::Start(config, generation, process_sets);
+    started = Runtime::Start(config, generation, process_sets, g_state.stats);
   }
   g_state.runtime = ValueOrRaise(std::move(started));
+  stats.RuntimeStarted(config.rank, config.size);
+  StartReporter(config);
   if (config.elastic) {
     Status attached = g_state.elastic->Attach(g_state.runtime, generation);
     if (!attached.ok()) Raise(attached);
@@ -241,6 +274,19 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("generation_needs_sync", [] {
     auto* elastic = OwnElasticWorker();
     return elastic ? elastic->sync() : true;
+  });
+  // Progress for the driver's reports (docs/design.md, "Worker reports"):
+  // the end of an elastic generation's state sync, a DistributedOptimizer
+  // step, a state commit.
+  m.def("mark_synced", [] { OwnStats().Synced(); });
+  m.def("count_step", [] { OwnStats().Stepped(); });
+  m.def("count_commit", [] { OwnStats().Committed(); });
+  // At the interpreter's exit, after shutdown(): one last report, then the
+  // reporter's thread ends. Nothing in a fork.
+  m.def("stop_reports", [] {
+    if (!g_state.reporter) return;
+    py::gil_scoped_release release;
+    g_state.reporter->Stop();
   });
   m.def("rank", [] { return Current()->config().rank; });
   m.def("size", [] { return Current()->config().size; });

@@ -13,6 +13,7 @@
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
+#include "hvd/rendezvous/report_board.h"
 
 namespace hvd::rendezvous::internal {
 
@@ -39,5 +40,9 @@ common::HttpAnswer HandleKv(const common::HttpRequest& req, KvStore& store,
 common::HttpAnswer HandleCheckIn(const common::HttpRequest& req,
                                  ElasticBoard& board,
                                  std::chrono::milliseconds max_wait);
+
+// POST /v1/elastic/report.
+common::HttpAnswer HandleReport(const common::HttpRequest& req,
+                                ReportBoard& reports);
 
 }  // namespace hvd::rendezvous::internal

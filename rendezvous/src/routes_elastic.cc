@@ -1,5 +1,5 @@
 // The /v1/elastic/... routes: a worker checks its slot in for the next
-// generation (docs/protocol.md).
+// generation, and reports its progress (docs/protocol.md).
 #include "http_reply.h"
 #include "hvd/common/env.h"
 #include "hvd/rendezvous/protocol.h"
@@ -34,6 +34,14 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
                                   std::chrono::milliseconds(*wait), worker);
   if (!assignment.ok()) return HttpAnswer::Error(assignment.status());
   return HttpAnswer::Json(EncodeAssignment(*assignment));
+}
+
+HttpAnswer HandleReport(const common::HttpRequest& req, ReportBoard& reports) {
+  // The HTTP core's body limit is the store's (megabytes); a report is far
+  // smaller, and the board never parses more than kMaxReportBytes.
+  Status stored = reports.SubmitJson(req.body);
+  if (!stored.ok()) return HttpAnswer::Error(stored);
+  return HttpAnswer{};
 }
 
 }  // namespace hvd::rendezvous::internal

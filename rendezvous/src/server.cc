@@ -62,6 +62,9 @@ HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
   if (req.method == "GET" && req.path == protocol::kCheckInPath) {
     return internal::HandleCheckIn(req, board_, options_.max_wait);
   }
+  if (req.method == "POST" && req.path == protocol::kReportPath) {
+    return internal::HandleReport(req, reports_);
+  }
   return HttpAnswer::Error(Status::NotFound("no route for " +
                                             common::Printable(req.method) +
                                             " " + common::Printable(req.path)));

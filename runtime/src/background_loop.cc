@@ -215,7 +215,11 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
                           [&](const char* activity) { trace.Step(activity); });
       if (status.ok()) {
         std::vector<Handle> handles;
-        for (size_t i : unit) handles.push_back(entries[i].handle);
+        for (size_t k = 0; k < unit.size(); ++k) {
+          const TensorEntry& entry = entries[unit[k]];
+          if (k < results.size() && results[k].status.ok()) Count(entry);
+          handles.push_back(entry.handle);
+        }
         parts_.handles->CompleteAll(handles, std::move(results));
       }
     } else {
@@ -269,8 +273,30 @@ Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
                               OpTypeName(response.request.type));
   }
   if (!result.status.ok()) return result.status;
+  Count(entry);
   handles.Complete(entry.handle, std::move(result));
   return Status::Ok();
+}
+
+void BackgroundLoop::Count(const TensorEntry& entry) {
+  // A rank that has joined runs stand-ins for what the others submitted
+  // (handle 0): not its own collectives.
+  if (!parts_.stats || entry.handle == 0) return;
+  const Request& r = entry.request;
+  int64_t bytes = 0;
+  switch (r.type) {
+    case OpType::kAllreduce:
+    case OpType::kAllgather:
+    case OpType::kBroadcast:
+    case OpType::kAlltoall:
+    case OpType::kReducescatter:
+      bytes =
+          static_cast<int64_t>(ElementCount(r.shape) * DataTypeSize(r.dtype));
+      break;
+    default:  // barrier, join, process set changes: no payload
+      break;
+  }
+  parts_.stats->OpCompleted(r.type, bytes);
 }
 
 // Every rank runs the same changes in the same order (they come through
@@ -319,6 +345,7 @@ Status BackgroundLoop::ChangeSets(const Response& response,
       }
     }
   }
+  if (result.status.ok()) Count(entry);
   handles.Complete(entry.handle, std::move(result));
   return Status::Ok();
 }

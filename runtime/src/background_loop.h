@@ -19,6 +19,7 @@
 #include "fusion_plan.h"
 #include "handle_table.h"
 #include "hvd/runtime/config.h"
+#include "hvd/runtime/worker_stats.h"
 #include "parameter_manager.h"
 #include "process_set.h"
 #include "socket_watch.h"
@@ -48,6 +49,8 @@ struct LoopParts {
   TimelineSlot* timeline = nullptr;
   // Rank 0 with autotune on; null elsewhere.
   std::unique_ptr<ParameterManager> tuner;
+  // Counts this rank's completed collectives; may be null.
+  WorkerStats* stats = nullptr;
 };
 
 class BackgroundLoop {
@@ -71,6 +74,10 @@ class BackgroundLoop {
   void Apply(const Tuning& tuning);
   // Add or remove a process set (on the global set only).
   common::Status ChangeSets(const Response& response, const TensorEntry& entry);
+  // `entry`, this rank's own, completed successfully: counted for the
+  // worker's reports, before its handle completes (so a caller that waited
+  // on it sees it counted).
+  void Count(const TensorEntry& entry);
 
   LoopParts parts_;
   LoopOptions options_;

@@ -95,6 +95,10 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     if (!value.ok()) return value.status();
     *field = *value;
   }
+  auto report = common::GetEnvSeconds(ev::kHvdReportIntervalSeconds,
+                                      config.report_interval);
+  if (!report.ok()) return report.status();
+  config.report_interval = *report;
   if (auto cores = common::GetEnv(ev::kThreadAffinity)) {
     auto parsed = ParseThreadAffinity(*cores);
     if (!parsed.ok()) return parsed.status();

@@ -29,7 +29,7 @@ namespace {
 
 constexpr int32_t kGlobalSet = 0;
 
-LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
+LoopOptions LoopOptionsOf(const RuntimeConfig& config, WorkerStats* stats) {
   LoopOptions options;
   options.cycle_time = config.cycle_time;
   options.fusion.threshold = static_cast<size_t>(config.fusion_threshold);
@@ -39,6 +39,7 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
   options.controller.stall_check = config.stall_check;
   options.controller.stall.warn_after = config.stall_check_time;
   options.controller.stall.shutdown_after = config.stall_shutdown_time;
+  options.controller.stall.stats = stats;
   options.controller.deadlock_after = config.gloo_timeout;
   return options;
 }
@@ -47,11 +48,13 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
 
 class Runtime::Impl {
  public:
-  Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts)
+  Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts,
+       std::shared_ptr<WorkerStats> stats)
       : config_(std::move(config)),
         generation_(generation),
+        stats_(std::move(stats)),
         contexts_(std::move(contexts)),
-        options_(LoopOptionsOf(config_)) {
+        options_(LoopOptionsOf(config_, stats_.get())) {
     sockets_.Add(contexts_.global_sockets);
   }
 
@@ -124,6 +127,7 @@ class Runtime::Impl {
     parts.sockets = &sockets_;
     parts.timeline = &timeline_;
     parts.tuner = std::move(tuner_);
+    parts.stats = stats_.get();
     loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
     thread_ = std::thread([this] {
       loop_->Run();
@@ -289,6 +293,8 @@ class Runtime::Impl {
   const OwnerProcess owner_;
   RuntimeConfig config_;
   int64_t generation_;
+  // Before everything that may point to it (options_, the loop).
+  const std::shared_ptr<WorkerStats> stats_;
   GlooContexts contexts_;
   LoopOptions options_;
   WorkSignal signal_;
@@ -305,13 +311,15 @@ class Runtime::Impl {
 
 Result<std::unique_ptr<Runtime>> Runtime::Start(
     const RuntimeConfig& config, int64_t generation,
-    const std::vector<std::vector<int>>& process_sets) {
+    const std::vector<std::vector<int>>& process_sets,
+    std::shared_ptr<WorkerStats> stats) {
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
                 config.size, contexts->global_sockets.size());
-  auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts));
+  auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts),
+                                     std::move(stats));
   Status sets = impl->CreateSets(process_sets);
   if (!sets.ok()) return sets;
   Status tuner = impl->CreateTuner();

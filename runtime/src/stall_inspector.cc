@@ -51,6 +51,7 @@ std::optional<std::string> StallInspector::Check(
     spdlog::warn("{}", warning);
     last_warning_ = std::move(warning);
     ++warning_count_;
+    if (options_.stats) options_.stats->StallWarned();
   }
   if (!stop) return std::nullopt;
   std::string reason;

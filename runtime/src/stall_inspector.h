@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator.h"
+#include "hvd/runtime/worker_stats.h"
 
 namespace hvd::runtime {
 
@@ -21,6 +22,9 @@ struct StallOptions {
   std::chrono::steady_clock::duration warn_after = std::chrono::seconds(60);
   // Zero: never stop.
   std::chrono::steady_clock::duration shutdown_after{0};
+  // Counts every warning for the worker's reports; may be null. Outlives
+  // the inspector (the Runtime holds it).
+  WorkerStats* stats = nullptr;
 };
 
 class StallInspector {

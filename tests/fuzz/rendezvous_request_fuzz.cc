@@ -1,8 +1,9 @@
 // Fuzzes what the rendezvous server makes of the parts of a request: scope
 // and key names (protocol.cc), the KV store they reach, a check-in's slot,
 // notification address and integer parameters (elastic_board.cc,
-// routes_elastic.cc), the check-in answer's JSON (worker_assignment.cc) and
-// the error answer built from them (server.cc).
+// routes_elastic.cc), the check-in answer's JSON (worker_assignment.cc), a
+// worker report's JSON and the board that stores it (worker_report.cc,
+// report_board.cc) and the error answer built from them (server.cc).
 // Input: SCOPE '\n' KEY '\n' VALUE (the rest).
 #include <chrono>
 #include <cstddef>
@@ -17,7 +18,9 @@
 #include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
 #include "hvd/rendezvous/protocol.h"
+#include "hvd/rendezvous/report_board.h"
 #include "hvd/rendezvous/worker_assignment.h"
+#include "hvd/rendezvous/worker_report.h"
 
 namespace {
 
@@ -121,6 +124,48 @@ void CheckAssignment(const std::string& json) {
   HVD_FUZZ_CHECK(again->sync == assignment->sync);
 }
 
+// A report body: refused, or within the limits, and then it round-trips and
+// its admitted slot's board stores exactly it.
+void CheckReport(const std::string& json) {
+  namespace rdv = hvd::rendezvous;
+  auto report = rdv::DecodeReport(json);
+  rdv::ReportBoard board;
+  if (!report.ok()) {
+    HVD_FUZZ_CHECK(report.status().code() == Code::kInvalidArgument ||
+                   report.status().code() == Code::kResourceExhausted);
+    board.Admit({{"h:0", 0}});
+    HVD_FUZZ_CHECK(!board.SubmitJson(json).ok());
+    HVD_FUZZ_CHECK(board.Latest().empty());
+    return;
+  }
+  HVD_FUZZ_CHECK(json.size() <= rdv::kMaxReportBytes);
+  HVD_FUZZ_CHECK(!report->slot.empty() &&
+                 report->slot.size() <= rdv::kMaxReportSlotBytes);
+  HVD_FUZZ_CHECK(report->ops.size() <= rdv::kMaxReportOps);
+  for (const auto& [name, counter] : report->ops) {
+    HVD_FUZZ_CHECK(!name.empty() && name.size() <= rdv::kMaxReportOpNameBytes);
+    HVD_FUZZ_CHECK(counter.count >= 0 && counter.bytes >= 0);
+  }
+  HVD_FUZZ_CHECK(report->steps >= 0 && report->commits >= 0 &&
+                 report->stalls >= 0 && report->worker >= 0);
+  auto again = rdv::DecodeReport(rdv::EncodeReport(*report));
+  HVD_FUZZ_CHECK(again.ok());
+  HVD_FUZZ_CHECK(again->slot == report->slot);
+  HVD_FUZZ_CHECK(again->worker == report->worker);
+  HVD_FUZZ_CHECK(again->generation == report->generation);
+  HVD_FUZZ_CHECK(again->steps == report->steps);
+  HVD_FUZZ_CHECK(again->ops == report->ops);
+  HVD_FUZZ_CHECK(again->recovery.has_value() == report->recovery.has_value());
+  const int64_t other = report->worker == 0 ? 1 : report->worker - 1;
+  board.Admit({{report->slot, other}});
+  HVD_FUZZ_CHECK(board.SubmitJson(json).code() == Code::kNotFound);
+  board.Admit({{report->slot, report->worker}});
+  HVD_FUZZ_CHECK(board.SubmitJson(json).ok());
+  auto latest = board.Latest();
+  HVD_FUZZ_CHECK(latest.size() == 1 && latest.begin()->first == report->slot);
+  HVD_FUZZ_CHECK(latest.begin()->second.received_count == 1);
+}
+
 // A refusal that quotes the client's bytes is still a 400 with a JSON body.
 void CheckErrorAnswer(const std::string& key) {
   hvd::common::HttpAnswer res = hvd::common::HttpAnswer::Error(
@@ -142,6 +187,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckCheckIn(key, value);
   CheckInteger(key);
   CheckAssignment(value);
+  CheckReport(value);
   CheckErrorAnswer(key);
   return 0;
 }

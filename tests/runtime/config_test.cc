@@ -15,7 +15,8 @@ class ConfigTest : public ::testing::Test {
           "HOROVOD_HOSTNAME", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
           "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
           "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS",
-          "HOROVOD_TIMELINE", "HOROVOD_THREAD_AFFINITY"}) {
+          "HOROVOD_TIMELINE", "HOROVOD_THREAD_AFFINITY",
+          "HVD_REPORT_INTERVAL_SECONDS"}) {
       unsetenv(name);
     }
   }
@@ -43,6 +44,26 @@ TEST_F(ConfigTest, DynamicTimelineMeansNoFileAtInit) {
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->timeline, "/tmp/trace.json");
   unsetenv("HOROVOD_TIMELINE");
+}
+
+TEST_F(ConfigTest, ReportIntervalDefaultsToOneSecondAndZeroTurnsItOff) {
+  auto config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->report_interval, std::chrono::milliseconds(1000));
+  setenv("HVD_REPORT_INTERVAL_SECONDS", "0.25", 1);
+  config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->report_interval, std::chrono::milliseconds(250));
+  setenv("HVD_REPORT_INTERVAL_SECONDS", "0", 1);
+  config = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->report_interval, std::chrono::milliseconds(0));
+  setenv("HVD_REPORT_INTERVAL_SECONDS", "often", 1);
+  config = RuntimeConfig::FromEnv();
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("HVD_REPORT_INTERVAL_SECONDS"),
+            std::string::npos);
+  unsetenv("HVD_REPORT_INTERVAL_SECONDS");
 }
 
 TEST(ThreadAffinityTest, ParsesOneCorePerLocalRank) {

@@ -32,6 +32,7 @@ def run(func):
                     state.on_reset()
                 if core.generation_needs_sync():
                     state.sync()
+                    core.mark_synced()  # the recovery's sync phase ends
                 return func(state, *args, **kwargs)
             except HorovodInternalError:
                 state.restore()

@@ -79,6 +79,7 @@ class State:
         """Saves the state (a failure rolls back to here), then raises
         HostsUpdatedInterrupt on every rank if any rank heard of a change."""
         self.save()
+        core.count_commit()  # for the driver's progress reports
         self.check_host_updates()
 
     def check_host_updates(self):

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Iterator, Optional, Tuple
 import torch
 
 import hvd as _hvd
+from hvd._core import core as _core
 
 from .async_ops import allreduce_async_, set_ranks, synchronize
 from .compression import Compressor
@@ -64,6 +65,7 @@ class _AdasumMixin(torch.optim.Optimizer):
                 loss = closure()
         if not self._combines():
             super().step()
+            _core.count_step()  # for the driver's progress reports
             return loss
         params = [p for group in self.param_groups for p in group["params"]
                   if p.requires_grad]
@@ -82,6 +84,7 @@ class _AdasumMixin(torch.optim.Optimizer):
             for p, start, (handle, ctx) in zip(params, starts, pending):
                 delta = self._compression.decompress(synchronize(handle), ctx)
                 p.copy_(start.add_(delta))
+        _core.count_step()
         return loss
 
     def synchronize(self) -> None:

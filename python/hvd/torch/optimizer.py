@@ -56,6 +56,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 import torch
 
 import hvd as _hvd
+from hvd._core import core as _core
 
 from .adasum_optimizer import adasum_optimizer
 from .async_ops import (Handle, allreduce_async_, set_ranks,
@@ -354,7 +355,9 @@ class _DistributedMixin(torch.optim.Optimizer):
                               "allreduced twice")
             self.synchronize()
         self._synchronized = False
-        return super().step(closure)
+        result = super().step(closure)
+        _core.count_step()  # for the driver's progress reports
+        return result
 
     def zero_grad(self, *args: Any, **kwargs: Any) -> None:
         if self._handles:

@@ -37,6 +37,10 @@ inline constexpr char kHvdWorkerId[] = "HVD_WORKER_ID";
 // second) from hvdrun before it stops the worker (hvdrun; default 5).
 inline constexpr char kHvdRemoteSilenceSeconds[] =
     "HVD_REMOTE_SILENCE_SECONDS";
+// Seconds between a worker's progress reports to hvdrun (ops, bytes, steps,
+// commits, stalls, recovery phases; fractions allowed; default 1; 0: none).
+inline constexpr char kHvdReportIntervalSeconds[] =
+    "HVD_REPORT_INTERVAL_SECONDS";
 // Which controller and CPU collectives the worker uses; hvd has Gloo only.
 inline constexpr char kController[] = "HOROVOD_CONTROLLER";
 inline constexpr char kCpuOperations[] = "HOROVOD_CPU_OPERATIONS";

@@ -12,6 +12,8 @@ inline constexpr char kKvPath[] = "/v1/kv/";  // + scope [+ "/" + key]
 inline constexpr char kStatusPath[] = "/v1/status";
 // GET: check a slot in for the next generation (elastic mode).
 inline constexpr char kCheckInPath[] = "/v1/elastic/checkin";
+// POST: a worker's progress report (JSON body, worker_report.h).
+inline constexpr char kReportPath[] = "/v1/elastic/report";
 
 // Query parameters.
 inline constexpr char kWaitMs[] = "wait_ms";  // long-poll budget

@@ -1,6 +1,6 @@
 // RendezvousServer: the driver's HTTP key-value service that workers use to
-// find each other (Gloo rendezvous through HttpStore) and, later, the elastic
-// control endpoints. Protocol: docs/protocol.md.
+// find each other (Gloo rendezvous through HttpStore), the elastic check-in
+// and the workers' progress reports. Protocol: docs/protocol.md.
 //
 // Every request must be signed with the job secret; unsigned, wrongly signed,
 // stale or replayed requests get 401 before any handler runs or any body is
@@ -24,6 +24,7 @@
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "hvd/rendezvous/kv_store.h"
+#include "hvd/rendezvous/report_board.h"
 
 namespace hvd::rendezvous {
 
@@ -61,6 +62,9 @@ class RendezvousServer {
   const std::string& host() const { return options_.bind_host; }
   KvStore& store() { return store_; }
   ElasticBoard& board() { return board_; }
+  // The workers' progress reports (POST /v1/elastic/report); the driver
+  // admits the slots it runs and reads the latest report of each.
+  ReportBoard& reports() { return reports_; }
 
   // The generation shown by /v1/status; the driver sets it.
   void set_generation(int64_t generation) { generation_ = generation; }
@@ -82,6 +86,7 @@ class RendezvousServer {
   const ServerOptions options_;
   KvStore store_;
   ElasticBoard board_;
+  ReportBoard reports_;
   std::unique_ptr<common::SignedHttpServer> http_;
   int port_ = 0;
   const std::chrono::steady_clock::time_point started_;

@@ -87,12 +87,17 @@ struct RuntimeConfig {
   // empty: not pinned.
   std::vector<int> thread_affinity;
   bool cycle_time_set = false;
+  // A worker hvdrun started reports its progress to the driver this often
+  // (HVD_REPORT_INTERVAL_SECONDS, fractions allowed; 0: never). See
+  // reporter.h.
+  std::chrono::milliseconds report_interval{1000};
 
   // Reads HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK,
   // _CROSS_SIZE, _HOSTNAME, HOROVOD_GLOO_RENDEZVOUS_ADDR/PORT,
   // HOROVOD_GLOO_IFACE, HOROVOD_START_TIMEOUT, HOROVOD_GLOO_TIMEOUT_SECONDS,
   // HOROVOD_CYCLE_TIME, HOROVOD_FUSION_THRESHOLD, the cache, group fusion,
-  // process set and stall settings above and HVD_SECRET_KEY. Without
+  // process set and stall settings above, HVD_SECRET_KEY and
+  // HVD_REPORT_INTERVAL_SECONDS. Without
   // HOROVOD_RANK the worker runs alone (size 1, no rendezvous), as `python
   // train.py` does under Horovod. Malformed or inconsistent values are
   // kInvalidArgument naming the variable.

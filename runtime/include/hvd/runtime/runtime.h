@@ -22,6 +22,7 @@
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
 #include "hvd/runtime/types.h"
+#include "hvd/runtime/worker_stats.h"
 
 namespace hvd::runtime {
 
@@ -72,9 +73,12 @@ class Runtime {
  public:
   // Connects generation `generation` of the job described by `config`,
   // with `process_sets` (global ranks each) as sets 1, 2, ... in order.
+  // Every collective this rank completes, and every stall warning, is
+  // counted in `stats` (may be null), which the runtime keeps alive.
   static common::Result<std::unique_ptr<Runtime>> Start(
       const RuntimeConfig& config, int64_t generation = 0,
-      const std::vector<std::vector<int>>& process_sets = {});
+      const std::vector<std::vector<int>>& process_sets = {},
+      std::shared_ptr<WorkerStats> stats = nullptr);
   ~Runtime();  // Shutdown(), then frees everything.
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
