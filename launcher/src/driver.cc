@@ -196,6 +196,7 @@ class Driver {
   void RefreshAddresses();
   std::vector<Event> ReadSignals(int signals);
   void PublishSnapshot() {
+    record_.OnReports(server_.reports().Latest());
     const TimePoint now = Clock::now();
     snapshots_.Publish(record_.Snapshot(now, policy_.HostRows(now)));
   }
@@ -213,6 +214,7 @@ class Driver {
   std::map<WorkerId, Running> workers_;
   std::map<pid_t, WorkerId> pids_;
   std::map<std::string, std::string> addresses_;
+  std::map<std::string, WorkerId> reporting_;  // slot -> its newest worker
   int64_t sequence_ = 0;  // of HostsUpdated messages
   int exit_code_ = 1;
 };
@@ -312,6 +314,14 @@ std::vector<Event> Driver::ReadSignals(int signals) {
 }
 
 void Driver::Execute(TimePoint now, const Actions& actions) {
+  // A failure's detect phase needs the worker's last report, and a new
+  // generation ends what its predecessor's workers can still report.
+  if (std::any_of(actions.begin(), actions.end(), [](const Action& a) {
+        return std::holds_alternative<WorkerFailed>(a) ||
+               std::holds_alternative<PublishGeneration>(a);
+      })) {
+    record_.OnReports(server_.reports().Latest());
+  }
   record_.OnActions(now, actions);
   for (const Action& action : actions) {
     std::visit(
@@ -431,6 +441,9 @@ void Driver::Start(const StartWorker& action) {
                action.slot.rank, process->pid);
   pids_[process->pid] = action.worker;
   workers_[action.worker] = std::move(running);
+  // Only this process may report for the slot from now on.
+  reporting_[SlotNameOf(action.slot)] = action.worker;
+  server_.reports().Admit(reporting_);
 }
 
 void Driver::Signal(WorkerId worker, int signal) {

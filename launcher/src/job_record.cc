@@ -164,11 +164,28 @@ void JobRecord::OnWorkerProcess(WorkerId worker, pid_t pid,
   it->second.tail = std::move(tail);
 }
 
-void JobRecord::OnLastSeen(WorkerId worker, TimePoint last_seen) {
-  auto it = workers_.find(worker);
-  if (it == workers_.end()) return;
-  if (!it->second.last_seen || *it->second.last_seen < last_seen) {
-    it->second.last_seen = last_seen;
+void JobRecord::OnReports(
+    const std::map<std::string, rendezvous::WorkerReport>& latest) {
+  for (const auto& [slot, report] : latest) {
+    auto it = workers_.find(report.worker);
+    if (it == workers_.end() || it->second.slot != slot) continue;
+    Worker& w = it->second;
+    if (w.report && w.report->received >= report.received) continue;
+    if (w.report) {
+      const double seconds =
+          std::chrono::duration<double>(report.received - w.report->received)
+              .count();
+      w.step_rate = (report.steps - w.report->steps) / seconds;
+      w.commit_rate = (report.commits - w.report->commits) / seconds;
+    }
+    w.report = report;
+    if (!report.recovery) continue;
+    for (Generation& g : generations_) {
+      if (g.number == report.recovery->generation &&
+          g.plan.slots.count(slot)) {
+        g.marks[report.worker] = *report.recovery;
+      }
+    }
   }
 }
 
@@ -197,16 +214,52 @@ json JobRecord::RecoveryJson(const Generation& g) const {
               {"decide_ms", Ms(g.triggered, g.published)},
               {"rendezvous_ms", nullptr}};
   auto failed = workers_.find(g.failed_worker);
-  if (failed != workers_.end() && failed->second.last_seen &&
-      *failed->second.last_seen <= g.triggered) {
-    phases["detect_ms"] = Ms(*failed->second.last_seen, g.triggered);
+  if (failed != workers_.end() && failed->second.report &&
+      failed->second.report->received <= g.triggered) {
+    phases["detect_ms"] = Ms(failed->second.report->received, g.triggered);
+  }
+  // The slowest rank's phases: the generation trains once all have.
+  phases["connect_ms"] = phases["sync_ms"] = phases["first_step_ms"] = nullptr;
+  for (const auto& [worker, marks] : g.marks) {
+    const std::pair<const char*, double> measured[] = {
+        {"connect_ms", marks.connect_ms},
+        {"sync_ms", marks.sync_ms},
+        {"first_step_ms", marks.first_step_ms}};
+    for (const auto& [name, value] : measured) {
+      if (phases[name].is_null() || phases[name].get<double>() < value) {
+        phases[name] = value;
+      }
+    }
   }
   if (g.complete) phases["rendezvous_ms"] = Ms(g.published, *g.complete);
   return {{"generation", g.number},
           {"cause", g.cause},
           {"reason", g.reason},
           {"triggered_ms", WallMs(g.triggered)},
+          {"reported_ranks", g.marks.size()},
           {"phases", phases}};
+}
+
+json JobRecord::ReportJson(const Worker& w) const {
+  if (!w.report) return nullptr;
+  const rendezvous::WorkerReport& r = *w.report;
+  json ops = json::object();
+  for (const auto& [op, counter] : r.ops) {
+    ops[op] = {{"count", counter.count}, {"bytes", counter.bytes}};
+  }
+  json out{{"received_ms", WallMs(r.received)},
+           {"reports", r.received_count},
+           {"generation", r.generation},
+           {"rank", r.rank},
+           {"steps", r.steps},
+           {"commits", r.commits},
+           {"stalls", r.stalls},
+           {"ops", ops},
+           {"step_rate", nullptr},
+           {"commit_rate", nullptr}};
+  if (w.step_rate) out["step_rate"] = *w.step_rate;
+  if (w.commit_rate) out["commit_rate"] = *w.commit_rate;
+  return out;
 }
 
 json JobRecord::Snapshot(TimePoint now,
@@ -283,7 +336,8 @@ json JobRecord::Snapshot(TimePoint now,
                  {"checked_in", newest->missing.count(slot) == 0},
                  {"worker", nullptr},
                  {"pid", nullptr},
-                 {"started_ms", nullptr}};
+                 {"started_ms", nullptr},
+                 {"report", nullptr}};
       auto id = newest->plan.workers.find(slot);
       if (id != newest->plan.workers.end()) {
         entry["worker"] = id->second;
@@ -292,6 +346,7 @@ json JobRecord::Snapshot(TimePoint now,
           if (w->second.pid > 0) entry["pid"] = w->second.pid;
           entry["started_ms"] = WallMs(w->second.started);
           entry["host"] = w->second.host;
+          entry["report"] = ReportJson(w->second);
         }
       }
       ranks.push_back(std::move(entry));

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "host_table.h"
+#include "hvd/rendezvous/worker_report.h"
 #include "job_policy.h"
 #include "output_tail.h"
 
@@ -52,9 +53,13 @@ class JobRecord {
   // output kept in `tail`.
   void OnWorkerProcess(WorkerId worker, pid_t pid,
                        std::shared_ptr<OutputTail> tail);
-  // The worker's last sign of life so far (its last report): the detect
-  // phase of a recovery runs from the failed worker's to its failure.
-  void OnLastSeen(WorkerId worker, TimePoint last_seen);
+  // The workers' latest reports (ReportBoard::Latest(), by slot): their
+  // progress for the ranks, their last sign of life (the detect phase of a
+  // recovery runs from the failed worker's to its failure) and the phases
+  // of each generation's recovery they measured. Call it whenever the
+  // reports may be about to change meaning: before a failure or a new
+  // generation is recorded, and before a snapshot.
+  void OnReports(const std::map<std::string, rendezvous::WorkerReport>& latest);
 
   // Everything above, at `now`: docs/protocol.md, "GET /status.json",
   // without the parts the workers report.
@@ -70,7 +75,8 @@ class JobRecord {
     TimePoint started;
     std::optional<TimePoint> exited;
     int wait_status = 0;
-    std::optional<TimePoint> last_seen;
+    std::optional<rendezvous::WorkerReport> report;  // its latest
+    std::optional<double> step_rate, commit_rate;   // over the last two seen
     std::shared_ptr<OutputTail> tail;
   };
   struct Generation {
@@ -81,6 +87,8 @@ class JobRecord {
     std::optional<TimePoint> complete;  // every slot checked in
     WorkerId failed_worker = 0;         // with cause "failure"
     std::set<std::string> missing;      // slots not checked in yet
+    // What its workers measured of their recovery into it.
+    std::map<WorkerId, rendezvous::RecoveryMarks> marks;
   };
   struct Failure {
     TimePoint at;
@@ -91,6 +99,7 @@ class JobRecord {
   void AddStaticRank(TimePoint now, const StartWorker& start);
   nlohmann::json GenerationJson(const Generation& g) const;
   nlohmann::json RecoveryJson(const Generation& g) const;
+  nlohmann::json ReportJson(const Worker& w) const;
 
   const JobFacts facts_;
   const TimePoint started_;

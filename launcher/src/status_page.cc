@@ -50,7 +50,7 @@ const std::string& StatusPageHtml() {
 <table id="hosts"><thead><tr><th>host</th><th>slots</th><th>state</th><th>workers</th><th>note</th></tr></thead><tbody></tbody></table>
 
 <h2>Ranks of the current generation</h2>
-<table id="ranks"><thead><tr><th>rank</th><th>slot</th><th>local rank</th><th>pid</th><th>checked in</th><th>steps</th><th>steps/s</th><th>allreduce ops</th><th>allreduce bytes</th><th>stalls</th><th>last report</th></tr></thead><tbody></tbody></table>
+<table id="ranks"><thead><tr><th>rank</th><th>slot</th><th>local rank</th><th>pid</th><th>checked in</th><th>steps</th><th>commits</th><th>steps/s</th><th>allreduce ops</th><th>allreduce bytes</th><th>stalls</th><th>last report</th></tr></thead><tbody></tbody></table>
 
 <h2>Generations and their recovery</h2>
 <div class="legend" id="legend"></div>
@@ -126,6 +126,7 @@ function render(s) {
       el("td", {class: "num"}, r.local_rank), el("td", {class: "num pid"}, r.pid),
       el("td", {}, r.checked_in ? "yes" : "waiting"),
       el("td", {class: "num steps"}, rep ? rep.steps : null),
+      el("td", {class: "num commits"}, rep ? rep.commits : null),
       el("td", {class: "num rate"}, rep && typeof rep.step_rate === "number" ? rep.step_rate.toFixed(2) : null),
       el("td", {class: "num"}, ar ? ar.count : null),
       el("td", {class: "num"}, ar ? ar.bytes : null),

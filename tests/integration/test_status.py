@@ -65,12 +65,17 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
     assert urllib.parse.urlsplit(url).hostname == "127.0.0.1"
 
     def recovered():
+        # Generation 2 formed, and its workers reported their recovery and
+        # their progress in it.
         now = status(url)
         gens = now["generations"]
+        reported = all(r["report"] and r["report"]["generation"] == 2 and
+                       r["report"]["commits"] > 0 for r in now["ranks"])
         return now if (len(gens) >= 2 and gens[-1]["complete_ms"]
-                       and now["failures"]) else None
-    now = wait_until(recovered, "generation 2 complete after the kill",
-                     timeout=60)
+                       and now["failures"] and reported and
+                       now["recoveries"][-1]["reported_ranks"] == 2) else None
+    now = wait_until(recovered, "generation 2 complete and reported after "
+                     "the kill", timeout=60)
     job = now["job"]
     assert job["elastic"] and job["state"] == "running", job
     assert job["generation"] == 2 and job["world_size"] == 2, job
@@ -87,8 +92,18 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
     assert failure["signal"] == "SIGKILL" and failure["exit_code"] == 137
     recovery = now["recoveries"][-1]
     assert recovery["cause"] == "failure", recovery
-    for phase in ("decide_ms", "rendezvous_ms"):
+    # Every phase measured: detect from the victim's last report (about one
+    # report interval at most), the rest by hvdrun or the survivors.
+    for phase in ("detect_ms", "decide_ms", "rendezvous_ms", "connect_ms",
+                  "sync_ms", "first_step_ms"):
         assert 0 <= recovery["phases"][phase] < 30000, recovery
+    assert recovery["phases"]["detect_ms"] < 5000, recovery
+    for rank in now["ranks"]:
+        report = rank["report"]
+        assert report["rank"] == rank["rank"], rank
+        assert report["ops"]["allreduce"]["count"] > 0, rank
+        assert report["ops"]["allreduce"]["bytes"] > 0, rank
+        assert now["job"]["now_ms"] - report["received_ms"] < 10000, rank
 
     m = metrics(url)
     assert m[("hvd_generation", ())] == 2
@@ -100,6 +115,13 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
     assert m[("hvd_hosts", (("state", "running"),))] == 1
     assert m[("hvd_recovery_phase_seconds_count",
               (("phase", "rendezvous"),))] == 2
+    assert m[("hvd_recovery_phase_seconds_count",
+              (("phase", "first_step"),))] >= 1
+    for rank in now["ranks"]:
+        labels = (("op", "allreduce"), ("rank", str(rank["rank"])),
+                  ("slot", rank["slot"]))
+        assert m[("hvd_worker_ops_total", labels)] > 0, labels
+        assert m[("hvd_worker_bytes_total", labels)] > 0, labels
     assert m[("hvd_rendezvous_requests_total", (("code", "2xx"),))] > 0
     # Every handled request was timed (the core's refusals are not).
     timed = m[("hvd_rendezvous_request_seconds_count", ())]

@@ -57,8 +57,12 @@ def test_status_page_in_a_browser_through_join_kill_and_partition(
                timeout=90)
     # A host is partitioned.
     bed.ctl("partition", b)
-    now = wait_until(lambda: newest_complete(url, 2),
-                     "2 ranks after b was partitioned", timeout=90)
+    def reported(now):
+        # ... and the survivors reported their recovery into it.
+        return now if now and now["recoveries"][-1]["reported_ranks"] == 2 \
+            else None
+    now = wait_until(lambda: reported(newest_complete(url, 2)),
+                     "2 ranks after b was partitioned, reported", timeout=90)
     generation = now["job"]["generation"]
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -74,6 +78,7 @@ def test_status_page_in_a_browser_through_join_kill_and_partition(
     assert page["state"] == "running"
     assert [r["slot"] for r in page["ranks"]] == [f"{a}:0", f"{a}:1"]
     assert all(r["pid"] > 0 for r in page["ranks"]), page["ranks"]
+    assert all(r["age"].endswith(" ago") for r in page["ranks"]), page["ranks"]
     assert page["hosts"][a]["state"] == "running", page["hosts"]
     for host in (b, c):
         assert page["hosts"][host]["state"] == "blacklisted", page["hosts"]
@@ -84,7 +89,8 @@ def test_status_page_in_a_browser_through_join_kill_and_partition(
     last = page["recoveries"][0]
     assert last["generation"] == generation and last["cause"] == "failure"
     assert last["complete"] and last["bars"] >= 2, last
-    for phase in ("decide", "rendezvous"):
+    for phase in ("detect", "decide", "rendezvous", "connect", "sync",
+                  "first_step"):
         assert re.fullmatch(r"[\d.]+ (ms|s)", last["phases"][phase]), last
     assert b in last["reason"], last
     failed_hosts = {f["host"] for f in page["failures"]}

@@ -60,6 +60,18 @@ class Job {
   std::map<std::string, WorkerId> slots_;
 };
 
+rendezvous::WorkerReport Report(const std::string& slot, WorkerId worker,
+                                TimePoint received, int64_t steps) {
+  rendezvous::WorkerReport report;
+  report.slot = slot;
+  report.worker = worker;
+  report.steps = steps;
+  report.commits = steps / 10;
+  report.ops["allreduce"] = {steps, 4 * steps};
+  report.received = received;
+  return report;
+}
+
 PolicyConfig Elastic() {
   PolicyConfig config;
   config.elastic = true;
@@ -87,8 +99,10 @@ TEST(JobRecordTest, AFailureIsARecoveryWithPhasesAndARecordedFailure) {
 
   job.Advance(10s);
   const WorkerId victim = job.WorkerIn("b:1");
-  job.record().OnLastSeen(victim, kT0 + 9700ms);
-  job.record().OnLastSeen(victim, kT0 + 9600ms);  // older: ignored
+  job.record().OnReports({{"b:1", Report("b:1", victim, kT0 + 9700ms, 40)}});
+  // An older report changes nothing; one of another process is ignored.
+  job.record().OnReports({{"b:1", Report("b:1", victim, kT0 + 9600ms, 30)}});
+  job.record().OnReports({{"b:1", Report("b:1", 999, kT0 + 9900ms, 50)}});
   Actions failed = job.On(WorkerExited{victim, SIGKILL});
   ASSERT_FALSE(failed.empty());
   job.Advance(50ms);
@@ -127,6 +141,38 @@ TEST(JobRecordTest, AFailureIsARecoveryWithPhasesAndARecordedFailure) {
     EXPECT_EQ(host["times_blacklisted"], 1);
   }
   EXPECT_TRUE(found);
+}
+
+TEST(JobRecordTest, ReportsGiveRanksTheirProgressAndRecoveriesTheirPhases) {
+  Job job(Elastic(), {{"a", 2}, {"b", 2}});
+  job.Start();
+  job.AllCheckIn();
+  const WorkerId first = job.WorkerIn("a:0"), second = job.WorkerIn("a:1");
+  auto marked = [](rendezvous::WorkerReport report, double connect,
+                   double sync, double first_step) {
+    report.recovery = rendezvous::RecoveryMarks{1, connect, sync, first_step};
+    return report;
+  };
+  job.record().OnReports(
+      {{"a:0", marked(Report("a:0", first, kT0 + 1s, 10), 30, 200, 5)},
+       {"a:1", marked(Report("a:1", second, kT0 + 1s, 10), 50, 100, 7)}});
+  job.record().OnReports({{"a:0", Report("a:0", first, kT0 + 3s, 30)}});
+  job.Advance(3s);
+  json s = job.Snapshot();
+  const json& report = s["ranks"][0]["report"];
+  ASSERT_TRUE(report.is_object()) << s["ranks"].dump();
+  EXPECT_EQ(report["steps"], 30);
+  EXPECT_DOUBLE_EQ(report["step_rate"], 10.0);  // 20 steps in 2 s
+  EXPECT_DOUBLE_EQ(report["commit_rate"], 1.0);
+  EXPECT_EQ(report["ops"]["allreduce"]["bytes"], 120);
+  EXPECT_EQ(report["received_ms"], kWall0 + 3000);
+  EXPECT_TRUE(s["ranks"][1]["report"]["step_rate"].is_null());
+  // The slowest rank's of each phase.
+  const json& phases = s["recoveries"][0]["phases"];
+  EXPECT_DOUBLE_EQ(phases["connect_ms"], 50.0);
+  EXPECT_DOUBLE_EQ(phases["sync_ms"], 200.0);
+  EXPECT_DOUBLE_EQ(phases["first_step_ms"], 7.0);
+  EXPECT_EQ(s["recoveries"][0]["reported_ranks"], 2);  // of 4
 }
 
 TEST(JobRecordTest, AGenerationReplacedBeforeAnyoneJoinedIsNoReset) {
