@@ -48,7 +48,23 @@ int64_t JobRecord::WallMs(TimePoint t) const {
              .count();
 }
 
+void JobRecord::ForgetExited() {
+  const Generation* newest =
+      generations_.empty() ? nullptr : &generations_.back();
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    bool rank = false;
+    if (newest) {
+      for (const auto& [slot, id] : newest->plan.workers) {
+        rank |= id == it->first;
+      }
+    }
+    it = it->second.exited && !rank ? workers_.erase(it) : std::next(it);
+  }
+}
+
 void JobRecord::OnEvent(TimePoint now, const Event& event) {
+  // What the last event's actions needed of an exited worker is recorded.
+  ForgetExited();
   if (auto* hosts = std::get_if<HostsDiscovered>(&event)) {
     if (!discovered_.empty() && !SameHosts(discovered_, hosts->hosts) &&
         !hosts_since_publish_) {
@@ -96,7 +112,9 @@ void JobRecord::OnActions(TimePoint now, const Actions& actions) {
       } else if (failure_since_publish_) {
         g.cause = "failure";
         g.triggered = *failure_since_publish_;
-        g.failed_worker = failed_since_publish_;
+        if (failed_last_report_ && *failed_last_report_ <= g.triggered) {
+          g.detect_ms = Ms(*failed_last_report_, g.triggered);
+        }
       } else if (hosts_since_publish_) {
         g.cause = "hosts";
         g.triggered = *hosts_since_publish_;
@@ -105,17 +123,25 @@ void JobRecord::OnActions(TimePoint now, const Actions& actions) {
         g.triggered = now;
       }
       failure_since_publish_.reset();
-      failed_since_publish_ = 0;
+      failed_last_report_.reset();
       hosts_since_publish_.reset();
       generations_.push_back(std::move(g));
       KeepNewest(generations_, kMaxGenerations);
     } else if (auto* failed = std::get_if<WorkerFailed>(&action)) {
       ++failures_total_;
-      failures_.push_back(Failure{now, *failed});
+      Failure failure{now, *failed, 0, nullptr};
+      auto w = workers_.find(failed->worker);
+      if (w != workers_.end()) {
+        failure.pid = w->second.pid;
+        failure.tail = w->second.tail;
+      }
+      failures_.push_back(std::move(failure));
       KeepNewest(failures_, kMaxFailures);
       if (!failure_since_publish_) {
         failure_since_publish_ = now;
-        failed_since_publish_ = failed->worker;
+        if (w != workers_.end() && w->second.report) {
+          failed_last_report_ = w->second.report->received;
+        }
       }
     } else if (auto* say = std::get_if<Say>(&action)) {
       messages_.emplace_back(now, say->line);
@@ -213,11 +239,7 @@ json JobRecord::RecoveryJson(const Generation& g) const {
   json phases{{"detect_ms", nullptr},
               {"decide_ms", Ms(g.triggered, g.published)},
               {"rendezvous_ms", nullptr}};
-  auto failed = workers_.find(g.failed_worker);
-  if (failed != workers_.end() && failed->second.report &&
-      failed->second.report->received <= g.triggered) {
-    phases["detect_ms"] = Ms(failed->second.report->received, g.triggered);
-  }
+  if (g.detect_ms) phases["detect_ms"] = *g.detect_ms;
   // The slowest rank's phases: the generation trains once all have.
   phases["connect_ms"] = phases["sync_ms"] = phases["first_step_ms"] = nullptr;
   for (const auto& [worker, marks] : g.marks) {
@@ -374,15 +396,12 @@ json JobRecord::Snapshot(TimePoint now,
                {"pid", nullptr},
                {"output_tail", json::array()}};
     if (f.what.signal > 0) entry["signal"] = SignalName(f.what.signal);
-    auto w = workers_.find(f.what.worker);
-    if (w != workers_.end()) {
-      if (w->second.pid > 0) entry["pid"] = w->second.pid;
-      if (w->second.tail) {
-        for (const auto& line : w->second.tail->Lines()) {
-          entry["output_tail"].push_back(
-              {{"stream", line.is_stderr ? "stderr" : "stdout"},
-               {"text", line.text}});
-        }
+    if (f.pid > 0) entry["pid"] = f.pid;
+    if (f.tail) {
+      for (const auto& line : f.tail->Lines()) {
+        entry["output_tail"].push_back(
+            {{"stream", line.is_stderr ? "stderr" : "stdout"},
+             {"text", line.text}});
       }
     }
     failure_list.push_back(std::move(entry));

@@ -85,7 +85,9 @@ class JobRecord {
     rendezvous::GenerationPlan plan;
     TimePoint triggered, published;
     std::optional<TimePoint> complete;  // every slot checked in
-    WorkerId failed_worker = 0;         // with cause "failure"
+    // With cause "failure": the failed worker's last report to the
+    // failure (taken when it was published).
+    std::optional<double> detect_ms;
     std::set<std::string> missing;      // slots not checked in yet
     // What its workers measured of their recovery into it.
     std::map<WorkerId, rendezvous::RecoveryMarks> marks;
@@ -93,9 +95,14 @@ class JobRecord {
   struct Failure {
     TimePoint at;
     WorkerFailed what;
+    pid_t pid = 0;
+    std::shared_ptr<OutputTail> tail;  // still filling while output drains
   };
 
   int64_t WallMs(TimePoint t) const;
+  // Forgets workers that exited and are not ranks of the newest
+  // generation (failures keep copies of what they need).
+  void ForgetExited();
   void AddStaticRank(TimePoint now, const StartWorker& start);
   nlohmann::json GenerationJson(const Generation& g) const;
   nlohmann::json RecoveryJson(const Generation& g) const;
@@ -113,7 +120,8 @@ class JobRecord {
   // What the next generation answers: the first failure, or host change,
   // since the last one was published.
   std::optional<TimePoint> failure_since_publish_, hosts_since_publish_;
-  WorkerId failed_since_publish_ = 0;
+  // The last report of that failure's worker, for the detect phase.
+  std::optional<TimePoint> failed_last_report_;
   int failures_total_ = 0;
   std::optional<int> exit_code_;
   std::optional<TimePoint> stopping_since_;

@@ -201,6 +201,29 @@ TEST(JobRecordTest, AStaticJobIsOneGenerationOfItsStartedRanks) {
   EXPECT_EQ(s["hosts"][0]["state"], "running");
 }
 
+TEST(JobRecordTest, AFailureKeepsItsPidAndOutputAfterItsWorkerIsForgotten) {
+  PolicyConfig config = Elastic();
+  config.cooldown.reset();
+  Job job(config, {{"a", 2}, {"b", 2}, {"c", 2}});
+  job.Start();  // a and b: 4 ranks; c waits as a spare
+  job.AllCheckIn();
+  const WorkerId victim = job.WorkerIn("b:0");
+  job.On(WorkerExited{victim, SIGKILL});  // b:1 is stopped, c takes over
+  job.On(WorkerExited{job.WorkerIn("b:1"), SIGTERM});
+  job.AllCheckIn();
+  json s = job.Snapshot();
+  ASSERT_EQ(s["failures"].size(), 1u);
+  EXPECT_EQ(s["failures"][0]["pid"], 4000 + victim);
+  ASSERT_EQ(s["failures"][0]["output_tail"].size(), 1u);
+  // b's workers are no ranks any more: forgotten, counted on no host.
+  for (const json& host : s["hosts"]) {
+    if (host["host"] == "b") {
+      EXPECT_EQ(host["workers"], 0);
+    }
+  }
+  for (const json& rank : s["ranks"]) EXPECT_NE(rank["host"], "b");
+}
+
 TEST(JobRecordTest, KeepsBoundedHistories) {
   Job job(Elastic(), {{"a", 2}});
   job.Start();
