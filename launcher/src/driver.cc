@@ -198,7 +198,9 @@ class Driver {
   void PublishSnapshot() {
     record_.OnReports(server_.reports().Latest());
     const TimePoint now = Clock::now();
-    snapshots_.Publish(record_.Snapshot(now, policy_.HostRows(now)));
+    nlohmann::json snapshot = record_.Snapshot(now, policy_.HostRows(now));
+    snapshot["rendezvous"] = nlohmann::json::parse(server_.StatusJson());
+    snapshots_.Publish(std::move(snapshot));
   }
 
   const LaunchConfig& config_;
@@ -487,25 +489,6 @@ common::Result<StatusServerOptions> StatusBind(const std::string& bind) {
   return options;
 }
 
-// What /status.json answers: the driver's snapshot and the rendezvous
-// server's counters.
-nlohmann::json CurrentStatus(StatusSnapshots& snapshots,
-                             const rendezvous::RendezvousServer& server) {
-  using namespace std::chrono_literals;
-  auto snapshot = snapshots.Get(500ms, 1000ms);
-  nlohmann::json status =
-      snapshot ? *snapshot
-               : nlohmann::json{{"job", {{"state", "starting"}}},
-                                {"hosts", nlohmann::json::array()},
-                                {"ranks", nlohmann::json::array()},
-                                {"generations", nlohmann::json::array()},
-                                {"failures", nlohmann::json::array()},
-                                {"recoveries", nlohmann::json::array()},
-                                {"messages", nlohmann::json::array()}};
-  status["rendezvous"] = nlohmann::json::parse(server.StatusJson());
-  return status;
-}
-
 int Fail(const std::string& message) {
   std::fprintf(stderr, "hvdrun: %s\n", message.c_str());
   return 1;
@@ -566,9 +549,19 @@ int RunJob(const LaunchConfig& config) {
   auto token = common::NewJobSecret();  // a second, unrelated secret
   if (!token.ok()) return Fail(token.status().message());
   bind->token = *token;
-  rendezvous::RendezvousServer& rendezvous = **server;
-  auto status_server = StatusServer::Start(*bind, [&driver, &rendezvous] {
-    return CurrentStatus(driver.snapshots(), rendezvous);
+  // Before the driver's loop runs, a reader sees a job starting.
+  auto starting = std::make_shared<const nlohmann::json>(nlohmann::json{
+      {"job", {{"state", "starting"}}},
+      {"hosts", nlohmann::json::array()},
+      {"ranks", nlohmann::json::array()},
+      {"generations", nlohmann::json::array()},
+      {"failures", nlohmann::json::array()},
+      {"recoveries", nlohmann::json::array()},
+      {"messages", nlohmann::json::array()}});
+  auto status_server = StatusServer::Start(*bind, [&driver, starting] {
+    using namespace std::chrono_literals;
+    auto snapshot = driver.snapshots().Get(1000ms, 1000ms);
+    return snapshot ? snapshot : starting;
   });
   if (!status_server.ok()) return Fail(status_server.status().message());
   const std::string url = (*status_server)->url();

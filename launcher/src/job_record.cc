@@ -216,10 +216,6 @@ void JobRecord::OnReports(
 }
 
 json JobRecord::GenerationJson(const Generation& g) const {
-  json slots = json::array();
-  for (const auto& [slot, a] : g.plan.slots) {
-    slots.push_back({{"slot", slot}, {"rank", a.rank}});
-  }
   json out{
       {"generation", g.number},
       {"reason", g.reason},

@@ -2,6 +2,7 @@
 // exposition format 0.0.4. Pure. Every family is written with HELP and TYPE
 // even when it has no sample yet, so a scraper sees the whole set from the
 // first scrape.
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -12,6 +13,14 @@ namespace hvd::launcher {
 using nlohmann::json;
 
 namespace {
+
+// The member `key` of `object`, or null: no copy (json::value copies).
+const json& At(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
 
 // Bounds of the recovery phase histograms, in seconds.
 constexpr double kPhaseBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -39,28 +48,27 @@ std::string Escape(const std::string& value) {
 
 std::string Value(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
+  char text[32];
+  auto [end, error] = std::to_chars(text, text + sizeof(text), v);
+  return error == std::errc() ? std::string(text, end) : "NaN";
 }
 
 class Writer {
  public:
   void Family(const std::string& name, const std::string& type,
               const std::string& help) {
-    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " "
-         << type << "\n";
+    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type +
+            "\n";
   }
   void Sample(const std::string& name, const std::string& labels, double v) {
-    out_ << name;
-    if (!labels.empty()) out_ << "{" << labels << "}";
-    out_ << " " << Value(v) << "\n";
+    out_ += name;
+    if (!labels.empty()) out_ += "{" + labels + "}";
+    out_ += " " + Value(v) + "\n";
   }
-  std::string str() const { return out_.str(); }
+  std::string str() const { return out_; }
 
  private:
-  std::ostringstream out_;
+  std::string out_;
 };
 
 std::string Label(const std::string& name, const std::string& value) {
@@ -76,7 +84,7 @@ double Num(const json& object, const char* key) {
 
 std::string MetricsText(const json& status) {
   Writer w;
-  const json& job = status.value("job", json::object());
+  const json& job = At(status, "job");
 
   w.Family("hvd_world_size", "gauge", "Ranks in the newest generation.");
   w.Sample("hvd_world_size", "", Num(job, "world_size"));
@@ -85,7 +93,7 @@ std::string MetricsText(const json& status) {
   w.Family("hvd_resets_total", "counter",
            "Generations after the first that every slot joined, by what "
            "began them.");
-  const json& resets = job.value("resets_by_cause", json::object());
+  const json& resets = At(job, "resets_by_cause");
   for (const char* cause : {"failure", "hosts", "other"}) {
     w.Sample("hvd_resets_total", Label("cause", cause), Num(resets, cause));
   }
@@ -94,7 +102,7 @@ std::string MetricsText(const json& status) {
 
   w.Family("hvd_hosts", "gauge", "Hosts of the job by state.");
   std::map<std::string, int> hosts;
-  for (const json& host : status.value("hosts", json::array())) {
+  for (const json& host : At(status, "hosts")) {
     ++hosts[host.value("state", "")];
   }
   for (const char* state : kHostStates) {
@@ -107,8 +115,8 @@ std::string MetricsText(const json& status) {
            "decide, rendezvous, connect, sync, first_step).");
   for (const char* phase : kPhases) {
     std::vector<double> values;
-    for (const json& r : status.value("recoveries", json::array())) {
-      const json& phases = r.value("phases", json::object());
+    for (const json& r : At(status, "recoveries")) {
+      const json& phases = At(r, "phases");
       auto it = phases.find(std::string(phase) + "_ms");
       if (it != phases.end() && it->is_number()) {
         values.push_back(it->get<double>() / 1000);
@@ -132,8 +140,8 @@ std::string MetricsText(const json& status) {
              static_cast<double>(values.size()));
   }
 
-  const json& rendezvous = status.value("rendezvous", json::object());
-  const json& requests = rendezvous.value("requests", json::object());
+  const json& rendezvous = At(status, "rendezvous");
+  const json& requests = At(rendezvous, "requests");
   w.Family("hvd_rendezvous_requests_total", "counter",
            "Requests the rendezvous server answered, by status class.");
   for (const char* code : {"2xx", "4xx", "401", "5xx"}) {
@@ -143,9 +151,9 @@ std::string MetricsText(const json& status) {
   w.Family("hvd_rendezvous_request_seconds", "histogram",
            "How long the rendezvous server took to answer a request, "
            "long-poll waits (check-ins, prefix waits) included.");
-  const json& took = rendezvous.value("handler_seconds", json::object());
-  const json bounds = took.value("bounds", json::array());
-  const json counts = took.value("counts", json::array());
+  const json& took = At(rendezvous, "handler_seconds");
+  const json bounds = At(took, "bounds");
+  const json counts = At(took, "counts");
   double cumulative = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     cumulative += counts[i].is_number() ? counts[i].get<double>() : 0;
@@ -166,30 +174,34 @@ std::string MetricsText(const json& status) {
   // What the workers report.
   w.Family("hvd_worker_ops_total", "counter",
            "Collective operations a worker completed, by operation.");
-  for (const json& rank : status.value("ranks", json::array())) {
-    const json& report = rank.value("report", json());
+  for (const json& rank : At(status, "ranks")) {
+    const json& report = At(rank, "report");
     if (!report.is_object()) continue;
     const std::string labels =
         Label("slot", rank.value("slot", "")) + "," +
         Label("rank", std::to_string(rank.value("rank", 0)));
-    const json ops = report.value("ops", json::object());
-    for (const auto& [op, counts] : ops.items()) {
-      w.Sample("hvd_worker_ops_total", labels + "," + Label("op", op),
-               Num(counts, "count"));
+    const json& ops = At(report, "ops");
+    for (auto it = ops.begin(); it != ops.end(); ++it) {
+      // An op type the worker never ran has no series yet.
+      if (Num(*it, "count") == 0) continue;
+      w.Sample("hvd_worker_ops_total", labels + "," + Label("op", it.key()),
+               Num(*it, "count"));
     }
   }
   w.Family("hvd_worker_bytes_total", "counter",
            "Bytes a worker's collective operations carried, by operation.");
-  for (const json& rank : status.value("ranks", json::array())) {
-    const json& report = rank.value("report", json());
+  for (const json& rank : At(status, "ranks")) {
+    const json& report = At(rank, "report");
     if (!report.is_object()) continue;
     const std::string labels =
         Label("slot", rank.value("slot", "")) + "," +
         Label("rank", std::to_string(rank.value("rank", 0)));
-    const json ops = report.value("ops", json::object());
-    for (const auto& [op, counts] : ops.items()) {
-      w.Sample("hvd_worker_bytes_total", labels + "," + Label("op", op),
-               Num(counts, "bytes"));
+    const json& ops = At(report, "ops");
+    for (auto it = ops.begin(); it != ops.end(); ++it) {
+      // An op type the worker never ran has no series yet.
+      if (Num(*it, "count") == 0) continue;
+      w.Sample("hvd_worker_bytes_total", labels + "," + Label("op", it.key()),
+               Num(*it, "bytes"));
     }
   }
   struct PerRank {
@@ -213,8 +225,8 @@ std::string MetricsText(const json& status) {
   const double now_ms = Num(job, "now_ms");
   for (const PerRank& metric : per_rank) {
     w.Family(metric.name, metric.type, metric.help);
-    for (const json& rank : status.value("ranks", json::array())) {
-      const json& report = rank.value("report", json());
+    for (const json& rank : At(status, "ranks")) {
+      const json& report = At(rank, "report");
       if (!report.is_object()) continue;
       const std::string labels =
           Label("slot", rank.value("slot", "")) + "," +

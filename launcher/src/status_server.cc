@@ -84,19 +84,29 @@ HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
     return page;
   }
   if (request.path == "/status.json") {
-    HttpAnswer answer = HttpAnswer::Json(Dump(source_()));
+    HttpAnswer answer = HttpAnswer::Json(Rendered(false));
     answer.headers = {{"Cache-Control", "no-store"}};
     return answer;
   }
   if (request.path == "/metrics") {
     return HttpAnswer{200,
                       "text/plain; version=0.0.4; charset=utf-8",
-                      MetricsText(source_()),
+                      Rendered(true),
                       {{"Cache-Control", "no-store"}}};
   }
   return HttpAnswer::Error(
       Status::NotFound("no page " + common::Printable(request.path) +
                        " here: try /, /status.json or /metrics"));
+}
+
+std::string StatusServer::Rendered(bool metrics) {
+  std::shared_ptr<const nlohmann::json> status = source_();
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cached_for_[metrics] != status) {
+    cached_[metrics] = metrics ? MetricsText(*status) : Dump(*status);
+    cached_for_[metrics] = std::move(status);
+  }
+  return cached_[metrics];
 }
 
 void StatusServer::Stop() {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -31,8 +32,10 @@ struct StatusServerOptions {
 
 class StatusServer {
  public:
-  // The job's status now (docs/protocol.md, "GET /status.json").
-  using Source = std::function<nlohmann::json()>;
+  // The job's status now (docs/protocol.md, "GET /status.json"). The same
+  // pointer again means nothing changed: its JSON and metrics texts are
+  // rendered once and served to every reader until the next one.
+  using Source = std::function<std::shared_ptr<const nlohmann::json>()>;
 
   static common::Result<std::unique_ptr<StatusServer>> Start(
       StatusServerOptions options, Source source);
@@ -49,9 +52,15 @@ class StatusServer {
  private:
   StatusServer(StatusServerOptions options, Source source);
   common::HttpAnswer Route(const common::HttpRequest& request);
+  // The status as status.json or as metrics text, from the cache
+  // when the source's status is the one it was rendered from.
+  std::string Rendered(bool metrics);
 
   const StatusServerOptions options_;
   const Source source_;
+  std::mutex cache_mu_;
+  std::shared_ptr<const nlohmann::json> cached_for_[2];  // json, metrics
+  std::string cached_[2];
   std::unique_ptr<common::SignedHttpServer> http_;
 };
 

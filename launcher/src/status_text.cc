@@ -12,6 +12,14 @@ using nlohmann::json;
 
 namespace {
 
+// The member `key` of `object`, or null: no copy (json::value copies).
+const json& At(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
 double Number(const json& value, double otherwise = 0) {
   return value.is_number() ? value.get<double>() : otherwise;
 }
@@ -84,49 +92,49 @@ class Table {
 
 std::string StatusText(const json& status) {
   std::ostringstream out;
-  const json& job = status.value("job", json::object());
-  const double now_ms = Number(job.value("now_ms", json()));
-  out << "job: " << Str(job.value("state", json())) << ", generation "
-      << Str(job.value("generation", json())) << ", "
-      << Str(job.value("world_size", json())) << " ranks, "
-      << Str(job.value("resets", json())) << " resets, "
-      << Str(job.value("failures", json())) << " failures, up "
-      << Duration(now_ms - Number(job.value("started_ms", json()), now_ms))
+  const json& job = At(status, "job");
+  const double now_ms = Number(At(job, "now_ms"));
+  out << "job: " << Str(At(job, "state")) << ", generation "
+      << Str(At(job, "generation")) << ", "
+      << Str(At(job, "world_size")) << " ranks, "
+      << Str(At(job, "resets")) << " resets, "
+      << Str(At(job, "failures")) << " failures, up "
+      << Duration(now_ms - Number(At(job, "started_ms"), now_ms))
       << "\n";
-  if (job.value("exit_code", json()).is_number()) {
+  if (At(job, "exit_code").is_number()) {
     out << "exit code: " << Str(job["exit_code"]) << "\n";
   }
-  out << "command: " << Str(job.value("command", json())) << "\n";
+  out << "command: " << Str(At(job, "command")) << "\n";
 
   out << "\nhosts\n";
   Table hosts({"HOST", "SLOTS", "STATE", "WORKERS", "NOTE"});
-  for (const json& host : status.value("hosts", json::array())) {
+  for (const json& host : At(status, "hosts")) {
     std::string note;
     if (host.value("state", "") == "blacklisted") {
-      const json& until = host.value("usable_again_ms", json());
+      const json& until = At(host, "usable_again_ms");
       note = until.is_number()
                  ? "usable again in " + Duration(Number(until) - now_ms)
                  : "for good";
     }
-    hosts.Add({Str(host.value("host", json())),
-               Str(host.value("slots", json())),
-               Str(host.value("state", json())),
-               Str(host.value("workers", json())), note});
+    hosts.Add({Str(At(host, "host")),
+               Str(At(host, "slots")),
+               Str(At(host, "state")),
+               Str(At(host, "workers")), note});
   }
   hosts.Print(out);
 
-  out << "\nranks (generation " << Str(job.value("generation", json()))
+  out << "\nranks (generation " << Str(At(job, "generation"))
       << ")\n";
   Table ranks(
       {"RANK", "SLOT", "PID", "CHECKED IN", "STEPS", "STEPS/S", "LAST REPORT"});
-  for (const json& rank : status.value("ranks", json::array())) {
-    const json& report = rank.value("report", json());
+  for (const json& rank : At(status, "ranks")) {
+    const json& report = At(rank, "report");
     const bool has = report.is_object();
-    ranks.Add({Str(rank.value("rank", json())), Str(rank.value("slot", json())),
-               Str(rank.value("pid", json())),
+    ranks.Add({Str(At(rank, "rank")), Str(At(rank, "slot")),
+               Str(At(rank, "pid")),
                rank.value("checked_in", false) ? "yes" : "no",
-               has ? Str(report.value("steps", json())) : "-",
-               has && report.value("step_rate", json()).is_number()
+               has ? Str(At(report, "steps")) : "-",
+               has && At(report, "step_rate").is_number()
                    ? [&] {
                        std::ostringstream rate;
                        rate << std::fixed << std::setprecision(2)
@@ -134,45 +142,45 @@ std::string StatusText(const json& status) {
                        return rate.str();
                      }()
                    : "-",
-               has ? Age(report.value("received_ms", json()), now_ms) : "-"});
+               has ? Age(At(report, "received_ms"), now_ms) : "-"});
   }
   ranks.Print(out);
 
-  const json& recoveries = status.value("recoveries", json::array());
+  const json& recoveries = At(status, "recoveries");
   if (!recoveries.empty()) {
     out << "\ngenerations and their recovery\n";
     Table table({"GEN", "CAUSE", "DETECT", "DECIDE", "RENDEZVOUS", "CONNECT",
                  "STATE SYNC", "FIRST STEP", "REASON"});
     for (const json& r : recoveries) {
-      const json& p = r.value("phases", json::object());
-      table.Add({Str(r.value("generation", json())),
-                 Str(r.value("cause", json())),
-                 Duration(p.value("detect_ms", json())),
-                 Duration(p.value("decide_ms", json())),
-                 Duration(p.value("rendezvous_ms", json())),
-                 Duration(p.value("connect_ms", json())),
-                 Duration(p.value("sync_ms", json())),
-                 Duration(p.value("first_step_ms", json())),
-                 Str(r.value("reason", json()))});
+      const json& p = At(r, "phases");
+      table.Add({Str(At(r, "generation")),
+                 Str(At(r, "cause")),
+                 Duration(At(p, "detect_ms")),
+                 Duration(At(p, "decide_ms")),
+                 Duration(At(p, "rendezvous_ms")),
+                 Duration(At(p, "connect_ms")),
+                 Duration(At(p, "sync_ms")),
+                 Duration(At(p, "first_step_ms")),
+                 Str(At(r, "reason"))});
     }
     table.Print(out);
   }
 
-  const json& failures = status.value("failures", json::array());
+  const json& failures = At(status, "failures");
   if (!failures.empty()) {
     out << "\nfailures\n";
     for (const json& f : failures) {
-      out << "  " << ClockTime(f.value("at_ms", json())) << " slot "
-          << Str(f.value("slot", json())) << " (rank "
-          << Str(f.value("rank", json())) << ", pid "
-          << Str(f.value("pid", json())) << ") " << Str(f.value("what", json()))
-          << "; exit code " << Str(f.value("exit_code", json()));
-      if (f.value("signal", json()).is_string()) {
+      out << "  " << ClockTime(At(f, "at_ms")) << " slot "
+          << Str(At(f, "slot")) << " (rank "
+          << Str(At(f, "rank")) << ", pid "
+          << Str(At(f, "pid")) << ") " << Str(At(f, "what"))
+          << "; exit code " << Str(At(f, "exit_code"));
+      if (At(f, "signal").is_string()) {
         out << ", " << Str(f["signal"]);
       }
       out << "\n";
-      for (const json& line : f.value("output_tail", json::array())) {
-        out << "    | " << Str(line.value("text", json())) << "\n";
+      for (const json& line : At(f, "output_tail")) {
+        out << "    | " << Str(At(line, "text")) << "\n";
       }
     }
   }

@@ -216,7 +216,7 @@ class WatchedJob {
     hvd::launcher::StatusServerOptions options;
     options.token = "bench-read-token-0123456789";
     auto server = hvd::launcher::StatusServer::Start(
-        options, [this] { return *snapshots_.Get(500ms, 1000ms); });
+        options, [this] { return snapshots_.Get(1000ms, 1000ms); });
     Check(server.status(), "status server");
     server_ = std::move(*server);
     poller_ = std::thread([this, polls_per_second] { Poll(polls_per_second); });
