@@ -637,8 +637,8 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
       "--log-with-timestamp,--no-log-hide-timestamp,!--log-without-timestamp,"
       "!--log-hide-timestamp",
       v.log_with_timestamp,
-      "Workers' log lines with (default) or without a timestamp "
-      "(HOROVOD_LOG_HIDE_TIME)");
+      "hvdrun's own lines and the workers' log lines with (default) or "
+      "without a timestamp (HOROVOD_LOG_HIDE_TIME for the workers)");
 }
 
 // The last --config-file among the options (CLI11 has not parsed yet).

@@ -23,6 +23,7 @@
 #include "host_address.h"
 #include "host_check_run.h"
 #include "hvd/common/hmac.h"
+#include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
@@ -357,7 +358,7 @@ void Driver::Execute(const Actions& actions) {
               inbox_.Post(std::move(checked));
             });
           } else if constexpr (std::is_same_v<T, Say>) {
-            std::fprintf(stderr, "hvdrun: %s\n", a.line.c_str());
+            common::Announce("hvdrun: " + a.line);
           } else if constexpr (std::is_same_v<T, Finish>) {
             exit_code_ = a.exit_code;
           }
@@ -404,7 +405,7 @@ void Driver::RefreshAddresses() {
 }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hvdrun: %s\n", message.c_str());
+  common::Announce("hvdrun: " + message);
   return 1;
 }
 

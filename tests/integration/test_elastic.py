@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, wait_until
+from conftest import ROOT, untimed, wait_until
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "elastic_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -213,7 +213,7 @@ def test_blacklisted_host_returns_after_its_cooldown(hvdrun, tmp_path):
                      "1", "1", *s.command()], timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 4)
-    generations = [l for l in result.stderr.splitlines()
+    generations = [l for l in untimed(result.stderr)
                    if l.startswith("hvdrun: generation")]
     assert [g.split(": ")[2].split()[0] for g in generations] == \
         ["4", "2", "4"], generations

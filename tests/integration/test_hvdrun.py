@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import HVDRUN, Child, kill_session, rank_lines, wait_until
+from conftest import (HVDRUN, HVDRUN_TIME, Child, kill_session, rank_lines,
+                      untimed, wait_until)
 from signing import signature_headers
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
@@ -102,6 +104,41 @@ def test_output_files(hvdrun, tmp_path):
         assert (out / f"rank.{rank}" / "stdout").read_text() == \
             f"hello {rank}\ntail\n"
         assert (out / f"rank.{rank}" / "stderr").read_text() == "bad\n"
+
+
+def test_hvdrun_lines_carry_the_time_unless_hidden(hvdrun):
+    """hvdrun's own lines (its "hvdrun: ..." messages and, with --verbose,
+    its log lines) start with the time by default, as horovodrun's do, and
+    not with --log-without-timestamp; the workers' lines never get it."""
+    job = ["-np", "2", "--verbose", "sh", "-c",
+           'echo work; if [ "$HOROVOD_RANK" = 1 ]; then exit 3; fi']
+    started = time.time()
+    result = hvdrun(job, timeout=30)
+    assert result.returncode == 3, result.stderr
+    own = [l for l in result.stderr.splitlines() if "<stderr>:" not in l]
+    assert any(re.search(r"\] \[driver -\] \[info\] hvdrun: rendezvous "
+                         r"server on 127\.0\.0\.1:\d+$", l) for l in own), own
+    assert any(l.endswith("hvdrun: rank 1 on host localhost exited with code "
+                          "3; job failed (exit code 3)") for l in own), own
+    for line in own:
+        stamp = HVDRUN_TIME.match(line)
+        assert stamp, (line, result.stderr)
+        when = time.mktime(time.strptime(stamp.group(1)[:19],
+                                         "%Y-%m-%d %H:%M:%S"))
+        assert int(started) <= when <= time.time() + 1, line
+    # Rank 1 printed before it failed (rank 0 may be stopped before it
+    # does): a worker's line as it was, no time.
+    assert rank_lines(result.stdout, 1) == ["work"], result.stdout
+
+    for flag in ("--log-without-timestamp", "--log-hide-timestamp"):
+        result = hvdrun([flag, *job], timeout=30)
+        assert result.returncode == 3, result.stderr
+        own = [l for l in result.stderr.splitlines() if "<stderr>:" not in l]
+        assert "hvdrun: rank 1 on host localhost exited with code 3; job " \
+            "failed (exit code 3)" in own, own
+        assert any(l.startswith("[driver -] [info] hvdrun: rendezvous "
+                                "server on ") for l in own), own
+        assert not any(HVDRUN_TIME.search(l) for l in own), own
 
 
 def alive(pid):
@@ -276,7 +313,7 @@ def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
     assert took < 10, (took, result.stderr)
     assert ("hvdrun: cannot reach host unreachable-host over ssh: no answer "
             "within 3 s (--start-timeout); ssh was killed") in \
-        result.stderr.splitlines(), result.stderr
+        untimed(result.stderr), result.stderr
     assert result.returncode == 1, result.stderr
     pid, line = calls.read_text().splitlines()[0].split(" ", 1)
     assert "ConnectTimeout=3" in line and "BatchMode=yes" in line, line
