@@ -461,7 +461,13 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "one");
   app.add_option("--output-filename", v.config.output_dir,
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
-                 "and stderr");
+                 "and stderr; elastic jobs: each process's to "
+                 "DIR/<host>.<local rank>/gen.<generation>.stdout and "
+                 ".stderr");
+  app.add_flag("--prefix-output-with-timestamp",
+               v.config.prefix_output_with_timestamp,
+               "Start every line of the workers' output with the time hvdrun "
+               "read it (also -prefix-timestamp)");
   app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
   app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
   app.add_flag("--check-build", v.check_build,

@@ -375,10 +375,10 @@ void Driver::Start(const StartWorker& action) {
   }
   Running running;
   running.process = *process;
-  auto relay =
-      OutputRelay::Start({{process->stdout_fd, action.slot.rank, false},
-                          {process->stderr_fd, action.slot.rank, true}},
-                         config_.output_dir);
+  auto relay = OutputRelay::Start(
+      {{process->stdout_fd, action.slot.rank, false},
+       {process->stderr_fd, action.slot.rank, true}},
+      RelayOptionsFor(config_, action.slot, action.generation));
   if (relay.ok()) {
     running.relay = std::move(*relay);
   } else {

@@ -105,7 +105,7 @@ Actions JobPolicy::Start(TimePoint now) {
         out.push_back(CheckHost{slot.host});
       }
     } else {
-      for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, out);
+      for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, 0, out);
     }
   }
   UpdateLateness(now);
@@ -529,7 +529,9 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   // process; they start after it is published.
   Actions starts;
   for (const SlotAssignment& slot : slots) {
-    if (!RunningIn(SlotNameOf(slot))) StartSlot(now, slot, starts);
+    if (!RunningIn(SlotNameOf(slot))) {
+      StartSlot(now, slot, plan.generation, starts);
+    }
   }
   std::string summary;
   for (const SlotAssignment& slot : slots) {
@@ -654,7 +656,7 @@ bool JobPolicy::MembershipChanged(TimePoint now) const {
 }
 
 void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
-                          Actions& out) {
+                          int64_t generation, Actions& out) {
   Worker w;
   w.id = next_id_++;
   w.slot = SlotNameOf(slot);
@@ -662,7 +664,7 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
   w.start_rank = slot.rank;
   w.started = now;
   workers_[w.id] = w;
-  out.push_back(StartWorker{w.id, slot});
+  out.push_back(StartWorker{w.id, slot, generation});
 }
 
 void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,

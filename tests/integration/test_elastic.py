@@ -4,6 +4,7 @@ failing, limits. Hosts are local addresses (localhost, 127.0.0.1, ...)."""
 import glob
 import json
 import os
+import re
 import signal
 import stat
 import time
@@ -324,3 +325,79 @@ def test_abort_frees_survivors_blocked_on_a_hung_peer(hvdrun, tmp_path):
     assert "aborting this generation's collectives" in err, err
     check_consistent_finish(s, 2)
     assert {r["slot"] for r in s.done()} == {"localhost:0", "localhost:1"}
+
+
+ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+
+
+def untimed_file(path):
+    """The lines of a worker's output file written with
+    --prefix-output-with-timestamp, each without its time (which every line
+    must have)."""
+    lines = path.read_text().splitlines()
+    for line in lines:
+        assert re.match(ASCTIME + " ", line), (path, line)
+    return [line[len("Tue Mar  5 14:03:09 2024 "):] for line in lines]
+
+
+def test_output_files_of_a_slot_survive_its_respawn(hvdrun, tmp_path):
+    """--output-filename in an elastic job: a directory per slot, a pair of
+    files per process named after the generation it was started for. A
+    worker killed mid-step and the one that replaces it after its host's
+    cooldown each leave their complete output."""
+    s = Scenario(tmp_path, "", epochs=8, batches=10, sleep=0.1, print=True,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 0, "batch": 2,
+                         "how": "pause"}])
+    out = tmp_path / "out"
+    job = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
+                        "localhost:2,127.0.0.1:2", "--blacklist-cooldown-range",
+                        "1", "1", "--output-filename", str(out),
+                        "--prefix-output-with-timestamp", *s.command()])
+    # Killed while it waits in the middle of a step: everything it printed
+    # is out by then.
+    wait_until(lambda: job.poll() is not None or
+               (s.log / "paused").exists(), "127.0.0.1:0 to pause")
+    victim = glob.glob(str(s.log / "127.0.0.1:0.*.jsonl"))
+    assert len(victim) == 1, victim
+    killed = int(victim[0].split(".")[-2])
+    os.kill(killed, signal.SIGKILL)
+    result = job.finish(timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)
+
+    slot_dir = out / "127.0.0.1.0"
+    names = sorted(p.name for p in slot_dir.iterdir())
+    generations = sorted({int(n.split(".")[1]) for n in names})
+    assert len(generations) == 2 and generations[0] == 1, names
+    later = generations[1]
+    assert names == sorted(f"gen.{g}.{kind}" for g in generations
+                           for kind in ("stdout", "stderr")), names
+    # The generation the replacement was started for is the one its host
+    # came back in (checked again once its cooldown ended).
+    back = [l for l in untimed(result.stderr)
+            if l.startswith(f"hvdrun: generation {later} (")]
+    assert len(back) == 1 and "127.0.0.1:0" in back[0], result.stderr
+    pids = {}
+    for g in generations:
+        err = untimed_file(slot_dir / f"gen.{g}.stderr")
+        started = [l for l in err if l.startswith("pid ")]
+        assert len(started) == 1, err
+        pids[g] = int(started[0].split()[1])
+    assert pids[1] == killed
+    for g in generations:
+        records = [json.loads(line) for line in
+                   open(s.log / f"127.0.0.1:0.{pids[g]}.jsonl")]
+        mine = [f"batch {r['epoch']}.{r['batch']}" for r in records
+                if r["event"] == "batch"]
+        lines = untimed_file(slot_dir / f"gen.{g}.stdout")
+        assert lines == mine + (["done"] if g == later else []), (g, lines)
+    assert untimed_file(slot_dir / "gen.1.stdout")[-1] == "batch 0.1"
+    # Slots that kept their process have one pair; the host's other slot,
+    # stopped with it, two.
+    for slot, count in (("localhost.0", 1), ("localhost.1", 1),
+                        ("127.0.0.1.1", 2)):
+        files = sorted(p.name for p in (out / slot).iterdir())
+        assert len(files) == 2 * count, (slot, files)
+    # The terminal got the same lines with the time and the start rank.
+    assert re.search(f"^{ASCTIME}\\[2\\]<stdout>:batch 0.1$", result.stdout,
+                     re.MULTILINE), result.stdout

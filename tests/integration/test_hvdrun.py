@@ -106,6 +106,48 @@ def test_output_files(hvdrun, tmp_path):
         assert (out / f"rank.{rank}" / "stderr").read_text() == "bad\n"
 
 
+# What horovodrun's --prefix-output-with-timestamp puts before a line:
+# Python's time.asctime(), "Tue Mar  5 14:03:09 2024".
+ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+
+
+def parse_asctime(text):
+    """Seconds since the epoch of an asctime() text in local time."""
+    return time.mktime(time.strptime(text, "%a %b %d %H:%M:%S %Y"))
+
+
+@pytest.mark.parametrize("flag", ["--prefix-output-with-timestamp",
+                                  "-prefix-timestamp"])
+def test_output_lines_prefixed_with_the_time(hvdrun, tmp_path, flag):
+    out = tmp_path / "logs"
+    started = time.time()
+    result = hvdrun(["-np", "2", flag, "--output-filename", str(out), "sh",
+                     "-c", "echo hello $HOROVOD_RANK; echo bad >&2; "
+                     "printf tail"])
+    finished = time.time()
+    assert result.returncode == 0, result.stderr
+
+    def times(text, pattern, count):
+        found = re.findall(f"^({ASCTIME}){pattern}$", text, re.MULTILINE)
+        assert len(found) == count, (pattern, text)
+        for stamp in found:
+            # Read while the job ran (asctime has whole seconds).
+            assert int(started) <= parse_asctime(stamp) <= finished + 1, stamp
+
+    for rank in range(2):
+        # As horovodrun: the time, then the rank prefix, no space between.
+        times(result.stdout, re.escape(f"[{rank}]<stdout>:hello {rank}"), 1)
+        times(result.stdout, re.escape(f"[{rank}]<stdout>:tail"), 1)
+        times(result.stderr, re.escape(f"[{rank}]<stderr>:bad"), 1)
+        # The files hold the time and the worker's text.
+        stdout = (out / f"rank.{rank}" / "stdout").read_text()
+        times(stdout, re.escape(f" hello {rank}"), 1)
+        times(stdout, " tail", 1)
+        assert len(stdout.splitlines()) == 2, stdout
+        times((out / f"rank.{rank}" / "stderr").read_text(), " bad", 1)
+    # Without the flag, no time (test_ranks_and_prefixed_output).
+
+
 def test_hvdrun_lines_carry_the_time_unless_hidden(hvdrun):
     """hvdrun's own lines (its "hvdrun: ..." messages and, with --verbose,
     its log lines) start with the time by default, as horovodrun's do, and
