@@ -43,6 +43,23 @@ std::set<std::string> Key(const std::vector<SlotAssignment>& slots) {
   return key;
 }
 
+// The hosts of `slots` (in rank order, a host's ranks contiguous) with
+// their slot counts: "a:2", "b:2".
+std::vector<std::string> HostsOf(const std::vector<SlotAssignment>& slots) {
+  std::vector<std::pair<std::string, int>> counted;
+  for (const SlotAssignment& slot : slots) {
+    if (counted.empty() || counted.back().first != slot.host) {
+      counted.emplace_back(slot.host, 0);
+    }
+    ++counted.back().second;
+  }
+  std::vector<std::string> hosts;
+  for (const auto& [host, count] : counted) {
+    hosts.push_back(host + ":" + std::to_string(count));
+  }
+  return hosts;
+}
+
 void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
   if (t && (!best || *t < *best)) best = t;
 }
@@ -513,6 +530,9 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
 
   rendezvous::GenerationPlan plan;
   plan.generation = plan_.generation + 1;
+  // The workers record both on the timeline (rank 0).
+  plan.reason = rendezvous::ShortReason(why);
+  plan.hosts = HostsOf(slots);
   // Every rank syncs from rank 0 when any of them lacks the committed
   // state, and after a failure (ranks may have restored different commits).
   bool sync = first || members_failed;

@@ -573,6 +573,28 @@ TEST(JobPolicyElastic, StartWorkerCarriesTheGenerationItIsMeantToJoin) {
   EXPECT_EQ(h.plan().generation, without_b + 1);
 }
 
+// Each generation says why it was formed and on which hosts; the workers
+// record both on the timeline.
+TEST(JobPolicyElastic, PlansCarryTheirReasonAndHosts) {
+  const std::string long_host(300, 'h');
+  Harness h(Elastic(4, 1), {{"a", 2}, {"b", 1}, {long_host, 1}});
+  h.Start();
+  EXPECT_EQ(h.plan().reason, "start");
+  EXPECT_EQ(h.plan().hosts,
+            (std::vector<std::string>{"a:2", "b:1", long_host + ":1"}));
+  h.CheckInAll();
+  h.ExitSlot("b:0", Exit(1));
+  EXPECT_EQ(h.plan().reason, "slot b:0 failed; host b blacklisted");
+  EXPECT_EQ(h.plan().hosts,
+            (std::vector<std::string>{"a:2", long_host + ":1"}));
+  h.CheckInAll();
+  // A reason naming a long host is cut to the bound.
+  h.ExitSlot(long_host + ":0", Exit(1));
+  EXPECT_EQ(h.plan().reason.size(), rendezvous::kMaxReasonBytes);
+  EXPECT_EQ(h.plan().reason.substr(0, 5), "slot ");
+  EXPECT_EQ(h.plan().hosts, std::vector<std::string>{"a:2"});
+}
+
 TEST(JobPolicyStatic, StartWorkerHasNoGeneration) {
   Harness h(Static(2));
   Actions start = h.Start();
