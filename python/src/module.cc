@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "arrays.h"
 #include "errors.h"
@@ -108,6 +109,7 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
   Status logging = common::InitLogging("worker", config.rank);
   if (!logging.ok()) Raise(logging);
   int64_t generation = g_state.starts;
+  std::optional<runtime::GenerationInfo> membership;
   if (config.elastic) {
     if (!g_state.elastic) {
       g_state.elastic = ValueOrRaise(runtime::ElasticWorker::Start(config));
@@ -127,12 +129,13 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     }
     config = joined->config;
     generation = joined->generation;
+    membership = runtime::GenerationInfo{joined->reason, joined->hosts};
     (void)common::InitLogging("worker", config.rank);
   }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    started = Runtime::Start(config, generation, process_sets);
+    started = Runtime::Start(config, generation, process_sets, membership);
   }
   g_state.runtime = ValueOrRaise(std::move(started));
   if (config.elastic) {

@@ -47,9 +47,11 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config) {
 
 class Runtime::Impl {
  public:
-  Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts)
+  Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts,
+       std::optional<GenerationInfo> membership)
       : config_(std::move(config)),
         generation_(generation),
+        membership_(std::move(membership)),
         contexts_(std::move(contexts)),
         options_(LoopOptionsOf(config_)) {
     sockets_.Add(contexts_.global_sockets);
@@ -174,6 +176,9 @@ class Runtime::Impl {
     if (!thread_.joinable()) return;
     signal_.RequestShutdown();
     thread_.join();
+    // Writes the rest and closes the file: the next generation's rank 0,
+    // maybe another process of this machine, continues it.
+    timeline_.Set(nullptr);
     sockets_.Clear();
     // Closes every Gloo pair (and its socket) of this generation.
     for (const auto& set : sets_.All()) sets_.Remove(set->id);
@@ -275,7 +280,13 @@ class Runtime::Impl {
     timeline_.Set(nullptr);  // one writer per file: close the old one first
     auto timeline = Timeline::Open(path, mark_cycles);
     if (!timeline.ok()) return timeline.status();
-    timeline_.Set(std::move(*timeline));
+    std::shared_ptr<Timeline> opened = std::move(*timeline);
+    // Before anything of the generation: where its membership began.
+    if (membership_) {
+      opened->MarkGeneration(generation_, config_.size, membership_->hosts,
+                             membership_->reason);
+    }
+    timeline_.Set(std::move(opened));
     return Status::Ok();
   }
 
@@ -289,6 +300,7 @@ class Runtime::Impl {
   const OwnerProcess owner_;
   RuntimeConfig config_;
   int64_t generation_;
+  const std::optional<GenerationInfo> membership_;
   GlooContexts contexts_;
   LoopOptions options_;
   WorkSignal signal_;
@@ -305,13 +317,15 @@ class Runtime::Impl {
 
 Result<std::unique_ptr<Runtime>> Runtime::Start(
     const RuntimeConfig& config, int64_t generation,
-    const std::vector<std::vector<int>>& process_sets) {
+    const std::vector<std::vector<int>>& process_sets,
+    std::optional<GenerationInfo> membership) {
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
                 config.size, contexts->global_sockets.size());
-  auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts));
+  auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts),
+                                     std::move(membership));
   Status sets = impl->CreateSets(process_sets);
   if (!sets.ok()) return sets;
   Status tuner = impl->CreateTuner();

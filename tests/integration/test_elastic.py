@@ -401,3 +401,68 @@ def test_output_files_of_a_slot_survive_its_respawn(hvdrun, tmp_path):
     # The terminal got the same lines with the time and the start rank.
     assert re.search(f"^{ASCTIME}\\[2\\]<stdout>:batch 0.1$", result.stdout,
                      re.MULTILINE), result.stdout
+
+
+def test_one_timeline_across_generations_and_a_killed_rank_zero(hvdrun,
+                                                               tmp_path):
+    """--timeline-filename in an elastic job: one Chrome trace over the
+    whole job. A worker is killed, its host comes back, then rank 0 is
+    killed: the next rank 0, a process started on another host (here the
+    same machine, so the same file), continues the trace. Every generation
+    that ran begins with one membership instant with its size, hosts and
+    the reason hvdrun gave for it."""
+    s = Scenario(tmp_path, "", epochs=10, batches=10, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 0, "batch": 2,
+                         "how": "kill"},
+                        {"slot": "localhost:0", "size": 4, "entries": 3,
+                         "how": "kill"}])
+    trace_path = tmp_path / "timeline.json"
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", "--blacklist-cooldown-range",
+                     "1", "1", "--timeline-filename", str(trace_path),
+                     *s.command()], timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(glob.glob(str(s.log / "exit.*"))) == 2, "a kill did not fire"
+    published = {}  # generation -> (reason, size)
+    for line in untimed(result.stderr):
+        m = re.match(r"hvdrun: generation (\d+) \((.*)\): (\d+) workers: ",
+                     line)
+        if m:
+            published[int(m.group(1))] = (m.group(2), int(m.group(3)))
+
+    with open(trace_path) as f:
+        trace = json.load(f)  # one valid trace
+    rows = {e["args"]["name"]: e["pid"] for e in trace
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert "membership" in rows, rows
+    marks = [e for e in trace if e["pid"] == rows["membership"]
+             and e["ph"] == "i"]
+    generations = [e["args"]["generation"] for e in marks]
+    assert generations == sorted(set(generations)), generations
+    for mark in marks:
+        g = mark["args"]["generation"]
+        reason, size = published[g]
+        assert mark["s"] == "g" and mark["name"] == \
+            f"generation {g}: {size} ranks", mark
+        assert mark["args"]["size"] == size, mark
+        assert mark["args"]["reason"] == reason, mark
+        assert sum(int(h.rsplit(":", 1)[1]) for h in mark["args"]["hosts"]) \
+            == size, mark
+    # The first generation, the one after the first kill, and the one
+    # after rank 0's, which a process on 127.0.0.1 led.
+    by_reason = {m["args"]["reason"]: m for m in marks}
+    assert marks[0]["args"]["generation"] == 1
+    assert marks[0]["args"]["hosts"] == ["localhost:2", "127.0.0.1:2"]
+    after_kill = by_reason["slot 127.0.0.1:0 failed; host 127.0.0.1 "
+                           "blacklisted"]
+    assert after_kill["args"]["hosts"] == ["localhost:2"], marks
+    rank0_gone = by_reason["slot localhost:0 failed; host localhost "
+                           "blacklisted"]
+    assert rank0_gone["args"]["hosts"] == ["127.0.0.1:2"], marks
+    # Every generation recorded its collectives after its mark (and before
+    # the next one's).
+    ends = [m["ts"] for m in marks[1:]] + [float("inf")]
+    for mark, end in zip(marks, ends):
+        work = [e for e in trace if e["pid"] != rows["membership"]
+                and e["ph"] == "B" and mark["ts"] <= e["ts"] < end]
+        assert work, f"no collective in generation {mark['args']}"

@@ -4,7 +4,9 @@
      "hosts_file": "<file the discovery script prints>",
      "discovery": {"<epoch>": "<hosts text>" | "<fail>", ...},  # by rank 0
      "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
-                "how": "exception" | "kill" | "stop" | "pause"}],
+                "how": "exception" | "kill" | "stop" | "pause"},
+               {"slot": "localhost:0", "size": 4, "entries": 3,
+                "how": ...}],
      "sleep": 0.05, "print": false}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
@@ -18,6 +20,10 @@ after the job every survivor must hold the same value. A second "model",
 (model_after() below): step k's batch is samples k*B..k*B+B-1 whatever the
 world size, each rank sums its share, the allreduce adds the shares, and
 the update is order-sensitive and exact (integers modulo a prime).
+
+An exit with "size" instead of "epoch" and "batch" fires at the first
+batch the slot trains in a world of that size after entering the elastic
+loop "entries" times (it came back into that world after resets).
 
 With "print", each process also says "pid <pid> started" on stderr, "batch
 <epoch>.<batch>" on stdout after each batch and "done" at the end.
@@ -63,7 +69,12 @@ def wait_for_resume(directory):
 
 def maybe_exit(epoch, batch):
     for i, spec in enumerate(scenario.get("exits", [])):
-        if (spec["slot"], spec["epoch"], spec["batch"]) != (slot, epoch, batch):
+        if spec["slot"] != slot:
+            continue
+        if "epoch" in spec and (spec["epoch"], spec["batch"]) != (epoch, batch):
+            continue
+        if "size" in spec and (hvd.size() != spec["size"] or
+                               entries < spec["entries"]):
             continue
         marker = os.path.join(scenario["log"], f"exit.{i}")
         if os.path.exists(marker):
