@@ -71,8 +71,8 @@ job=$!
 # Workers' lines carry the rank they started as; the script prints from
 # whichever worker is rank 0 now.
 tail -n +1 -f "$log" --pid "$job" 2>/dev/null |
-  grep --line-buffered -E '^(hvdrun: (generation|slot|every|.*failed)|\[[0-9]+\]<stdout>:|\[[0-9]+\]<stderr>:hvd: )' |
-  sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^hvdrun: /  hvdrun: /' &
+  grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (generation|slot|every|.*failed)|\[[0-9]+\]<stdout>:|\[[0-9]+\]<stderr>:hvd: )' |
+  sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^(\[[0-9: .-]+\] )?hvdrun: /  hvdrun: /' &
 follow=$!
 
 wait_for 'epoch 0:' 120
@@ -110,7 +110,7 @@ wait "$follow"
 set -e
 echo
 echo "What happened:"
-grep -E '^hvdrun: generation' "$log" | sed 's/^hvdrun: /  /'
+grep -E '^(\[[0-9: .-]+\] )?hvdrun: generation' "$log" | sed -E 's/^(\[[0-9: .-]+\] )?hvdrun: /  /'
 echo "  recovery after the kill (kill -> rank 0 training again with 2 workers," \
   "as this script saw it): $recovery s"
 if [ "$code" -eq 0 ] && grep -q 'training finished' "$log"; then

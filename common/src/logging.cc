@@ -2,10 +2,58 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <mutex>
+
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 
 namespace hvd::common {
+
+namespace {
+
+// The one place the time of hvd's own lines is spelled.
+constexpr char kTimePattern[] = "[%Y-%m-%d %H:%M:%S.%e] ";
+
+// What the patterns are made of; guarded by PatternMu().
+struct PatternState {
+  std::string tag = "-";
+  bool with_time = true;
+};
+
+std::mutex& PatternMu() {
+  static std::mutex mu;
+  return mu;
+}
+
+PatternState& Patterns() {
+  static PatternState state;
+  return state;
+}
+
+// Announce()'s logger: every level, its own sink (a pattern belongs to a
+// sink), flushed at once. Made once and never destroyed: a thread may
+// announce while the process exits.
+spdlog::logger& AnnounceLogger() {
+  static spdlog::logger* logger = [] {
+    auto* made = new spdlog::logger(
+        "hvd-announce", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    made->set_level(spdlog::level::trace);
+    made->flush_on(spdlog::level::trace);
+    made->set_pattern(std::string(kTimePattern) + "%v");
+    return made;
+  }();
+  return *logger;
+}
+
+// Sets both patterns from Patterns(); called with PatternMu() held.
+void ApplyPatterns(spdlog::logger* main) {
+  const PatternState& state = Patterns();
+  const std::string time = state.with_time ? kTimePattern : "";
+  if (main) main->set_pattern(time + "[" + state.tag + "] [%l] %v");
+  AnnounceLogger().set_pattern(time + "%v");
+}
+
+}  // namespace
 
 Result<spdlog::level::level_enum> ParseLogLevel(const std::string& text,
                                                 const std::string& what) {
@@ -36,12 +84,14 @@ Status InitLogging(const std::string& role, int rank) {
     logger = std::make_shared<spdlog::logger>(
         "hvd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   }
-  std::string tag = role + " " + (rank < 0 ? "-" : std::to_string(rank));
   // HOROVOD_LOG_HIDE_TIME=1 (hvdrun --log-without-timestamp): no time.
   auto hide_time = GetEnvBool(env_vars::kLogHideTime, false);
-  const bool with_time = !hide_time.ok() || !*hide_time;
-  logger->set_pattern((with_time ? "[%Y-%m-%d %H:%M:%S.%e] [" : "[") + tag +
-                      "] [%l] %v");
+  {
+    std::lock_guard<std::mutex> lock(PatternMu());
+    Patterns().tag = role + " " + (rank < 0 ? "-" : std::to_string(rank));
+    Patterns().with_time = !hide_time.ok() || !*hide_time;
+    ApplyPatterns(logger.get());
+  }
   spdlog::level::level_enum level = spdlog::level::warn;
   Status status;
   const char* source = env_vars::kHvdLogLevel;
@@ -64,5 +114,14 @@ Status InitLogging(const std::string& role, int rank) {
   if (spdlog::default_logger() != logger) spdlog::set_default_logger(logger);
   return status;
 }
+
+void SetLogTime(bool with_time) {
+  std::lock_guard<std::mutex> lock(PatternMu());
+  Patterns().with_time = with_time;
+  auto logger = spdlog::default_logger();
+  ApplyPatterns(logger && logger->name() == "hvd" ? logger.get() : nullptr);
+}
+
+void Announce(const std::string& line) { AnnounceLogger().info("{}", line); }
 
 }  // namespace hvd::common

@@ -461,7 +461,13 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "one");
   app.add_option("--output-filename", v.config.output_dir,
                  "Also write each rank's output to DIR/rank.<rank>/stdout "
-                 "and stderr");
+                 "and stderr; elastic jobs: each process's to "
+                 "DIR/<host>.<local rank>/gen.<generation>.stdout and "
+                 ".stderr");
+  app.add_flag("--prefix-output-with-timestamp",
+               v.config.prefix_output_with_timestamp,
+               "Start every line of the workers' output with the time hvdrun "
+               "read it (also -prefix-timestamp)");
   app.add_option("--status-bind", v.config.status_bind,
                  "Where the read-only status page and /metrics listen, "
                  "ADDR[:PORT] (default 127.0.0.1, any port); its URL, with "
@@ -642,8 +648,8 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
       "--log-with-timestamp,--no-log-hide-timestamp,!--log-without-timestamp,"
       "!--log-hide-timestamp",
       v.log_with_timestamp,
-      "Workers' log lines with (default) or without a timestamp "
-      "(HOROVOD_LOG_HIDE_TIME)");
+      "hvdrun's own lines and the workers' log lines with (default) or "
+      "without a timestamp (HOROVOD_LOG_HIDE_TIME for the workers)");
 }
 
 // The last --config-file among the options (CLI11 has not parsed yet).

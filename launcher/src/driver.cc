@@ -24,6 +24,7 @@
 #include "host_check_run.h"
 #include "hvd/common/env.h"
 #include "hvd/common/hmac.h"
+#include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
@@ -411,7 +412,7 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
           } else if constexpr (std::is_same_v<T, WorkerFailed>) {
             // Told to the job record above.
           } else if constexpr (std::is_same_v<T, Say>) {
-            std::fprintf(stderr, "hvdrun: %s\n", a.line.c_str());
+            common::Announce("hvdrun: " + a.line);
           } else if constexpr (std::is_same_v<T, Finish>) {
             exit_code_ = a.exit_code;
           }
@@ -430,10 +431,10 @@ void Driver::Start(const StartWorker& action) {
   running.process = *process;
   auto tail = std::make_shared<OutputTail>();
   record_.OnWorkerProcess(action.worker, process->pid, tail);
-  auto relay =
-      OutputRelay::Start({{process->stdout_fd, action.slot.rank, false, tail},
-                          {process->stderr_fd, action.slot.rank, true, tail}},
-                         config_.output_dir);
+  auto relay = OutputRelay::Start(
+      {{process->stdout_fd, action.slot.rank, false, tail},
+       {process->stderr_fd, action.slot.rank, true, tail}},
+      RelayOptionsFor(config_, action.slot, action.generation));
   if (relay.ok()) {
     running.relay = std::move(*relay);
   } else {
@@ -490,7 +491,7 @@ common::Result<StatusServerOptions> StatusBind(const std::string& bind) {
 }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "hvdrun: %s\n", message.c_str());
+  common::Announce("hvdrun: " + message);
   return 1;
 }
 

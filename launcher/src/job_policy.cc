@@ -43,6 +43,23 @@ std::set<std::string> Key(const std::vector<SlotAssignment>& slots) {
   return key;
 }
 
+// The hosts of `slots` (in rank order, a host's ranks contiguous) with
+// their slot counts: "a:2", "b:2".
+std::vector<std::string> HostsOf(const std::vector<SlotAssignment>& slots) {
+  std::vector<std::pair<std::string, int>> counted;
+  for (const SlotAssignment& slot : slots) {
+    if (counted.empty() || counted.back().first != slot.host) {
+      counted.emplace_back(slot.host, 0);
+    }
+    ++counted.back().second;
+  }
+  std::vector<std::string> hosts;
+  for (const auto& [host, count] : counted) {
+    hosts.push_back(host + ":" + std::to_string(count));
+  }
+  return hosts;
+}
+
 void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
   if (t && (!best || *t < *best)) best = t;
 }
@@ -114,7 +131,7 @@ Actions JobPolicy::Start(TimePoint now) {
         out.push_back(CheckHost{slot.host});
       }
     } else {
-      for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, out);
+      for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, 0, out);
     }
   }
   UpdateLateness(now);
@@ -530,7 +547,9 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
 
   rendezvous::GenerationPlan plan;
   plan.generation = plan_.generation + 1;
-  plan.reason = why;
+  // The workers record both on the timeline (rank 0).
+  plan.reason = rendezvous::ShortReason(why);
+  plan.hosts = HostsOf(slots);
   // Every rank syncs from rank 0 when any of them lacks the committed
   // state, and after a failure (ranks may have restored different commits).
   bool sync = first || members_failed;
@@ -547,7 +566,9 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   // process; they start after it is published.
   Actions starts;
   for (const SlotAssignment& slot : slots) {
-    if (!RunningIn(SlotNameOf(slot))) StartSlot(now, slot, starts);
+    if (!RunningIn(SlotNameOf(slot))) {
+      StartSlot(now, slot, plan.generation, starts);
+    }
   }
   std::string summary;
   for (const SlotAssignment& slot : slots) {
@@ -672,7 +693,7 @@ bool JobPolicy::MembershipChanged(TimePoint now) const {
 }
 
 void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
-                          Actions& out) {
+                          int64_t generation, Actions& out) {
   Worker w;
   w.id = next_id_++;
   w.slot = SlotNameOf(slot);
@@ -680,7 +701,7 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
   w.start_rank = slot.rank;
   w.started = now;
   workers_[w.id] = w;
-  out.push_back(StartWorker{w.id, slot});
+  out.push_back(StartWorker{w.id, slot, generation});
 }
 
 void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,

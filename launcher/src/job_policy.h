@@ -136,6 +136,9 @@ using Event =
 struct StartWorker {
   WorkerId worker = 0;
   SlotAssignment slot;
+  // The generation the new worker is meant to join (the one published with
+  // it; its first check-in may land in a later one); 0 in static mode.
+  int64_t generation = 0;
 };
 struct SignalWorker {
   WorkerId worker = 0;
@@ -251,7 +254,8 @@ class JobPolicy {
   void CheckWaiting(TimePoint now, Actions& out);
   std::vector<SlotAssignment> WouldBeSlots(TimePoint now) const;
   bool MembershipChanged(TimePoint now) const;
-  void StartSlot(TimePoint now, const SlotAssignment& slot, Actions& out);
+  void StartSlot(TimePoint now, const SlotAssignment& slot, int64_t generation,
+                 Actions& out);
   void Stop(TimePoint now, const std::string& failure, int exit_code,
             Actions& out);
   void Succeed(TimePoint now, Actions& out);

@@ -75,7 +75,7 @@ void JobPolicy::AfterChecks(TimePoint now, Actions& out) {
            1, out);
       return;
     }
-    for (const SlotAssignment& slot : slots) StartSlot(now, slot, out);
+    for (const SlotAssignment& slot : slots) StartSlot(now, slot, 0, out);
     return;
   }
   if (!config_.elastic) return;

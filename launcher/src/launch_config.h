@@ -21,10 +21,15 @@ struct LaunchConfig {
   // localhost:<num_proc>.
   std::vector<HostSlots> hosts;
   std::string network_interface;
+  // --output-filename: a directory for the workers' output files
+  // (output_relay.h says which).
   std::string output_dir;
   // Where the status page and /metrics listen (--status-bind): "ADDR:PORT",
   // "ADDR" (any port) or ":PORT" (loopback).
   std::string status_bind = "127.0.0.1";
+  // --prefix-output-with-timestamp: every relayed worker line starts with
+  // the time hvdrun read it, as horovodrun writes it.
+  bool prefix_output_with_timestamp = false;
   bool verbose = false;
   std::string log_level;
   int ssh_port = 0;  // 0: ssh's default

@@ -33,8 +33,11 @@ int main(int argc, char** argv) {
   if (!cli.config) return cli.exit_code;
   LaunchConfig& config = *cli.config;
   // The driver's own log: --log-level, else info with --verbose, else the
-  // HVD_LOG_LEVEL/HOROVOD_LOG_LEVEL default.
+  // HVD_LOG_LEVEL/HOROVOD_LOG_LEVEL default. Its lines and the "hvdrun: ..."
+  // ones (common::Announce) carry the time unless --log-without-timestamp
+  // (or HOROVOD_LOG_HIDE_TIME=1) hides it.
   hvd::common::Status logging = hvd::common::InitLogging("driver", -1);
+  if (config.log_hide_time) hvd::common::SetLogTime(!*config.log_hide_time);
   if (!logging.ok()) {
     spdlog::warn("{}", logging.message());
   }

@@ -1,13 +1,17 @@
 #include "output_relay.h"
 
 #include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 namespace hvd::launcher {
 
@@ -18,38 +22,95 @@ struct OutputRelay::Stream {
   std::ofstream file;
 };
 
-namespace {
-
-common::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return common::Status::InvalidArgument("--output-filename: cannot create " +
-                                           path + ": " + std::strerror(errno));
-  }
-  return common::Status::Ok();
+std::string AsctimeOf(const std::tm& time) {
+  static const char* const kDays[] = {"Sun", "Mon", "Tue", "Wed",
+                                      "Thu", "Fri", "Sat"};
+  static const char* const kMonths[] = {"Jan", "Feb", "Mar", "Apr",
+                                        "May", "Jun", "Jul", "Aug",
+                                        "Sep", "Oct", "Nov", "Dec"};
+  const int day = time.tm_wday >= 0 && time.tm_wday < 7 ? time.tm_wday : 0;
+  const int month = time.tm_mon >= 0 && time.tm_mon < 12 ? time.tm_mon : 0;
+  char text[64];
+  std::snprintf(text, sizeof(text), "%s %s %2d %02d:%02d:%02d %d", kDays[day],
+                kMonths[month], time.tm_mday, time.tm_hour, time.tm_min,
+                time.tm_sec, time.tm_year + 1900);
+  return text;
 }
 
-}  // namespace
+std::string OutputTimestamp(std::time_t when) {
+  std::tm local{};
+  localtime_r(&when, &local);
+  return AsctimeOf(local);
+}
+
+OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
+                          const SlotAssignment& slot, int64_t generation) {
+  OutputFiles files;
+  if (!elastic) {
+    // Horovod's layout: the rank padded to the width of the largest one
+    // (rank.07 of 12).
+    const std::string largest = std::to_string(std::max(slot.size - 1, 0));
+    std::string rank = std::to_string(slot.rank);
+    if (rank.size() < largest.size()) {
+      rank.insert(0, largest.size() - rank.size(), '0');
+    }
+    files.dir = output_dir + "/rank." + rank;
+    files.stdout_path = files.dir + "/stdout";
+    files.stderr_path = files.dir + "/stderr";
+    return files;
+  }
+  std::string host = slot.host;
+  for (char& c : host) {
+    if (c == '/') c = '_';
+  }
+  files.dir = output_dir + "/" + host + "." + std::to_string(slot.local_rank);
+  const std::string base = files.dir + "/gen." + std::to_string(generation);
+  files.stdout_path = base + ".stdout";
+  files.stderr_path = base + ".stderr";
+  return files;
+}
+
+RelayOptions RelayOptionsFor(const LaunchConfig& config,
+                             const SlotAssignment& slot, int64_t generation) {
+  RelayOptions options;
+  options.timestamp = config.prefix_output_with_timestamp;
+  if (!config.output_dir.empty()) {
+    options.files =
+        OutputFilesOf(config.output_dir, config.elastic, slot, generation);
+  }
+  return options;
+}
 
 common::Result<std::unique_ptr<OutputRelay>> OutputRelay::Start(
-    std::vector<RelayStream> streams, const std::string& output_dir) {
+    std::vector<RelayStream> streams, const RelayOptions& options) {
   std::unique_ptr<OutputRelay> relay(new OutputRelay());
-  if (!output_dir.empty()) {
-    common::Status made = MakeDir(output_dir);
-    if (!made.ok()) return made;
+  relay->timestamp_ = options.timestamp;
+  bool files = options.files.has_value();
+  if (files) {
+    std::error_code error;
+    std::filesystem::create_directories(options.files->dir, error);
+    if (error) {
+      spdlog::error(
+          "hvdrun: --output-filename: cannot create {}: {}; this worker's "
+          "output goes to hvdrun's only",
+          options.files->dir, error.message());
+      files = false;
+    }
   }
   for (const RelayStream& source : streams) {
     auto stream = std::make_unique<Stream>();
     stream->source = source;
     const char* kind = source.is_stderr ? "stderr" : "stdout";
     stream->prefix = "[" + std::to_string(source.rank) + "]<" + kind + ">:";
-    if (!output_dir.empty()) {
-      std::string dir = output_dir + "/rank." + std::to_string(source.rank);
-      common::Status made = MakeDir(dir);
-      if (!made.ok()) return made;
-      stream->file.open(dir + "/" + kind, std::ios::out | std::ios::trunc);
+    if (files) {
+      const std::string& path = source.is_stderr ? options.files->stderr_path
+                                                 : options.files->stdout_path;
+      stream->file.open(path, std::ios::out | std::ios::trunc);
       if (!stream->file) {
-        return common::Status::InvalidArgument(
-            "--output-filename: cannot write " + dir + "/" + kind);
+        spdlog::error(
+            "hvdrun: --output-filename: cannot write {}: {}; this worker's "
+            "{} goes to hvdrun's only",
+            path, std::strerror(errno), kind);
       }
     }
     relay->streams_.push_back(std::move(stream));
@@ -87,7 +148,11 @@ void OutputRelay::Run() {
       }
       size_t end = stream->pending.rfind('\n');
       if (end != std::string::npos) {
-        std::string out;
+        // Every line of this read gets the time it was read.
+        const std::string stamp =
+            timestamp_ ? OutputTimestamp(std::time(nullptr)) : std::string();
+        const bool to_file = stream->file.is_open() && stream->file.good();
+        std::string out, file_text;
         size_t start = 0;
         while (start <= end) {
           size_t newline = stream->pending.find('\n', start);
@@ -96,15 +161,27 @@ void OutputRelay::Run() {
                                          .substr(start, newline - start),
                                      stream->source.is_stderr);
           }
+          out += stamp;
           out += stream->prefix;
           out.append(stream->pending, start, newline + 1 - start);
+          if (to_file && timestamp_) {
+            file_text += stamp;
+            file_text += ' ';
+            file_text.append(stream->pending, start, newline + 1 - start);
+          }
           start = newline + 1;
         }
         FILE* target = stream->source.is_stderr ? stderr : stdout;
         std::fwrite(out.data(), 1, out.size(), target);
         std::fflush(target);
-        if (stream->file.is_open()) {
-          stream->file.write(stream->pending.data(), end + 1);
+        if (to_file) {
+          if (timestamp_) {
+            stream->file.write(file_text.data(),
+                               static_cast<std::streamsize>(file_text.size()));
+          } else {
+            stream->file.write(stream->pending.data(),
+                               static_cast<std::streamsize>(end + 1));
+          }
           stream->file.flush();
         }
         stream->pending.erase(0, end + 1);

@@ -1,17 +1,33 @@
-// OutputRelay: one thread that copies every worker's output to hvdrun's own,
-// line by line, each line prefixed "[<rank>]<stdout>:" or "[<rank>]<stderr>:"
-// (stdout lines to stdout, stderr lines to stderr), and optionally to
-// DIR/rank.<rank>/stdout and stderr without the prefix. A last line without
+// OutputRelay: a thread that copies a worker's output streams to hvdrun's
+// own, line by line, each line prefixed "[<rank>]<stdout>:" or
+// "[<rank>]<stderr>:" (stdout lines to stdout, stderr lines to stderr), and
+// optionally to a file per stream without the prefix. A last line without
 // a newline is completed with one.
+//
+// With --prefix-output-with-timestamp each line starts with the time it was
+// read, as horovodrun writes it: "Tue Mar  5 14:03:09 2024[0]<stdout>:text"
+// on the terminal, "Tue Mar  5 14:03:09 2024 text" in the file.
+//
+// The files (--output-filename DIR; docs/design.md, "Output"): a static
+// job writes Horovod's DIR/rank.<rank>/stdout and stderr; an elastic job,
+// whose slots get new processes and whose ranks change between
+// generations, writes one directory per slot and one pair of files per
+// process started there, named after the generation it was started for:
+// DIR/<host>.<local_rank>/gen.<G>.stdout and .stderr.
 #pragma once
 
+#include <cstdint>
+#include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "assignment.h"
 #include "hvd/common/status.h"
 #include "output_tail.h"
+#include "launch_config.h"
 
 namespace hvd::launcher {
 
@@ -23,12 +39,42 @@ struct RelayStream {
   std::shared_ptr<OutputTail> tail;
 };
 
+// Where one worker's output goes besides hvdrun's stdout and stderr.
+struct OutputFiles {
+  std::string dir;  // created (with its parents) before the files
+  std::string stdout_path, stderr_path;
+};
+
+struct RelayOptions {
+  bool timestamp = false;  // --prefix-output-with-timestamp
+  std::optional<OutputFiles> files;
+};
+
+// The time as horovodrun's --prefix-output-with-timestamp writes it: Python's
+// time.asctime(), "Tue Mar  5 14:03:09 2024" (English names whatever the
+// locale, the day padded with a space).
+std::string AsctimeOf(const std::tm& time);
+// The same for `when` in local time.
+std::string OutputTimestamp(std::time_t when);
+
+// The files of the worker started in `slot` for `generation` under
+// --output-filename `output_dir` (the layout above). Host names keep every
+// character but '/', which becomes '_'.
+OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
+                          const SlotAssignment& slot, int64_t generation);
+
+// The relay's options for that worker from hvdrun's settings.
+RelayOptions RelayOptionsFor(const LaunchConfig& config,
+                             const SlotAssignment& slot, int64_t generation);
+
 class OutputRelay {
  public:
-  // Starts the relay thread. With a non-empty output_dir, creates
-  // output_dir/rank.<rank>/ for every rank first.
+  // Starts the relay thread. Files that cannot be created are reported
+  // (spdlog error naming the path) and left out; the output still reaches
+  // hvdrun's stdout and stderr, so a worker never blocks on a full pipe.
+  // Existing files of the same names are truncated (horovodrun's 'w').
   static common::Result<std::unique_ptr<OutputRelay>> Start(
-      std::vector<RelayStream> streams, const std::string& output_dir);
+      std::vector<RelayStream> streams, const RelayOptions& options);
   ~OutputRelay();  // joins
   OutputRelay(const OutputRelay&) = delete;
   OutputRelay& operator=(const OutputRelay&) = delete;
@@ -41,6 +87,7 @@ class OutputRelay {
   OutputRelay() = default;
   void Run();
 
+  bool timestamp_ = false;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::thread thread_;
 };

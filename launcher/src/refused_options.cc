@@ -34,9 +34,6 @@ constexpr RefusedOption kRefused[] = {
      "hvd has no hierarchical allgather yet (issue 16); its allgather is "
      "Gloo's over all ranks"},
     {"--num-nccl-streams", "hvd has no NCCL operations yet (issue 17)"},
-    {"--prefix-output-with-timestamp",
-     "hvdrun does not yet put timestamps on the workers' output lines "
-     "(issue 14)"},
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "arrays.h"
 #include "errors.h"
@@ -138,6 +139,7 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
   runtime::WorkerStats& stats = OwnStats();
   int64_t generation = g_state.starts;
   if (!config.elastic) stats.GenerationJoined(0, /*syncs=*/false);
+  std::optional<runtime::GenerationInfo> membership;
   if (config.elastic) {
     if (!g_state.elastic) {
       g_state.elastic = ValueOrRaise(runtime::ElasticWorker::Start(config));
@@ -158,12 +160,14 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     config = joined->config;
     generation = joined->generation;
     stats.GenerationJoined(generation, joined->sync);
+    membership = runtime::GenerationInfo{joined->reason, joined->hosts};
     (void)common::InitLogging("worker", config.rank);
   }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    started = Runtime::Start(config, generation, process_sets, g_state.stats);
+    started = Runtime::Start(config, generation, process_sets, g_state.stats,
+                             membership);
   }
   g_state.runtime = ValueOrRaise(std::move(started));
   stats.RuntimeStarted(config.rank, config.size);

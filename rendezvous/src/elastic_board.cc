@@ -62,7 +62,12 @@ Result<WorkerAssignment> ElasticBoard::CheckIn(
         changed_.notify_all();
         if (listener_) listener_();
       }
-      if (checked_in_.size() == newest_->slots.size()) return it->second;
+      if (checked_in_.size() == newest_->slots.size()) {
+        WorkerAssignment answer = it->second;
+        answer.reason = newest_->reason;
+        answer.hosts = newest_->hosts;
+        return answer;
+      }
     } else if (newest_ && newest_->generation == after) {
       if (reset_requests_.insert(slot).second && listener_) {
         listener_();

@@ -23,7 +23,21 @@ std::string SlotName(const std::string& host, int local_rank) {
   return host + ":" + std::to_string(local_rank);
 }
 
+std::string ShortReason(const std::string& reason) {
+  if (reason.size() <= kMaxReasonBytes) return reason;
+  constexpr char kMore[] = "...";
+  size_t end = kMaxReasonBytes - (sizeof(kMore) - 1);
+  // Back to the start of a character: UTF-8 continuation bytes are
+  // 10xxxxxx.
+  while (end > 0 && (static_cast<unsigned char>(reason[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return reason.substr(0, end) + kMore;
+}
+
 std::string EncodeAssignment(const WorkerAssignment& a) {
+  // Host names come from the discovery script: invalid UTF-8 becomes
+  // U+FFFD instead of an exception.
   return nlohmann::json{{"generation", a.generation},
                         {"rank", a.rank},
                         {"size", a.size},
@@ -31,8 +45,10 @@ std::string EncodeAssignment(const WorkerAssignment& a) {
                         {"local_size", a.local_size},
                         {"cross_rank", a.cross_rank},
                         {"cross_size", a.cross_size},
-                        {"sync", a.sync}}
-      .dump();
+                        {"sync", a.sync},
+                        {"reason", a.reason},
+                        {"hosts", a.hosts}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
@@ -57,6 +73,19 @@ Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
     return MalformedAnswer("sync");
   }
   a.sync = sync->get<bool>();
+  auto reason = json.find("reason");
+  if (reason != json.end()) {
+    if (!reason->is_string()) return MalformedAnswer("reason");
+    a.reason = ShortReason(reason->get<std::string>());
+  }
+  auto hosts = json.find("hosts");
+  if (hosts != json.end()) {
+    if (!hosts->is_array()) return MalformedAnswer("hosts");
+    for (const auto& host : *hosts) {
+      if (!host.is_string()) return MalformedAnswer("hosts");
+      a.hosts.push_back(host.get<std::string>());
+    }
+  }
   return a;
 }
 

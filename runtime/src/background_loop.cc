@@ -58,6 +58,9 @@ Status BackgroundLoop::Run() {
   } catch (const std::exception& e) {
     stopped = Status::Internal(e.what());
   }
+  // The loop records nothing more: let the runtime's shutdown close the
+  // timeline (the next generation's rank 0 continues the file).
+  timeline_.reset();
   if (stopped.code() != common::Code::kAborted) {
     spdlog::error("background loop stopped: {}", stopped.ToString());
     stopped = stopped.WithContext(

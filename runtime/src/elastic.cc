@@ -38,6 +38,8 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
       JoinedGeneration joined;
       joined.generation = assignment->generation;
       joined.sync = assignment->sync;
+      joined.reason = assignment->reason;
+      joined.hosts = assignment->hosts;
       joined.config = config;
       joined.config.rank = assignment->rank;
       joined.config.size = assignment->size;

@@ -49,10 +49,12 @@ LoopOptions LoopOptionsOf(const RuntimeConfig& config, WorkerStats* stats) {
 class Runtime::Impl {
  public:
   Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts,
-       std::shared_ptr<WorkerStats> stats)
+       std::shared_ptr<WorkerStats> stats,
+       std::optional<GenerationInfo> membership)
       : config_(std::move(config)),
         generation_(generation),
         stats_(std::move(stats)),
+        membership_(std::move(membership)),
         contexts_(std::move(contexts)),
         options_(LoopOptionsOf(config_, stats_.get())) {
     sockets_.Add(contexts_.global_sockets);
@@ -178,6 +180,9 @@ class Runtime::Impl {
     if (!thread_.joinable()) return;
     signal_.RequestShutdown();
     thread_.join();
+    // Writes the rest and closes the file: the next generation's rank 0,
+    // maybe another process of this machine, continues it.
+    timeline_.Set(nullptr);
     sockets_.Clear();
     // Closes every Gloo pair (and its socket) of this generation.
     for (const auto& set : sets_.All()) sets_.Remove(set->id);
@@ -279,7 +284,13 @@ class Runtime::Impl {
     timeline_.Set(nullptr);  // one writer per file: close the old one first
     auto timeline = Timeline::Open(path, mark_cycles);
     if (!timeline.ok()) return timeline.status();
-    timeline_.Set(std::move(*timeline));
+    std::shared_ptr<Timeline> opened = std::move(*timeline);
+    // Before anything of the generation: where its membership began.
+    if (membership_) {
+      opened->MarkGeneration(generation_, config_.size, membership_->hosts,
+                             membership_->reason);
+    }
+    timeline_.Set(std::move(opened));
     return Status::Ok();
   }
 
@@ -295,6 +306,7 @@ class Runtime::Impl {
   int64_t generation_;
   // Before everything that may point to it (options_, the loop).
   const std::shared_ptr<WorkerStats> stats_;
+  const std::optional<GenerationInfo> membership_;
   GlooContexts contexts_;
   LoopOptions options_;
   WorkSignal signal_;
@@ -312,14 +324,15 @@ class Runtime::Impl {
 Result<std::unique_ptr<Runtime>> Runtime::Start(
     const RuntimeConfig& config, int64_t generation,
     const std::vector<std::vector<int>>& process_sets,
-    std::shared_ptr<WorkerStats> stats) {
+    std::shared_ptr<WorkerStats> stats,
+    std::optional<GenerationInfo> membership) {
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
                 config.size, contexts->global_sockets.size());
   auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts),
-                                     std::move(stats));
+                                     std::move(stats), std::move(membership));
   Status sets = impl->CreateSets(process_sets);
   if (!sets.ok()) return sets;
   Status tuner = impl->CreateTuner();

@@ -232,25 +232,38 @@ int64_t Timeline::NowMicros() const {
 }
 
 void Timeline::Begin(const std::string& tensor, const std::string& activity) {
-  Record({'B', false, tensor, activity, NowMicros(), json()});
+  Record({'B', 'p', tensor, activity, NowMicros(), json()});
 }
 
 void Timeline::Begin(const std::string& tensor, const std::string& activity,
                      json args) {
-  Record({'B', false, tensor, activity, NowMicros(), std::move(args)});
+  Record({'B', 'p', tensor, activity, NowMicros(), std::move(args)});
 }
 
 void Timeline::End(const std::string& tensor) {
-  Record({'E', false, tensor, std::string(), NowMicros(), json()});
+  Record({'E', 'p', tensor, std::string(), NowMicros(), json()});
 }
 
 void Timeline::Instant(const std::string& tensor, const std::string& what) {
-  Record({'i', false, tensor, what, NowMicros(), json()});
+  Record({'i', 'p', tensor, what, NowMicros(), json()});
 }
 
 void Timeline::MarkCycle() {
   if (!mark_cycles_) return;
-  Record({'i', true, std::string(), kMarkCycleStart, NowMicros(), json()});
+  Record({'i', 'g', std::string(), kMarkCycleStart, NowMicros(), json()});
+}
+
+void Timeline::MarkGeneration(int64_t generation, int size,
+                              const std::vector<std::string>& hosts,
+                              const std::string& reason) {
+  std::string name = "generation " + std::to_string(generation) + ": " +
+                     std::to_string(size) + (size == 1 ? " rank" : " ranks");
+  json args{{"generation", generation},
+            {"size", size},
+            {"hosts", hosts},
+            {"reason", reason}};
+  Record({'i', 'g', kMembershipRow, std::move(name), NowMicros(),
+          std::move(args)});
 }
 
 void Timeline::Record(Event event) {
@@ -341,7 +354,7 @@ std::string Timeline::Serialize(const std::vector<Event>& events) {
   };
   for (const Event& e : events) {
     int64_t row = 0;
-    if (!e.global) {
+    if (!e.tensor.empty()) {
       auto [it, added] = rows_.try_emplace(e.tensor, next_row_);
       if (added) {
         ++next_row_;
@@ -356,7 +369,7 @@ std::string Timeline::Serialize(const std::vector<Event>& events) {
     json event{
         {"ph", std::string(1, e.ph)}, {"ts", e.ts}, {"pid", row}, {"tid", 0}};
     if (!e.name.empty()) event["name"] = e.name;
-    if (e.ph == 'i') event["s"] = e.global ? "g" : "p";
+    if (e.ph == 'i') event["s"] = std::string(1, e.scope);
     if (!e.args.is_null()) event["args"] = e.args;
     add(event);
   }

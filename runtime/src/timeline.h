@@ -14,7 +14,9 @@
 //
 // - Rows: each tensor name gets a row id, used as the event's pid (Horovod's
 //   layout), announced by a "process_name" metadata event before the row's
-//   first event. Ids start at 1; pid 0 holds the global cycle marks.
+//   first event. Ids start at 1; pid 0 holds the global cycle marks. The
+//   row named "membership" holds MarkGeneration()'s events (a tensor of
+//   that name would share it).
 // - Always valid JSON: the file always ends with "\n]\n". A batch of events
 //   is appended with one pwrite that overwrites that tail with
 //   ",\n{...},\n{...}\n]\n", so after any completed flush the file parses,
@@ -109,6 +111,8 @@ inline constexpr char kActivityNegotiateRemoveProcessSet[] =
     "NEGOTIATE_REMOVE_PROCESS_SET";
 // The global instant MarkCycle() writes.
 inline constexpr char kMarkCycleStart[] = "CYCLE_START";
+// The row of MarkGeneration()'s instants.
+inline constexpr char kMembershipRow[] = "membership";
 
 // The collective's activity name, OpTypeName() in upper case: "ALLREDUCE".
 const char* OpActivityName(OpType type);
@@ -147,6 +151,15 @@ class Timeline {
   // A global instant named CYCLE_START across all rows; a no-op unless
   // opened with mark_cycles.
   void MarkCycle();
+  // A global instant ("s":"g") on the "membership" row: generation
+  // `generation` began with `size` ranks on `hosts` ("a:2", rank order)
+  // because of `reason`. Named "generation 3: 4 ranks"; its args hold the
+  // four values. One per generation (the runtime calls it when rank 0's
+  // runtime of a generation starts its timeline), so an elastic job's
+  // trace shows where each membership began.
+  void MarkGeneration(int64_t generation, int size,
+                      const std::vector<std::string>& hosts,
+                      const std::string& reason);
 
   // Writes everything recorded before the call; the file is then valid
   // JSON. Returns the first write error, which sticks.
@@ -157,8 +170,8 @@ class Timeline {
  private:
   struct Event {
     char ph;             // 'B', 'E' or 'i'
-    bool global;         // a global instant on row 0 rather than a tensor's
-    std::string tensor;  // the row's name; empty when global
+    char scope;          // of an 'i': 'g' (global) or 'p' (its row)
+    std::string tensor;  // the row's name; empty: row 0 (the cycle marks)
     std::string name;    // the activity; empty for 'E'
     int64_t ts;
     nlohmann::json args;  // null: none

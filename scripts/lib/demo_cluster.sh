@@ -53,8 +53,8 @@ cluster_demo() {
   # The story as it happens: generations, failures, resets, epochs. The
   # first-step lines are summed up per event instead.
   tail -n +1 -f "$log" --pid "$job" 2>/dev/null |
-    grep --line-buffered -E '^(hvdrun: (generation|every|.*failed|.*blacklisted)|\[[0-9]+\]<stdout>:(epoch|reset|training)|\[[0-9]+\]<stderr>:hvd: )' |
-    sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^hvdrun: /  hvdrun: /' &
+    grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (generation|every|.*failed|.*blacklisted)|\[[0-9]+\]<stdout>:(epoch|reset|training)|\[[0-9]+\]<stderr>:hvd: )' |
+    sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^(\[[0-9: .-]+\] )?hvdrun: /  hvdrun: /' &
   follow=$!
   world 4 "$t0" 120 "start on demo1, demo2" >/dev/null
   say "4 workers training: $(placement 4 "$t0")"
@@ -120,7 +120,7 @@ cluster_demo() {
   set -e
   echo
   echo "What happened:"
-  grep -E '^hvdrun: generation' "$log" | sed 's/^hvdrun: /  /'
+  grep -E '^(\[[0-9: .-]+\] )?hvdrun: generation' "$log" | sed -E 's/^(\[[0-9: .-]+\] )?hvdrun: /  /'
   echo "Recovery, from the event to the last survivor's first step in the new world:"
   printf '  %s\n' "${results[@]}"
   if [ "$code" -eq 0 ] && grep -q 'training finished' "$log"; then

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <regex>
 #include <thread>
 
 namespace hvd::common {
@@ -64,6 +65,50 @@ TEST(LoggingTest, ReInitKeepsTheLoggerOtherThreadsAreUsing) {
   EXPECT_NE(output.find("from another thread 1999"), std::string::npos);
   EXPECT_NE(output.find("[worker 7] [warning] after"), std::string::npos)
       << output.substr(output.size() > 400 ? output.size() - 400 : 0);
+}
+
+// hvdrun's own lines: the time as the log lines have it, whatever the
+// level; neither has it once SetLogTime(false) (--log-without-timestamp).
+TEST(LoggingTest, AnnouncedLinesCarryTheLogTimeUnlessHidden) {
+  unsetenv("HOROVOD_LOG_HIDE_TIME");
+  ASSERT_TRUE(InitLogging("driver", -1).ok());
+  spdlog::set_level(spdlog::level::off);  // Announce ignores the level
+  ::testing::internal::CaptureStderr();
+  Announce("hvdrun: with time");
+  SetLogTime(false);
+  Announce("hvdrun: without time");
+  spdlog::set_level(spdlog::level::warn);
+  spdlog::warn("a log line");
+  SetLogTime(true);
+  spdlog::warn("another");
+  std::string output = ::testing::internal::GetCapturedStderr();
+  const std::string time = R"(\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )";
+  EXPECT_TRUE(std::regex_search(
+      output, std::regex("(^|\n)" + time + "hvdrun: with time\n")))
+      << output;
+  EXPECT_NE(output.find("\nhvdrun: without time\n"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("\n[driver -] [warning] a log line\n"),
+            std::string::npos)
+      << output;
+  EXPECT_TRUE(std::regex_search(
+      output,
+      std::regex("\n" + time + R"(\[driver -\] \[warning\] another\n)")))
+      << output;
+}
+
+// HOROVOD_LOG_HIDE_TIME, which hvdrun passes to its workers, hides the time
+// of the log lines and of Announce() alike.
+TEST(LoggingTest, HideTimeVariableHidesBoth) {
+  setenv("HOROVOD_LOG_HIDE_TIME", "1", 1);
+  ASSERT_TRUE(InitLogging("worker", 2).ok());
+  ::testing::internal::CaptureStderr();
+  spdlog::warn("plain");
+  Announce("also plain");
+  std::string output = ::testing::internal::GetCapturedStderr();
+  unsetenv("HOROVOD_LOG_HIDE_TIME");
+  ASSERT_TRUE(InitLogging("worker", 2).ok());
+  EXPECT_EQ(output, "[worker 2] [warning] plain\nalso plain\n");
 }
 
 }  // namespace

@@ -122,6 +122,9 @@ void CheckAssignment(const std::string& json) {
   HVD_FUZZ_CHECK(again->cross_rank == assignment->cross_rank);
   HVD_FUZZ_CHECK(again->cross_size == assignment->cross_size);
   HVD_FUZZ_CHECK(again->sync == assignment->sync);
+  HVD_FUZZ_CHECK(again->reason == assignment->reason);
+  HVD_FUZZ_CHECK(assignment->reason.size() <= hvd::rendezvous::kMaxReasonBytes);
+  HVD_FUZZ_CHECK(again->hosts == assignment->hosts);
 }
 
 // A report body: refused, or within the limits, and then it round-trips and

@@ -7,6 +7,7 @@ whatever it leaves behind is killed when the test ends.
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -189,6 +190,17 @@ def rank_lines(text, rank, stream="stdout"):
     """The lines hvdrun relayed from `rank`'s `stream`, prefix removed."""
     prefix = f"[{rank}]<{stream}>:"
     return [l[len(prefix):] for l in text.splitlines() if l.startswith(prefix)]
+
+
+# hvdrun's own lines (its "hvdrun: ..." messages and its log lines) start
+# with the time unless --log-without-timestamp: "[2024-03-05 14:03:09.123] ".
+HVDRUN_TIME = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] ")
+
+
+def untimed(text):
+    """`text`'s lines, hvdrun's own without the time they start with."""
+    return [l[HVDRUN_TIME.match(l).end():] if HVDRUN_TIME.match(l) else l
+            for l in text.splitlines()]
 
 
 TORCH_PRELUDE = """\

@@ -6,7 +6,7 @@ on every host. Run from the root namespace, as root."""
 
 import sys
 
-from conftest import ROOT, rank_lines
+from conftest import ROOT, rank_lines, untimed
 
 # A worker that joins the job (hvd.init) from this tree's build, wherever
 # the .pth of the machine's Python points.
@@ -35,7 +35,7 @@ def test_static_job_fails_before_any_worker_naming_the_host_and_ssh(
     result = hvdrun(["-np", "2", "-H", f"{h1}:1,{h2}:1", "--start-timeout",
                      "5", *command], timeout=30)
     assert result.returncode == 1, result.stderr
-    lines = result.stderr.splitlines()
+    lines = untimed(result.stderr)
     assert (f"hvdrun: cannot reach host {h2} over ssh: ssh: connect to host "
             f"{h2} port 22: Connection refused") in lines, result.stderr
     assert lines[-1] == ("hvdrun: 1 of 2 hosts failed the check before "
@@ -50,7 +50,7 @@ def test_static_job_fails_before_any_worker_naming_the_host_and_ssh(
                      "--start-timeout", "5", *command], timeout=30)
     assert result.returncode == 1, result.stderr
     assert (f"hvdrun: cannot reach host {h1} over ssh: root@{h1}: Permission "
-            f"denied (publickey).") in result.stderr.splitlines(), \
+            f"denied (publickey).") in untimed(result.stderr), \
         result.stderr
     assert not marker.exists()
 
@@ -64,7 +64,7 @@ def test_elastic_job_blacklists_a_host_that_refuses_ssh(bed, hvdrun,
     assert result.returncode == 0, result.stderr
     assert (f"hvdrun: cannot reach host {h2} over ssh: ssh: connect to host "
             f"{h2} port 22: Connection refused; host {h2} blacklisted") in \
-        result.stderr.splitlines(), result.stderr
+        untimed(result.stderr), result.stderr
     assert rank_lines(result.stdout, 0) == [f"joined {h1} 0 1"], result.stdout
 
 
@@ -90,14 +90,14 @@ def test_network_interfaces_list_is_checked_on_every_host(bed, hvdrun,
     for host in (h1, h2):
         assert (f"hvdrun: host {host} has none of the network interfaces "
                 f"{bridge} (--network-interfaces) with an IPv4 address; it "
-                f"has: lo, eth0") in result.stderr.splitlines(), result.stderr
+                f"has: lo, eth0") in untimed(result.stderr), result.stderr
     assert not marker.exists()
 
     # And one this machine lacks is refused before anything is started.
     result = hvdrun(["-np", "2", "-H", f"{h1}:1,{h2}:1",
                      "--network-interfaces", "nosuch0", "true"], timeout=30)
     assert result.returncode == 1, result.stderr
-    assert result.stderr.startswith(
+    assert untimed(result.stderr)[0].startswith(
         "hvdrun: this machine has none of the network interfaces nosuch0 "
         "(--network-interfaces) with an IPv4 address; it has: lo, "), \
         result.stderr

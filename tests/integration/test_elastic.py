@@ -4,13 +4,14 @@ failing, limits. Hosts are local addresses (localhost, 127.0.0.1, ...)."""
 import glob
 import json
 import os
+import re
 import signal
 import stat
 import time
 
 import pytest
 
-from conftest import ROOT, wait_until
+from conftest import ROOT, untimed, wait_until
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "elastic_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -213,7 +214,7 @@ def test_blacklisted_host_returns_after_its_cooldown(hvdrun, tmp_path):
                      "1", "1", *s.command()], timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 4)
-    generations = [l for l in result.stderr.splitlines()
+    generations = [l for l in untimed(result.stderr)
                    if l.startswith("hvdrun: generation")]
     assert [g.split(": ")[2].split()[0] for g in generations] == \
         ["4", "2", "4"], generations
@@ -324,3 +325,144 @@ def test_abort_frees_survivors_blocked_on_a_hung_peer(hvdrun, tmp_path):
     assert "aborting this generation's collectives" in err, err
     check_consistent_finish(s, 2)
     assert {r["slot"] for r in s.done()} == {"localhost:0", "localhost:1"}
+
+
+ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+
+
+def untimed_file(path):
+    """The lines of a worker's output file written with
+    --prefix-output-with-timestamp, each without its time (which every line
+    must have)."""
+    lines = path.read_text().splitlines()
+    for line in lines:
+        assert re.match(ASCTIME + " ", line), (path, line)
+    return [line[len("Tue Mar  5 14:03:09 2024 "):] for line in lines]
+
+
+def test_output_files_of_a_slot_survive_its_respawn(hvdrun, tmp_path):
+    """--output-filename in an elastic job: a directory per slot, a pair of
+    files per process named after the generation it was started for. A
+    worker killed mid-step and the one that replaces it after its host's
+    cooldown each leave their complete output."""
+    s = Scenario(tmp_path, "", epochs=8, batches=10, sleep=0.1, print=True,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 0, "batch": 2,
+                         "how": "pause"}])
+    out = tmp_path / "out"
+    job = hvdrun.start(["-np", "4", "--min-np", "2", "-H",
+                        "localhost:2,127.0.0.1:2", "--blacklist-cooldown-range",
+                        "1", "1", "--output-filename", str(out),
+                        "--prefix-output-with-timestamp", *s.command()])
+    # Killed while it waits in the middle of a step: everything it printed
+    # is out by then.
+    wait_until(lambda: job.poll() is not None or
+               (s.log / "paused").exists(), "127.0.0.1:0 to pause")
+    victim = glob.glob(str(s.log / "127.0.0.1:0.*.jsonl"))
+    assert len(victim) == 1, victim
+    killed = int(victim[0].split(".")[-2])
+    os.kill(killed, signal.SIGKILL)
+    result = job.finish(timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)
+
+    slot_dir = out / "127.0.0.1.0"
+    names = sorted(p.name for p in slot_dir.iterdir())
+    generations = sorted({int(n.split(".")[1]) for n in names})
+    assert len(generations) == 2 and generations[0] == 1, names
+    later = generations[1]
+    assert names == sorted(f"gen.{g}.{kind}" for g in generations
+                           for kind in ("stdout", "stderr")), names
+    # The generation the replacement was started for is the one its host
+    # came back in (checked again once its cooldown ended).
+    back = [l for l in untimed(result.stderr)
+            if l.startswith(f"hvdrun: generation {later} (")]
+    assert len(back) == 1 and "127.0.0.1:0" in back[0], result.stderr
+    pids = {}
+    for g in generations:
+        err = untimed_file(slot_dir / f"gen.{g}.stderr")
+        started = [l for l in err if l.startswith("pid ")]
+        assert len(started) == 1, err
+        pids[g] = int(started[0].split()[1])
+    assert pids[1] == killed
+    for g in generations:
+        records = [json.loads(line) for line in
+                   open(s.log / f"127.0.0.1:0.{pids[g]}.jsonl")]
+        mine = [f"batch {r['epoch']}.{r['batch']}" for r in records
+                if r["event"] == "batch"]
+        lines = untimed_file(slot_dir / f"gen.{g}.stdout")
+        assert lines == mine + (["done"] if g == later else []), (g, lines)
+    assert untimed_file(slot_dir / "gen.1.stdout")[-1] == "batch 0.1"
+    # Slots that kept their process have one pair; the host's other slot,
+    # stopped with it, two.
+    for slot, count in (("localhost.0", 1), ("localhost.1", 1),
+                        ("127.0.0.1.1", 2)):
+        files = sorted(p.name for p in (out / slot).iterdir())
+        assert len(files) == 2 * count, (slot, files)
+    # The terminal got the same lines with the time and the start rank.
+    assert re.search(f"^{ASCTIME}\\[2\\]<stdout>:batch 0.1$", result.stdout,
+                     re.MULTILINE), result.stdout
+
+
+def test_one_timeline_across_generations_and_a_killed_rank_zero(hvdrun,
+                                                               tmp_path):
+    """--timeline-filename in an elastic job: one Chrome trace over the
+    whole job. A worker is killed, its host comes back, then rank 0 is
+    killed: the next rank 0, a process started on another host (here the
+    same machine, so the same file), continues the trace. Every generation
+    that ran begins with one membership instant with its size, hosts and
+    the reason hvdrun gave for it."""
+    s = Scenario(tmp_path, "", epochs=10, batches=10, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 0, "batch": 2,
+                         "how": "kill"},
+                        {"slot": "localhost:0", "size": 4, "entries": 3,
+                         "how": "kill"}])
+    trace_path = tmp_path / "timeline.json"
+    result = hvdrun(["-np", "4", "--min-np", "2", "-H",
+                     "localhost:2,127.0.0.1:2", "--blacklist-cooldown-range",
+                     "1", "1", "--timeline-filename", str(trace_path),
+                     *s.command()], timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(glob.glob(str(s.log / "exit.*"))) == 2, "a kill did not fire"
+    published = {}  # generation -> (reason, size)
+    for line in untimed(result.stderr):
+        m = re.match(r"hvdrun: generation (\d+) \((.*)\): (\d+) workers: ",
+                     line)
+        if m:
+            published[int(m.group(1))] = (m.group(2), int(m.group(3)))
+
+    with open(trace_path) as f:
+        trace = json.load(f)  # one valid trace
+    rows = {e["args"]["name"]: e["pid"] for e in trace
+            if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert "membership" in rows, rows
+    marks = [e for e in trace if e["pid"] == rows["membership"]
+             and e["ph"] == "i"]
+    generations = [e["args"]["generation"] for e in marks]
+    assert generations == sorted(set(generations)), generations
+    for mark in marks:
+        g = mark["args"]["generation"]
+        reason, size = published[g]
+        assert mark["s"] == "g" and mark["name"] == \
+            f"generation {g}: {size} ranks", mark
+        assert mark["args"]["size"] == size, mark
+        assert mark["args"]["reason"] == reason, mark
+        assert sum(int(h.rsplit(":", 1)[1]) for h in mark["args"]["hosts"]) \
+            == size, mark
+    # The first generation, the one after the first kill, and the one
+    # after rank 0's, which a process on 127.0.0.1 led.
+    by_reason = {m["args"]["reason"]: m for m in marks}
+    assert marks[0]["args"]["generation"] == 1
+    assert marks[0]["args"]["hosts"] == ["localhost:2", "127.0.0.1:2"]
+    after_kill = by_reason["slot 127.0.0.1:0 failed; host 127.0.0.1 "
+                           "blacklisted"]
+    assert after_kill["args"]["hosts"] == ["localhost:2"], marks
+    rank0_gone = by_reason["slot localhost:0 failed; host localhost "
+                           "blacklisted"]
+    assert rank0_gone["args"]["hosts"] == ["127.0.0.1:2"], marks
+    # Every generation recorded its collectives after its mark (and before
+    # the next one's).
+    ends = [m["ts"] for m in marks[1:]] + [float("inf")]
+    for mark, end in zip(marks, ends):
+        work = [e for e in trace if e["pid"] != rows["membership"]
+                and e["ph"] == "B" and mark["ts"] <= e["ts"] < end]
+        assert work, f"no collective in generation {mark['args']}"

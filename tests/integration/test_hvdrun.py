@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import HVDRUN, Child, kill_session, rank_lines, wait_until
+from conftest import (HVDRUN, HVDRUN_TIME, Child, kill_session, rank_lines,
+                      untimed, wait_until)
 from signing import signature_headers
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
@@ -102,6 +104,83 @@ def test_output_files(hvdrun, tmp_path):
         assert (out / f"rank.{rank}" / "stdout").read_text() == \
             f"hello {rank}\ntail\n"
         assert (out / f"rank.{rank}" / "stderr").read_text() == "bad\n"
+
+
+# What horovodrun's --prefix-output-with-timestamp puts before a line:
+# Python's time.asctime(), "Tue Mar  5 14:03:09 2024".
+ASCTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"
+
+
+def parse_asctime(text):
+    """Seconds since the epoch of an asctime() text in local time."""
+    return time.mktime(time.strptime(text, "%a %b %d %H:%M:%S %Y"))
+
+
+@pytest.mark.parametrize("flag", ["--prefix-output-with-timestamp",
+                                  "-prefix-timestamp"])
+def test_output_lines_prefixed_with_the_time(hvdrun, tmp_path, flag):
+    out = tmp_path / "logs"
+    started = time.time()
+    result = hvdrun(["-np", "2", flag, "--output-filename", str(out), "sh",
+                     "-c", "echo hello $HOROVOD_RANK; echo bad >&2; "
+                     "printf tail"])
+    finished = time.time()
+    assert result.returncode == 0, result.stderr
+
+    def times(text, pattern, count):
+        found = re.findall(f"^({ASCTIME}){pattern}$", text, re.MULTILINE)
+        assert len(found) == count, (pattern, text)
+        for stamp in found:
+            # Read while the job ran (asctime has whole seconds).
+            assert int(started) <= parse_asctime(stamp) <= finished + 1, stamp
+
+    for rank in range(2):
+        # As horovodrun: the time, then the rank prefix, no space between.
+        times(result.stdout, re.escape(f"[{rank}]<stdout>:hello {rank}"), 1)
+        times(result.stdout, re.escape(f"[{rank}]<stdout>:tail"), 1)
+        times(result.stderr, re.escape(f"[{rank}]<stderr>:bad"), 1)
+        # The files hold the time and the worker's text.
+        stdout = (out / f"rank.{rank}" / "stdout").read_text()
+        times(stdout, re.escape(f" hello {rank}"), 1)
+        times(stdout, " tail", 1)
+        assert len(stdout.splitlines()) == 2, stdout
+        times((out / f"rank.{rank}" / "stderr").read_text(), " bad", 1)
+    # Without the flag, no time (test_ranks_and_prefixed_output).
+
+
+def test_hvdrun_lines_carry_the_time_unless_hidden(hvdrun):
+    """hvdrun's own lines (its "hvdrun: ..." messages and, with --verbose,
+    its log lines) start with the time by default, as horovodrun's do, and
+    not with --log-without-timestamp; the workers' lines never get it."""
+    job = ["-np", "2", "--verbose", "sh", "-c",
+           'echo work; if [ "$HOROVOD_RANK" = 1 ]; then exit 3; fi']
+    started = time.time()
+    result = hvdrun(job, timeout=30)
+    assert result.returncode == 3, result.stderr
+    own = [l for l in result.stderr.splitlines() if "<stderr>:" not in l]
+    assert any(re.search(r"\] \[driver -\] \[info\] hvdrun: rendezvous "
+                         r"server on 127\.0\.0\.1:\d+$", l) for l in own), own
+    assert any(l.endswith("hvdrun: rank 1 on host localhost exited with code "
+                          "3; job failed (exit code 3)") for l in own), own
+    for line in own:
+        stamp = HVDRUN_TIME.match(line)
+        assert stamp, (line, result.stderr)
+        when = time.mktime(time.strptime(stamp.group(1)[:19],
+                                         "%Y-%m-%d %H:%M:%S"))
+        assert int(started) <= when <= time.time() + 1, line
+    # Rank 1 printed before it failed (rank 0 may be stopped before it
+    # does): a worker's line as it was, no time.
+    assert rank_lines(result.stdout, 1) == ["work"], result.stdout
+
+    for flag in ("--log-without-timestamp", "--log-hide-timestamp"):
+        result = hvdrun([flag, *job], timeout=30)
+        assert result.returncode == 3, result.stderr
+        own = [l for l in result.stderr.splitlines() if "<stderr>:" not in l]
+        assert "hvdrun: rank 1 on host localhost exited with code 3; job " \
+            "failed (exit code 3)" in own, own
+        assert any(l.startswith("[driver -] [info] hvdrun: rendezvous "
+                                "server on ") for l in own), own
+        assert not any(HVDRUN_TIME.search(l) for l in own), own
 
 
 def alive(pid):
@@ -276,7 +355,7 @@ def test_a_remote_host_that_never_answers_ends_the_launch(tmp_path):
     assert took < 10, (took, result.stderr)
     assert ("hvdrun: cannot reach host unreachable-host over ssh: no answer "
             "within 3 s (--start-timeout); ssh was killed") in \
-        result.stderr.splitlines(), result.stderr
+        untimed(result.stderr), result.stderr
     assert result.returncode == 1, result.stderr
     pid, line = calls.read_text().splitlines()[0].split(" ", 1)
     assert "ConnectTimeout=3" in line and "BatchMode=yes" in line, line

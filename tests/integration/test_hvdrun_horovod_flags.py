@@ -57,6 +57,7 @@ ACCEPTED = [
     (["--log-without-timestamp"], []),
     (["--log-hide-timestamp"], []),
     (["--no-log-hide-timestamp"], []),
+    (["-prefix-timestamp", "--prefix-output-with-timestamp"], []),
     (["-H", "--hosts"], ["localhost:2"]),
     (["-hostfile", "--hostfile"], ["@hostfile"]),
     (["--host-discovery-script"], ["@file"]),
@@ -75,8 +76,6 @@ REFUSED = [
     (["--hierarchical-allreduce"], [], "issue 16"),
     (["--hierarchical-allgather"], [], "issue 16"),
     (["--num-nccl-streams"], ["2"], "issue 17"),
-    (["-prefix-timestamp", "--prefix-output-with-timestamp"], [],
-     "issue 14"),
 ]
 
 

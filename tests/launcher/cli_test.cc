@@ -191,6 +191,29 @@ TEST(CliTest, HorovodrunSpellingsAndAliases) {
   std::remove(path.c_str());
 }
 
+// horovodrun's -prefix-timestamp is --prefix-output-with-timestamp; the
+// log timestamp flags set hvdrun's own (and the workers') setting.
+TEST(CliTest, TimestampFlags) {
+  CliOutcome plain = Parse({"-np", "1", "cmd"});
+  ASSERT_TRUE(plain.config);
+  EXPECT_FALSE(plain.config->prefix_output_with_timestamp);
+  EXPECT_FALSE(plain.config->log_hide_time.has_value());
+  for (const char* flag :
+       {"-prefix-timestamp", "--prefix-output-with-timestamp"}) {
+    CliOutcome out = Parse({"-np", "1", flag, "cmd"});
+    ASSERT_TRUE(out.config) << flag;
+    EXPECT_TRUE(out.config->prefix_output_with_timestamp) << flag;
+    EXPECT_EQ(out.config->command, std::vector<std::string>{"cmd"});
+  }
+  CliOutcome hidden = Parse({"-np", "1", "--log-without-timestamp", "cmd"});
+  ASSERT_TRUE(hidden.config);
+  EXPECT_EQ(hidden.config->log_hide_time, std::optional<bool>(true));
+  CliOutcome shown = Parse(
+      {"-np", "1", "--log-hide-timestamp", "--log-with-timestamp", "cmd"});
+  ASSERT_TRUE(shown.config);
+  EXPECT_EQ(shown.config->log_hide_time, std::optional<bool>(false));
+}
+
 // The output of a parse that ends at once with exit code 0.
 std::string OutputOf(const std::vector<std::string>& args) {
   ::testing::internal::CaptureStdout();
@@ -584,7 +607,7 @@ TEST(CliTest, RefusedAndUnknownOptionsAreUsageErrors) {
        {"--mpi", "--jsrun", "--mpi-args=x", "--binding-args=y",
         "--mpi-threads-disable", "--no-mpi-threads-disable",
         "--hierarchical-allreduce", "--hierarchical-allgather",
-        "--num-nccl-streams", "-prefix-timestamp", "--bogus", "-x"}) {
+        "--num-nccl-streams", "--bogus", "-x"}) {
     CliOutcome out = Parse({"-np", "1", option, "cmd"});
     EXPECT_FALSE(out.config) << option;
     EXPECT_EQ(out.exit_code, 2) << option;

@@ -532,6 +532,78 @@ TEST(JobPolicyElastic, WithACooldownTheWaitEndsWhenTheHostReturns) {
   EXPECT_EQ(All<StartWorker>(back).size(), 2u);
 }
 
+// Every new worker is told the generation it is started for: the one
+// published with it. So two processes of one slot never share a
+// generation, and their --output-filename files never share a name.
+TEST(JobPolicyElastic, StartWorkerCarriesTheGenerationItIsMeantToJoin) {
+  PolicyConfig config = Elastic(3, 2);
+  config.cooldown = CooldownRange{4s, 8s};
+  Harness h(config, {{"a", 2}, {"b", 1}});
+  Actions start = h.Start();
+  ASSERT_EQ(All<StartWorker>(start).size(), 3u);
+  for (const StartWorker& s : All<StartWorker>(start)) {
+    EXPECT_EQ(s.generation, 1) << SlotNameOf(s.slot);
+  }
+  h.CheckInAll();
+  // A new host joins generation 2; a second one, before the first checked
+  // in, makes generation 3, which only the new slot is started for.
+  Actions joined = h.On(HostsDiscovered{{{"a", 2}, {"b", 1}, {"c", 1}}});
+  ASSERT_EQ(All<StartWorker>(joined).size(), 1u);
+  EXPECT_EQ(All<StartWorker>(joined)[0].generation, 2);
+  EXPECT_EQ(h.plan().generation, 2);
+  Actions again =
+      h.On(HostsDiscovered{{{"a", 2}, {"b", 1}, {"c", 1}, {"d", 1}}});
+  ASSERT_EQ(All<StartWorker>(again).size(), 1u);
+  EXPECT_EQ(SlotNameOf(All<StartWorker>(again)[0].slot), "d:0");
+  EXPECT_EQ(All<StartWorker>(again)[0].generation, 3);
+  h.CheckInAll();
+  // b's worker dies; after its cooldown the slot gets a new process, for
+  // a later generation than its first one.
+  const WorkerId first_b = h.worker("b:0");
+  h.ExitSlot("b:0", Exit(1));
+  const int64_t without_b = h.plan().generation;
+  EXPECT_GT(without_b, 3);
+  h.CheckInAll();
+  Actions back = h.ToDeadline();
+  auto starts = All<StartWorker>(back);
+  ASSERT_EQ(starts.size(), 1u) << h.log();
+  EXPECT_EQ(SlotNameOf(starts[0].slot), "b:0");
+  EXPECT_NE(starts[0].worker, first_b);
+  EXPECT_EQ(starts[0].generation, without_b + 1);
+  EXPECT_EQ(h.plan().generation, without_b + 1);
+}
+
+// Each generation says why it was formed and on which hosts; the workers
+// record both on the timeline.
+TEST(JobPolicyElastic, PlansCarryTheirReasonAndHosts) {
+  const std::string long_host(300, 'h');
+  Harness h(Elastic(4, 1), {{"a", 2}, {"b", 1}, {long_host, 1}});
+  h.Start();
+  EXPECT_EQ(h.plan().reason, "start");
+  EXPECT_EQ(h.plan().hosts,
+            (std::vector<std::string>{"a:2", "b:1", long_host + ":1"}));
+  h.CheckInAll();
+  h.ExitSlot("b:0", Exit(1));
+  EXPECT_EQ(h.plan().reason, "slot b:0 failed; host b blacklisted");
+  EXPECT_EQ(h.plan().hosts,
+            (std::vector<std::string>{"a:2", long_host + ":1"}));
+  h.CheckInAll();
+  // A reason naming a long host is cut to the bound.
+  h.ExitSlot(long_host + ":0", Exit(1));
+  EXPECT_EQ(h.plan().reason.size(), rendezvous::kMaxReasonBytes);
+  EXPECT_EQ(h.plan().reason.substr(0, 5), "slot ");
+  EXPECT_EQ(h.plan().hosts, std::vector<std::string>{"a:2"});
+}
+
+TEST(JobPolicyStatic, StartWorkerHasNoGeneration) {
+  Harness h(Static(2));
+  Actions start = h.Start();
+  ASSERT_EQ(All<StartWorker>(start).size(), 2u);
+  for (const StartWorker& s : All<StartWorker>(start)) {
+    EXPECT_EQ(s.generation, 0);
+  }
+}
+
 TEST(JobPolicyElastic, ACooldownPastTheElasticTimeoutEndsTheWaitAtTheTimeout) {
   PolicyConfig config = Elastic(2, 2);
   config.cooldown = CooldownRange{30s, 30s};

@@ -105,6 +105,56 @@ TEST(WorkerAssignmentTest, EncodeDecodeRoundTrip) {
   EXPECT_TRUE(synced->sync);
 }
 
+// The generation's reason and hosts travel with every answer.
+TEST(WorkerAssignmentTest, ReasonAndHostsRoundTrip) {
+  WorkerAssignment a;
+  a.reason = "slot b:0 failed; host b blacklisted";
+  a.hosts = {"a:2", "c:1"};
+  auto decoded = DecodeAssignment(EncodeAssignment(a));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->reason, a.reason);
+  EXPECT_EQ(decoded->hosts, a.hosts);
+  // Absent (an answer without them): empty.
+  auto bare = DecodeAssignment(
+      R"({"generation":1,"rank":0,"size":1,"local_rank":0,"local_size":1,)"
+      R"("cross_rank":0,"cross_size":1,"sync":true})");
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_EQ(bare->reason, "");
+  EXPECT_TRUE(bare->hosts.empty());
+  // A host name that is not UTF-8 (discovery prints bytes) still encodes.
+  a.hosts = {std::string("h\xff:1")};
+  auto odd = DecodeAssignment(EncodeAssignment(a));
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  EXPECT_EQ(odd->hosts, std::vector<std::string>{"h\xEF\xBF\xBD:1"});
+}
+
+// A long reason is cut to the bound, never inside a UTF-8 character, on
+// both sides of the wire.
+TEST(WorkerAssignmentTest, ReasonsAreBounded) {
+  EXPECT_EQ(ShortReason("start"), "start");
+  const std::string fits(kMaxReasonBytes, 'x');
+  EXPECT_EQ(ShortReason(fits), fits);
+  const std::string cut = ShortReason(fits + "y");
+  EXPECT_EQ(cut.size(), kMaxReasonBytes);
+  EXPECT_EQ(cut, std::string(kMaxReasonBytes - 3, 'x') + "...");
+  // "é" is two bytes; one of them would fall on the cut.
+  std::string accents;
+  while (accents.size() < 2 * kMaxReasonBytes) accents += "\xC3\xA9";
+  const std::string whole = ShortReason("x" + accents);
+  EXPECT_LE(whole.size(), kMaxReasonBytes);
+  EXPECT_EQ(whole.substr(whole.size() - 3), "...");
+  const std::string kept = whole.substr(1, whole.size() - 4);
+  EXPECT_EQ(kept.size() % 2, 0u) << whole;
+  WorkerAssignment a;
+  a.reason = fits + fits;
+  auto decoded = DecodeAssignment(
+      R"({"generation":1,"rank":0,"size":1,"local_rank":0,"local_size":1,)"
+      R"("cross_rank":0,"cross_size":1,"sync":true,"reason":")" +
+      a.reason + R"("})");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->reason.size(), kMaxReasonBytes);
+}
+
 TEST(WorkerAssignmentTest, MalformedJsonIsAnError) {
   const std::string valid = EncodeAssignment(WorkerAssignment{});
   ASSERT_TRUE(DecodeAssignment(valid).ok());
@@ -120,7 +170,16 @@ TEST(WorkerAssignmentTest, MalformedJsonIsAnError) {
                     R"("sync":true})"),
         std::string(R"({"generation":1,"rank":0,"size":1,"local_rank":0,)"
                     R"("local_size":1,"cross_rank":0,"cross_size":1,)"
-                    R"("sync":"yes"})")}) {
+                    R"("sync":"yes"})"),
+        std::string(R"({"generation":1,"rank":0,"size":1,"local_rank":0,)"
+                    R"("local_size":1,"cross_rank":0,"cross_size":1,)"
+                    R"("sync":true,"reason":7})"),
+        std::string(R"({"generation":1,"rank":0,"size":1,"local_rank":0,)"
+                    R"("local_size":1,"cross_rank":0,"cross_size":1,)"
+                    R"("sync":true,"hosts":"a:1"})"),
+        std::string(R"({"generation":1,"rank":0,"size":1,"local_rank":0,)"
+                    R"("local_size":1,"cross_rank":0,"cross_size":1,)"
+                    R"("sync":true,"hosts":["a:1",2]})")}) {
     auto decoded = DecodeAssignment(text);
     ASSERT_FALSE(decoded.ok()) << text;
     EXPECT_NE(decoded.status().code(), Code::kOk);
@@ -206,6 +265,18 @@ TEST(ElasticBoardTest, SingleSlotGenerationAnswersAtOnce) {
   auto again = board.CheckIn("a:0", 0, "", 5s);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->generation, 1);
+}
+
+TEST(ElasticBoardTest, TheAnswerCarriesTheGenerationsReasonAndHosts) {
+  ElasticBoard board;
+  GenerationPlan plan = Plan(2, {"a"}, 1);
+  plan.reason = "hosts changed";
+  plan.hosts = {"a:1"};
+  ASSERT_TRUE(board.Publish(plan).ok());
+  auto result = board.CheckIn("a:0", 0, "", 5s);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->reason, "hosts changed");
+  EXPECT_EQ(result->hosts, std::vector<std::string>{"a:1"});
 }
 
 TEST(ElasticBoardTest, AReplacedProcessCannotTakeItsSlotBack) {

@@ -1,15 +1,21 @@
 // ElasticWorker against an in-process rendezvous server and real
 // notification clients: check-in for each generation, the sync flag, the
 // pending HostsUpdated, Abort routed to the current generation's Runtime
-// only, and a notification server that survives runtime resets.
+// only, a notification server that survives runtime resets, and each
+// generation's rank 0 marking the generation on one timeline.
 #include "hvd/runtime/elastic_worker.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
@@ -80,6 +86,7 @@ class ElasticWorkerTest : public ::testing::Test {
     config.gloo_timeout = gloo_timeout;
     config.cycle_time = cycle_time_;
     config.stall_check = false;
+    config.timeline = timeline_;
     return config;
   }
 
@@ -100,7 +107,9 @@ class ElasticWorkerTest : public ::testing::Test {
           errors[i] = joined[i].status();
           return;
         }
-        auto started = Runtime::Start(joined[i]->config, joined[i]->generation);
+        auto started = Runtime::Start(
+            joined[i]->config, joined[i]->generation, {}, nullptr,
+            GenerationInfo{joined[i]->reason, joined[i]->hosts});
         if (!started.ok()) {
           errors[i] = started.status();
           return;
@@ -120,6 +129,7 @@ class ElasticWorkerTest : public ::testing::Test {
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   std::chrono::milliseconds gloo_timeout_[2] = {60s, 60s};  // by slot
   std::chrono::microseconds cycle_time_{1000};
+  std::string timeline_;  // HOROVOD_TIMELINE of every worker
 };
 
 std::vector<std::unique_ptr<ElasticWorker>> StartWorkers(
@@ -180,6 +190,70 @@ TEST_F(ElasticWorkerTest, JoinsGenerationsAcrossAResetWithOneServer) {
   }
   EXPECT_EQ(workers[0]->notify_address(), address0);
   for (auto& runtime : runtimes) runtime->Shutdown();
+}
+
+// The membership events of the trace at `path`.
+std::vector<nlohmann::json> MembershipEvents(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto trace = nlohmann::json::parse(text.str(), nullptr, false);
+  EXPECT_TRUE(trace.is_array()) << text.str();
+  std::vector<nlohmann::json> events;
+  if (!trace.is_array()) return events;
+  int64_t row = -1;
+  for (const auto& e : trace) {
+    if (e.value("name", "") == "process_name" &&
+        e["args"].value("name", "") == "membership") {
+      row = e["pid"].get<int64_t>();
+    }
+  }
+  for (const auto& e : trace) {
+    if (e["pid"] == row && e.value("ph", "") == "i") events.push_back(e);
+  }
+  return events;
+}
+
+// Each generation's rank 0 (slot 0, then slot 1: another process in a
+// real job) marks the generation's start in the one file, with the reason
+// and hosts the driver gave; a runtime's shutdown closes the file for the
+// next one.
+TEST_F(ElasticWorkerTest, EachGenerationsRankZeroMarksItOnOneTimeline) {
+  timeline_ = ::testing::TempDir() + "elastic_worker_test_timeline.json";
+  std::remove(timeline_.c_str());
+  auto workers = StartWorkers({Config(0), Config(1)});
+  ASSERT_EQ(workers.size(), 2u);
+  rendezvous::GenerationPlan first = Plan(1, {0, 1}, true);
+  first.reason = "start";
+  first.hosts = {"127.0.0.1:2"};
+  ASSERT_TRUE(server_->board().Publish(first).ok());
+  auto runtimes = JoinAll(workers);
+  ASSERT_TRUE(runtimes[0] && runtimes[1]);
+  for (auto& runtime : runtimes) runtime->Shutdown();
+  // Shut down, not yet destroyed: the file is complete.
+  auto events = MembershipEvents(timeline_);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["name"], "generation 1: 2 ranks");
+
+  runtimes.clear();
+  rendezvous::GenerationPlan second = Plan(2, {1, 0}, true);
+  second.reason = "slot 127.0.0.2:0 failed; host 127.0.0.2 blacklisted";
+  second.hosts = {"127.0.0.1:2"};
+  ASSERT_TRUE(server_->board().Publish(second).ok());
+  runtimes = JoinAll(workers);
+  ASSERT_TRUE(runtimes[0] && runtimes[1]);
+  EXPECT_EQ(runtimes[1]->config().rank, 0);
+  for (auto& runtime : runtimes) runtime->Shutdown();
+  events = MembershipEvents(timeline_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0]["args"]["generation"], 1);
+  EXPECT_EQ(events[0]["args"]["reason"], "start");
+  EXPECT_EQ(events[1]["args"], (nlohmann::json{{"generation", 2},
+                                               {"size", 2},
+                                               {"hosts", {"127.0.0.1:2"}},
+                                               {"reason", second.reason}}));
+  EXPECT_EQ(events[1]["s"], "g");
+  std::remove(timeline_.c_str());
 }
 
 // Slot 0 waits in an allreduce that slot 1 never joins: only an Abort of

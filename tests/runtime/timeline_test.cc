@@ -362,6 +362,87 @@ TEST_F(TimelineTest, MarksCyclesOnlyWhenAsked) {
   }
 }
 
+std::vector<json> Membership(const json& trace) {
+  std::vector<json> events;
+  const int64_t row = RowOf(trace, kMembershipRow);
+  for (const json& e : trace) {
+    if (e["pid"] == row && e["ph"] == "i") events.push_back(e);
+  }
+  return events;
+}
+
+TEST_F(TimelineTest, GenerationsAreGlobalInstantsOnTheMembershipRow) {
+  auto timeline = MustOpen();
+  ASSERT_NE(timeline, nullptr);
+  timeline->MarkGeneration(3, 4, {"a:2", "b:2"},
+                           "slot c:0 failed; host c blacklisted");
+  timeline->Begin("grad", "ALLREDUCE");
+  timeline->End("grad");
+  timeline->MarkGeneration(4, 1, {"a:1"}, "hosts changed");
+  timeline.reset();
+  json trace = ParseTrace(path_);
+  EXPECT_GT(RowOf(trace, kMembershipRow), 0);
+  EXPECT_NE(RowOf(trace, kMembershipRow), RowOf(trace, "grad"));
+  std::vector<json> events = Membership(trace);
+  ASSERT_EQ(events.size(), 2u) << trace.dump();
+  EXPECT_EQ(events[0]["name"], "generation 3: 4 ranks");
+  EXPECT_EQ(events[0]["s"], "g");
+  EXPECT_EQ(events[0]["args"],
+            (json{{"generation", 3},
+                  {"size", 4},
+                  {"hosts", {"a:2", "b:2"}},
+                  {"reason", "slot c:0 failed; host c blacklisted"}}));
+  EXPECT_EQ(events[1]["name"], "generation 4: 1 rank");
+  EXPECT_EQ(events[1]["args"]["reason"], "hosts changed");
+  EXPECT_LE(events[0]["ts"].get<int64_t>(), events[1]["ts"].get<int64_t>());
+}
+
+// Rank 0 dies (SIGKILL, a span still open) and the next generation's rank
+// 0, another process on the same machine, continues the same file: one
+// trace, both generations on the one membership row.
+TEST_F(TimelineTest, ANewRankZeroContinuesAKilledOnesTrace) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    auto timeline = Timeline::Open(path_, false);
+    if (!timeline.ok()) _exit(1);
+    (*timeline)->MarkGeneration(1, 2, {"a:2"}, "start");
+    (*timeline)->Begin("grad", "ALLREDUCE");
+    if (!(*timeline)->Flush().ok()) _exit(2);
+    if (write(ready[1], "x", 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  pollfd readable = {ready[0], POLLIN, 0};
+  char byte;
+  ssize_t got =
+      poll(&readable, 1, /*ms=*/30000) == 1 ? read(ready[0], &byte, 1) : -1;
+  kill(child, SIGKILL);
+  std::optional<int> status = ReapWithin(child, std::chrono::seconds(10));
+  close(ready[0]);
+  ASSERT_EQ(got, 1) << "the child did not flush within 30 s";
+  ASSERT_TRUE(status.has_value() && WIFSIGNALED(*status));
+
+  auto next = MustOpen();
+  ASSERT_NE(next, nullptr);
+  next->MarkGeneration(2, 1, {"b:1"}, "slot a:0 failed; host a blacklisted");
+  next->Begin("grad", "ALLREDUCE");
+  next->End("grad");
+  next.reset();
+  json trace = ParseTrace(path_);
+  EXPECT_EQ(CountNamed(trace, "process_name"), 2);  // membership, grad
+  std::vector<json> events = Membership(trace);
+  ASSERT_EQ(events.size(), 2u) << trace.dump();
+  EXPECT_EQ(events[0]["args"]["generation"], 1);
+  EXPECT_EQ(events[1]["args"]["generation"], 2);
+  EXPECT_EQ(events[1]["args"]["hosts"], json({"b:1"}));
+  EXPECT_LE(events[0]["ts"].get<int64_t>(), events[1]["ts"].get<int64_t>());
+  EXPECT_EQ(OnRow(trace, RowOf(trace, "grad")).size(), 3u);
+}
+
 // The child is killed after its flushes, with more events still in memory:
 // the file must hold every flushed event and parse, with no destructor run.
 // (A kill in the middle of a write can tear that write at a page boundary;

@@ -4,8 +4,10 @@
      "hosts_file": "<file the discovery script prints>",
      "discovery": {"<epoch>": "<hosts text>" | "<fail>", ...},  # by rank 0
      "exits": [{"slot": "127.0.0.1:0", "epoch": 1, "batch": 2,
-                "how": "exception" | "kill" | "stop" | "pause"}],
-     "sleep": 0.05}
+                "how": "exception" | "kill" | "stop" | "pause"},
+               {"slot": "localhost:0", "size": 4, "entries": 3,
+                "how": ...}],
+     "sleep": 0.05, "print": false}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
 (after its allreduce), per half step once its allreduce is submitted,
@@ -18,6 +20,13 @@ after the job every survivor must hold the same value. A second "model",
 (model_after() below): step k's batch is samples k*B..k*B+B-1 whatever the
 world size, each rank sums its share, the allreduce adds the shares, and
 the update is order-sensitive and exact (integers modulo a prime).
+
+An exit with "size" instead of "epoch" and "batch" fires at the first
+batch the slot trains in a world of that size after entering the elastic
+loop "entries" times (it came back into that world after resets).
+
+With "print", each process also says "pid <pid> started" on stderr, "batch
+<epoch>.<batch>" on stdout after each batch and "done" at the end.
 """
 
 import json
@@ -45,6 +54,11 @@ def log(event, **fields):
         f.write(json.dumps(record) + "\n")
 
 
+def say(text, stream=sys.stdout):
+    if scenario.get("print"):
+        print(text, file=stream, flush=True)
+
+
 def wait_for_resume(directory):
     """Writes <directory>/paused, then waits until <directory>/resume
     exists: the test cuts this host off meanwhile."""
@@ -55,7 +69,12 @@ def wait_for_resume(directory):
 
 def maybe_exit(epoch, batch):
     for i, spec in enumerate(scenario.get("exits", [])):
-        if (spec["slot"], spec["epoch"], spec["batch"]) != (slot, epoch, batch):
+        if spec["slot"] != slot:
+            continue
+        if "epoch" in spec and (spec["epoch"], spec["batch"]) != (epoch, batch):
+            continue
+        if "size" in spec and (hvd.size() != spec["size"] or
+                               entries < spec["entries"]):
             continue
         marker = os.path.join(scenario["log"], f"exit.{i}")
         if os.path.exists(marker):
@@ -104,6 +123,7 @@ def update(w, multiplier, offset, name):
     return (w * multiplier + int(total[0])) % PRIME
 
 
+say(f"pid {os.getpid()} started", sys.stderr)
 hvd.init()
 state = hvd.elastic.ObjectState(epoch=0, batch=0, total=0, commits=0, w=1,
                                 step=0)
@@ -145,6 +165,7 @@ def train(state):
             state.step += 1
             log("batch", epoch=state.epoch, batch=state.batch,
                 total=state.total)
+            say(f"batch {state.epoch}.{state.batch}")
             state.batch += 1
             time.sleep(scenario.get("sleep", 0.05))
             state.commits += 1
@@ -155,6 +176,7 @@ def train(state):
     log("done", epoch=state.epoch, total=state.total, commits=state.commits,
         w=state.w, step=state.step,
         reference=model_after(scenario["epochs"] * scenario["batches"]))
+    say("done")
 
 
 train(state)

@@ -18,10 +18,23 @@ Result<spdlog::level::level_enum> ParseLogLevel(const std::string& text,
 
 // Sets spdlog's default logger to stderr with the pattern
 // "[time] [role rank] [level] message" and the level from HVD_LOG_LEVEL or
-// HOROVOD_LOG_LEVEL (default warning). rank < 0 prints "-". Returns an error
-// for a malformed level (the logger is still set up, at the default level).
-// Safe to call again (e.g. when an elastic reset changes the rank), also
-// while other threads log: the logger stays the same object.
+// HOROVOD_LOG_LEVEL (default warning). rank < 0 prints "-". The time is left
+// out with HOROVOD_LOG_HIDE_TIME=1 (hvdrun --log-without-timestamp), for
+// these lines and Announce()'s. Returns an error for a malformed level (the
+// logger is still set up, at the default level). Safe to call again (e.g.
+// when an elastic reset changes the rank), also while other threads log:
+// the logger stays the same object.
 Status InitLogging(const std::string& role, int rank);
+
+// Whether log lines and Announce() lines start with the time; overrides
+// what InitLogging read from HOROVOD_LOG_HIDE_TIME (hvdrun's
+// --log-with-timestamp / --log-without-timestamp). Any thread.
+void SetLogTime(bool with_time);
+
+// A line for the user, printed to stderr whatever the log level:
+// "[time] <line>" (hvdrun's "hvdrun: ..." messages), or "<line>" alone when
+// the time is hidden. The time is the log lines' ("[%Y-%m-%d
+// %H:%M:%S.%e]", local). Any thread; lines never interleave.
+void Announce(const std::string& line);
 
 }  // namespace hvd::common

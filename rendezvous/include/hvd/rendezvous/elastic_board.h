@@ -34,8 +34,10 @@ struct GenerationPlan {
   // a slot not listed takes any. A process the driver replaced (say, it was
   // cut off by a partition and came back) cannot check in for the slot.
   std::map<std::string, int64_t> workers;
-  // Why the driver formed it ("start", "slot h:0 failed; ...").
+  // Why the driver formed it (ShortReason) and its hosts in rank order
+  // with their slots ("a:2"); every slot's check-in answer carries both.
   std::string reason;
+  std::vector<std::string> hosts;
 };
 
 class ElasticBoard {

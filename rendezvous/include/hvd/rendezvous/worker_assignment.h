@@ -2,8 +2,10 @@
 // and its JSON form on the wire. Shared by the driver and the workers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hvd/common/status.h"
 
@@ -23,9 +25,22 @@ struct WorkerAssignment {
   // Every rank restores rank 0's state at the start of this generation
   // (some slot is new to the job).
   bool sync = true;
+  // The same for every slot of the generation (GenerationPlan's): why the
+  // driver formed it, at most kMaxReasonBytes ("slot b:0 failed; host b
+  // blacklisted"), and its hosts in rank order with their slots ("a:2").
+  std::string reason;
+  std::vector<std::string> hosts;
 };
 
-// The check-in answer's JSON, both ways.
+// A generation's reason is cut to this many bytes (ShortReason).
+inline constexpr size_t kMaxReasonBytes = 200;
+
+// `reason` when it fits kMaxReasonBytes; otherwise its start, cut on a
+// UTF-8 character boundary, and "...", within the bound.
+std::string ShortReason(const std::string& reason);
+
+// The check-in answer's JSON, both ways. `reason` and `hosts` may be
+// missing (empty); a reason beyond kMaxReasonBytes is cut (ShortReason).
 std::string EncodeAssignment(const WorkerAssignment& assignment);
 common::Result<WorkerAssignment> DecodeAssignment(const std::string& json);
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
@@ -15,6 +16,11 @@ struct JoinedGeneration {
   RuntimeConfig config;  // with this generation's ranks and sizes
   int64_t generation = 0;
   bool sync = true;  // every rank syncs state from rank 0 first
+  // Why the driver formed the generation (at most
+  // rendezvous::kMaxReasonBytes) and its hosts in rank order with their
+  // slots ("a:2"); rank 0 records them on the timeline.
+  std::string reason;
+  std::vector<std::string> hosts;
 };
 
 // Checks slot (config.hostname, config.local_rank) in for the first

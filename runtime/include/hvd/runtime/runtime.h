@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,16 +70,27 @@ struct NegotiationStats {
   double negotiation_seconds = 0;
 };
 
+// An elastic generation as the driver formed it (the check-in answer): why,
+// and on which hosts ("a:2", rank order).
+struct GenerationInfo {
+  std::string reason;
+  std::vector<std::string> hosts;
+};
+
 class Runtime {
  public:
   // Connects generation `generation` of the job described by `config`,
   // with `process_sets` (global ranks each) as sets 1, 2, ... in order.
   // Every collective this rank completes, and every stall warning, is
-  // counted in `stats` (may be null), which the runtime keeps alive.
+  // counted in `stats` (may be null), which the runtime keeps alive. With
+  // `membership` (elastic mode), rank 0 marks the generation's start on the
+  // timeline ("generation 3: 4 ranks", Timeline::MarkGeneration) whenever
+  // this runtime opens it.
   static common::Result<std::unique_ptr<Runtime>> Start(
       const RuntimeConfig& config, int64_t generation = 0,
       const std::vector<std::vector<int>>& process_sets = {},
-      std::shared_ptr<WorkerStats> stats = nullptr);
+      std::shared_ptr<WorkerStats> stats = nullptr,
+      std::optional<GenerationInfo> membership = std::nullopt);
   ~Runtime();  // Shutdown(), then frees everything.
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -128,7 +140,8 @@ class Runtime {
   common::Result<Handle> AddProcessSet(std::vector<int> ranks);
   common::Result<Handle> RemoveProcessSet(int32_t id);
   // Rank 0 records a Chrome-trace timeline into `path` (appending to one
-  // it wrote before) until StopTimeline(); other ranks do nothing.
+  // it wrote before) until StopTimeline() or Shutdown(); other ranks do
+  // nothing.
   common::Status StartTimeline(const std::string& path, bool mark_cycles);
   void StopTimeline();
 
