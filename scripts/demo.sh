@@ -71,7 +71,7 @@ job=$!
 # Workers' lines carry the rank they started as; the script prints from
 # whichever worker is rank 0 now.
 tail -n +1 -f "$log" --pid "$job" 2>/dev/null |
-  grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (generation|slot|every|.*failed)|\[[0-9]+\]<stdout>:|\[[0-9]+\]<stderr>:hvd: )' |
+  grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (status page|generation|slot|every|.*failed)|\[[0-9]+\]<stdout>:|\[[0-9]+\]<stderr>:hvd: )' |
   sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^(\[[0-9: .-]+\] )?hvdrun: /  hvdrun: /' &
 follow=$!
 

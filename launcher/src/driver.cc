@@ -566,7 +566,7 @@ int RunJob(const LaunchConfig& config) {
   });
   if (!status_server.ok()) return Fail(status_server.status().message());
   const std::string url = (*status_server)->url();
-  std::fprintf(stderr, "hvdrun: status page: %s\n", url.c_str());
+  common::Announce("hvdrun: status page: " + url);
   auto job_file =
       WriteJobFile({getpid(), url, FactsOf(config).command, WallClockMs()});
   if (!job_file.ok()) {

@@ -53,7 +53,7 @@ cluster_demo() {
   # The story as it happens: generations, failures, resets, epochs. The
   # first-step lines are summed up per event instead.
   tail -n +1 -f "$log" --pid "$job" 2>/dev/null |
-    grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (generation|every|.*failed|.*blacklisted)|\[[0-9]+\]<stdout>:(epoch|reset|training)|\[[0-9]+\]<stderr>:hvd: )' |
+    grep --line-buffered -E '^((\[[0-9: .-]+\] )?hvdrun: (status page|generation|every|.*failed|.*blacklisted)|\[[0-9]+\]<stdout>:(epoch|reset|training)|\[[0-9]+\]<stderr>:hvd: )' |
     sed -u -E 's/^\[[0-9]+\]<stdout>:/  training: /; s/^\[[0-9]+\]<stderr>:hvd: /  worker: /; s/^(\[[0-9: .-]+\] )?hvdrun: /  hvdrun: /' &
   follow=$!
   world 4 "$t0" 120 "start on demo1, demo2" >/dev/null

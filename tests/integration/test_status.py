@@ -14,7 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import HVDRUN, wait_until
 from test_elastic import Scenario
 
-URL_LINE = re.compile(r"^hvdrun: status page: (http://\S+)$", re.M)
+# hvdrun's own lines start with the time, "[2026-11-26 09:40:38.769] ".
+URL_LINE = re.compile(r"^(?:\[[\d :.-]+\] )?hvdrun: status page: "
+                      r"(http://\S+)$")
 
 
 def status_url(child):

@@ -40,7 +40,8 @@ class TempDir {
 // Relays `out` and `err` (written to pipes, then closed) for rank `rank`
 // with `options`, to its end.
 void Relay(const std::string& out, const std::string& err, int rank,
-           const RelayOptions& options) {
+           const RelayOptions& options,
+           std::shared_ptr<OutputTail> tail = nullptr) {
   int out_pipe[2], err_pipe[2];
   ASSERT_EQ(pipe(out_pipe), 0);
   ASSERT_EQ(pipe(err_pipe), 0);
@@ -51,7 +52,8 @@ void Relay(const std::string& out, const std::string& err, int rank,
   close(out_pipe[1]);
   close(err_pipe[1]);
   auto relay = OutputRelay::Start(
-      {{out_pipe[0], rank, false}, {err_pipe[0], rank, true}}, options);
+      {{out_pipe[0], rank, false, tail}, {err_pipe[0], rank, true, tail}},
+      options);
   ASSERT_TRUE(relay.ok()) << relay.status().ToString();
   (*relay)->Join();
 }
@@ -64,6 +66,31 @@ SlotAssignment Slot(const std::string& host, int rank, int size,
   slot.size = size;
   slot.local_rank = local_rank;
   return slot;
+}
+
+// The status page's output tail: the last lines of both streams, each
+// without its newline, a long one cut.
+TEST(OutputRelayTest, KeepsTheLastLinesInTheTail) {
+  auto tail = std::make_shared<OutputTail>();
+  std::string out;
+  for (size_t i = 0; i < OutputTail::kMaxLines + 5; ++i) {
+    out += "line " + std::to_string(i) + "\n";
+  }
+  Relay(out, std::string(OutputTail::kMaxLineBytes + 10, 'x') + "\n", 0,
+        RelayOptions{}, tail);
+  std::vector<OutputTail::Line> lines = tail->Lines();
+  ASSERT_EQ(lines.size(), OutputTail::kMaxLines);
+  size_t errors = 0;
+  for (const auto& line : lines) {
+    if (line.is_stderr) {
+      ++errors;
+      EXPECT_EQ(line.text, std::string(OutputTail::kMaxLineBytes, 'x') + "...");
+    }
+  }
+  EXPECT_EQ(errors, 1u);
+  EXPECT_EQ(lines.back().is_stderr ? lines[lines.size() - 2].text
+                                   : lines.back().text,
+            "line " + std::to_string(OutputTail::kMaxLines + 4));
 }
 
 // Python's time.asctime(): what horovodrun puts before "[rank]<stdout>:".
