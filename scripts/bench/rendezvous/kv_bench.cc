@@ -205,13 +205,27 @@ class WatchedJob {
         }) {
     hvd::launcher::Actions actions = policy_.Start(Clock::now());
     record_.OnActions(Clock::now(), actions);
+    // Every rank has reported, every op type: the largest status there is.
+    std::map<std::string, hvd::rendezvous::WorkerReport> reports;
     for (const auto& action : actions) {
       if (auto* start = std::get_if<hvd::launcher::StartWorker>(&action)) {
         auto tail = std::make_shared<hvd::launcher::OutputTail>();
         tail->Add("epoch 1 loss 0.25", false);
         record_.OnWorkerProcess(start->worker, 10000 + start->worker, tail);
+        hvd::rendezvous::WorkerReport report;
+        report.slot = hvd::launcher::SlotNameOf(start->slot);
+        report.worker = start->worker;
+        report.steps = 100;
+        report.received = Clock::now();
+        for (const char* op : {"allreduce", "allgather", "broadcast",
+                               "alltoall", "reducescatter", "barrier", "join",
+                               "add_process_set", "remove_process_set"}) {
+          report.ops[op] = {100, 409600};
+        }
+        reports[report.slot] = report;
       }
     }
+    record_.OnReports(reports);
     driver_ = std::thread([this] { Driver(); });
     hvd::launcher::StatusServerOptions options;
     options.token = "bench-read-token-0123456789";
