@@ -4,7 +4,6 @@
 // first scrape.
 #include <charconv>
 #include <cmath>
-#include <sstream>
 
 #include "status_server.h"
 
@@ -14,13 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-// The member `key` of `object`, or null: no copy (json::value copies).
-const json& At(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
+constexpr auto At = StatusField;
 
 // Bounds of the recovery phase histograms, in seconds.
 constexpr double kPhaseBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -57,8 +50,8 @@ class Writer {
  public:
   void Family(const std::string& name, const std::string& type,
               const std::string& help) {
-    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type +
-            "\n";
+    out_ +=
+        "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   }
   void Sample(const std::string& name, const std::string& labels, double v) {
     out_ += name;
@@ -172,36 +165,30 @@ std::string MetricsText(const json& status) {
   w.Sample("hvd_rendezvous_waiters", "", Num(rendezvous, "waiters"));
 
   // What the workers report.
-  w.Family("hvd_worker_ops_total", "counter",
-           "Collective operations a worker completed, by operation.");
-  for (const json& rank : At(status, "ranks")) {
-    const json& report = At(rank, "report");
-    if (!report.is_object()) continue;
-    const std::string labels =
-        Label("slot", rank.value("slot", "")) + "," +
-        Label("rank", std::to_string(rank.value("rank", 0)));
-    const json& ops = At(report, "ops");
-    for (auto it = ops.begin(); it != ops.end(); ++it) {
-      // An op type the worker never ran has no series yet.
-      if (Num(*it, "count") == 0) continue;
-      w.Sample("hvd_worker_ops_total", labels + "," + Label("op", it.key()),
-               Num(*it, "count"));
-    }
-  }
-  w.Family("hvd_worker_bytes_total", "counter",
-           "Bytes a worker's collective operations carried, by operation.");
-  for (const json& rank : At(status, "ranks")) {
-    const json& report = At(rank, "report");
-    if (!report.is_object()) continue;
-    const std::string labels =
-        Label("slot", rank.value("slot", "")) + "," +
-        Label("rank", std::to_string(rank.value("rank", 0)));
-    const json& ops = At(report, "ops");
-    for (auto it = ops.begin(); it != ops.end(); ++it) {
-      // An op type the worker never ran has no series yet.
-      if (Num(*it, "count") == 0) continue;
-      w.Sample("hvd_worker_bytes_total", labels + "," + Label("op", it.key()),
-               Num(*it, "bytes"));
+  struct PerOp {
+    const char* family;
+    const char* field;
+    const char* help;
+  };
+  const PerOp per_op[] = {
+      {"hvd_worker_ops_total", "count",
+       "Collective operations a worker completed, by operation."},
+      {"hvd_worker_bytes_total", "bytes",
+       "Bytes a worker's collective operations carried, by operation."}};
+  for (const auto& [family, field, help] : per_op) {
+    w.Family(family, "counter", help);
+    for (const json& rank : At(status, "ranks")) {
+      const json& report = At(rank, "report");
+      if (!report.is_object()) continue;
+      const std::string labels =
+          Label("slot", rank.value("slot", "")) + "," +
+          Label("rank", std::to_string(rank.value("rank", 0)));
+      const json& ops = At(report, "ops");
+      for (auto it = ops.begin(); it != ops.end(); ++it) {
+        // An op type the worker never ran has no series yet.
+        if (Num(*it, "count") == 0) continue;
+        w.Sample(family, labels + "," + Label("op", it.key()), Num(*it, field));
+      }
     }
   }
   struct PerRank {

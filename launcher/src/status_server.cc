@@ -29,6 +29,14 @@ std::string Dump(const nlohmann::json& value) {
 
 }  // namespace
 
+const nlohmann::json& StatusField(const nlohmann::json& object,
+                                  const char* key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
 StatusServer::StatusServer(StatusServerOptions options, Source source)
     : options_(std::move(options)), source_(std::move(source)) {}
 

@@ -64,6 +64,12 @@ class StatusServer {
   std::unique_ptr<common::SignedHttpServer> http_;
 };
 
+// The member `key` of a status JSON object, or null when it has none (or
+// is no object): a reference, where json::value would copy (a status holds
+// a row per rank).
+const nlohmann::json& StatusField(const nlohmann::json& object,
+                                  const char* key);
+
 // The status JSON as text: what `hvdrun status` prints.
 std::string StatusText(const nlohmann::json& status);
 

@@ -12,13 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-// The member `key` of `object`, or null: no copy (json::value copies).
-const json& At(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
+constexpr auto At = StatusField;
 
 double Number(const json& value, double otherwise = 0) {
   return value.is_number() ? value.get<double>() : otherwise;
@@ -95,12 +89,10 @@ std::string StatusText(const json& status) {
   const json& job = At(status, "job");
   const double now_ms = Number(At(job, "now_ms"));
   out << "job: " << Str(At(job, "state")) << ", generation "
-      << Str(At(job, "generation")) << ", "
-      << Str(At(job, "world_size")) << " ranks, "
-      << Str(At(job, "resets")) << " resets, "
+      << Str(At(job, "generation")) << ", " << Str(At(job, "world_size"))
+      << " ranks, " << Str(At(job, "resets")) << " resets, "
       << Str(At(job, "failures")) << " failures, up "
-      << Duration(now_ms - Number(At(job, "started_ms"), now_ms))
-      << "\n";
+      << Duration(now_ms - Number(At(job, "started_ms"), now_ms)) << "\n";
   if (At(job, "exit_code").is_number()) {
     out << "exit code: " << Str(job["exit_code"]) << "\n";
   }
@@ -116,15 +108,12 @@ std::string StatusText(const json& status) {
                  ? "usable again in " + Duration(Number(until) - now_ms)
                  : "for good";
     }
-    hosts.Add({Str(At(host, "host")),
-               Str(At(host, "slots")),
-               Str(At(host, "state")),
-               Str(At(host, "workers")), note});
+    hosts.Add({Str(At(host, "host")), Str(At(host, "slots")),
+               Str(At(host, "state")), Str(At(host, "workers")), note});
   }
   hosts.Print(out);
 
-  out << "\nranks (generation " << Str(At(job, "generation"))
-      << ")\n";
+  out << "\nranks (generation " << Str(At(job, "generation")) << ")\n";
   Table ranks(
       {"RANK", "SLOT", "PID", "CHECKED IN", "STEPS", "STEPS/S", "LAST REPORT"});
   for (const json& rank : At(status, "ranks")) {
@@ -153,15 +142,11 @@ std::string StatusText(const json& status) {
                  "STATE SYNC", "FIRST STEP", "REASON"});
     for (const json& r : recoveries) {
       const json& p = At(r, "phases");
-      table.Add({Str(At(r, "generation")),
-                 Str(At(r, "cause")),
-                 Duration(At(p, "detect_ms")),
-                 Duration(At(p, "decide_ms")),
+      table.Add({Str(At(r, "generation")), Str(At(r, "cause")),
+                 Duration(At(p, "detect_ms")), Duration(At(p, "decide_ms")),
                  Duration(At(p, "rendezvous_ms")),
-                 Duration(At(p, "connect_ms")),
-                 Duration(At(p, "sync_ms")),
-                 Duration(At(p, "first_step_ms")),
-                 Str(At(r, "reason"))});
+                 Duration(At(p, "connect_ms")), Duration(At(p, "sync_ms")),
+                 Duration(At(p, "first_step_ms")), Str(At(r, "reason"))});
     }
     table.Print(out);
   }
@@ -170,11 +155,10 @@ std::string StatusText(const json& status) {
   if (!failures.empty()) {
     out << "\nfailures\n";
     for (const json& f : failures) {
-      out << "  " << ClockTime(At(f, "at_ms")) << " slot "
-          << Str(At(f, "slot")) << " (rank "
-          << Str(At(f, "rank")) << ", pid "
-          << Str(At(f, "pid")) << ") " << Str(At(f, "what"))
-          << "; exit code " << Str(At(f, "exit_code"));
+      out << "  " << ClockTime(At(f, "at_ms")) << " slot " << Str(At(f, "slot"))
+          << " (rank " << Str(At(f, "rank")) << ", pid " << Str(At(f, "pid"))
+          << ") " << Str(At(f, "what")) << "; exit code "
+          << Str(At(f, "exit_code"));
       if (At(f, "signal").is_string()) {
         out << ", " << Str(f["signal"]);
       }
