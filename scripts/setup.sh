@@ -14,7 +14,8 @@ hvd_ensure_packages \
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
   libcli11-dev libyaml-cpp-dev libgtest-dev libboost-dev python3 python3-pytest \
   python3-dev pybind11-dev python3-numpy python3-torch python3-prometheus-client \
-  openssh-server openssh-client iproute2
+  openssh-server openssh-client iproute2 \
+  slurmctld slurmd slurm-client slurmdbd munge mariadb-server
 
 werror=OFF
 [ -n "${CI:-}" ] && werror=ON

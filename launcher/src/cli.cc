@@ -17,6 +17,9 @@
 #include "hvd/common/logging.h"
 #include "option_suggestion.h"
 #include "refused_options.h"
+#include "slurm_allocation.h"
+#include "slurm_jobs.h"
+#include "spawner.h"
 
 namespace hvd::launcher {
 
@@ -411,9 +414,13 @@ Status CheckCombinations(const LaunchConfig& config) {
 }
 
 // What CLI11 fills from the options; cli.cc turns it into a LaunchConfig.
+struct OptionValues;
+Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config);
+
+// What CLI11 fills from the options; cli.cc turns it into a LaunchConfig.
 struct OptionValues {
   LaunchConfig config;
-  std::string hosts_text, hostfile, log_level, config_file;
+  std::string hosts_text, hostfile, log_level, config_file, launcher;
   double start_timeout = 30;
   double elastic_timeout = 600;
   std::optional<double> discovery_interval;
@@ -424,6 +431,42 @@ struct OptionValues {
   bool log_with_timestamp = true;
   const CLI::Option* log_timestamp = nullptr;
 };
+
+// Inside a Slurm allocation: the launcher (slurm unless --launcher says
+// otherwise), the allocation, and, without -H, --hostfile or a discovery
+// script, the hosts: the allocation's nodes, or in elastic mode (--min-np)
+// hvd-slurm-discover beside hvdrun, which adds companion jobs' nodes.
+Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config) {
+  auto job = common::GetEnv("SLURM_JOB_ID");
+  const bool inside = job.has_value() && !job->empty();
+  if (v.launcher.empty()) {
+    config.launcher = inside ? Launcher::kSlurm : Launcher::kSsh;
+  } else {
+    config.launcher = v.launcher == "slurm"   ? Launcher::kSlurm
+                      : v.launcher == "local" ? Launcher::kLocal
+                                              : Launcher::kSsh;
+  }
+  const bool hosts_given = !v.hosts_text.empty() || !v.hostfile.empty() ||
+                           !config.discovery_script.empty();
+  if (config.launcher != Launcher::kSlurm && (hosts_given || !inside)) {
+    return Status::Ok();
+  }
+  auto allocation = AllocationFromEnvironment(ProcessEnvironment());
+  if (!allocation.ok()) return allocation.status();
+  if (!allocation->has_value()) {
+    return Status::InvalidArgument(
+        "--launcher slurm needs a Slurm allocation (SLURM_JOB_ID is unset): "
+        "run hvdrun inside sbatch or salloc");
+  }
+  config.slurm = std::move(**allocation);
+  if (!hosts_given && config.min_np > 0) {
+    auto self = SelfExecutable();
+    if (!self.ok()) return self.status();
+    config.discovery_script =
+        self->substr(0, self->rfind('/') + 1) + kSlurmDiscoveryScript;
+  }
+  return Status::Ok();
+}
 
 void DescribeApp(CLI::App& app) {
   app.description(
@@ -453,6 +496,13 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
   app.add_option("--hostfile", v.hostfile,
                  "File with one 'host slots=N' (or 'host:N') per line")
       ->excludes("--hosts");
+  app.add_option("--launcher", v.launcher,
+                 "How workers start: ssh (this machine's directly, other "
+                 "hosts' over ssh), slurm (each a step of the Slurm "
+                 "allocation, through srun) or local (this machine only); "
+                 "default slurm inside an allocation (SLURM_JOB_ID), else "
+                 "ssh")
+      ->check(CLI::IsMember({"ssh", "slurm", "local"}));
   app.add_option("--network-interface,--network-interfaces",
                  v.config.network_interface,
                  "Network interfaces for the workers' traffic, "
@@ -745,6 +795,8 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
         ") must not be less than --stall-check-warning-time-seconds (" +
         std::to_string(*config.stall_check_warning_seconds) + ")"));
   }
+  auto slurm = ApplySlurmAllocation(v, config);
+  if (!slurm.ok()) return fail(slurm);
   config.elastic = !config.discovery_script.empty() || config.min_np > 0;
   config.elastic_timeout = CeilSeconds(v.elastic_timeout);
   config.start_timeout = CeilSeconds(v.start_timeout);
@@ -801,6 +853,8 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     auto hosts = ParseHostfile(v.hostfile);
     if (!hosts.ok()) return fail(hosts.status());
     config.hosts = *hosts;
+  } else if (config.slurm && config.discovery_script.empty()) {
+    config.hosts = config.slurm->nodes;
   } else if (config.discovery_script.empty()) {
     if (config.num_proc == 0) {
       return fail(Status::InvalidArgument(

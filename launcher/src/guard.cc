@@ -25,9 +25,9 @@ std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
                                       GuardMode mode,
                                       const std::vector<std::string>& command) {
-  std::vector<std::string> argv = {hvdrun_path, kGuardFlag,
-                                   std::to_string(grace.count()),
-                                   mode == GuardMode::kSsh ? "ssh" : "-", "--"};
+  std::vector<std::string> argv = {
+      hvdrun_path, kGuardFlag, std::to_string(grace.count()),
+      mode == GuardMode::kRemote ? "remote" : "-", "--"};
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
@@ -50,9 +50,9 @@ std::string ReadAll(int fd) {
 // Bytes for ssh's standard input, written without blocking: ssh may not
 // read (not connected yet, or its link is down), and the guard must still
 // act on the driver's signals and on the driver's death.
-class SshInput {
+class RemoteInput {
  public:
-  explicit SshInput(int fd) : fd_(fd) {
+  explicit RemoteInput(int fd) : fd_(fd) {
     fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
   }
   bool open() const { return fd_ >= 0; }
@@ -98,7 +98,7 @@ int GuardMain(int argc, char** argv) {
     return 2;
   }
   const auto grace = std::chrono::milliseconds(std::atoi(argv[2]));
-  const bool over_ssh = std::strcmp(argv[3], "ssh") == 0;
+  const bool remote = std::strcmp(argv[3], "remote") == 0;
   // Out of hvdrun's process group, so a terminal's Ctrl-C reaches only
   // hvdrun, which forwards it exactly once.
   setpgid(0, 0);
@@ -110,12 +110,12 @@ int GuardMain(int argc, char** argv) {
   int signals = signalfd(-1, &handled, SFD_CLOEXEC);
 
   std::string launch;
-  if (over_ssh) {
+  if (remote) {
     launch = ReadAll(kGuardLaunchFd);
     close(kGuardLaunchFd);
   }
   int stdin_pipe[2] = {-1, -1};
-  if (over_ssh && pipe2(stdin_pipe, O_CLOEXEC) != 0) return 1;
+  if (remote && pipe2(stdin_pipe, O_CLOEXEC) != 0) return 1;
   pid_t child = fork();
   if (child < 0) {
     std::perror("hvdrun guard: fork");
@@ -129,7 +129,7 @@ int GuardMain(int argc, char** argv) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (over_ssh) dup2(stdin_pipe[0], STDIN_FILENO);
+    if (remote) dup2(stdin_pipe[0], STDIN_FILENO);
     close(kGuardControlFd);
     execvp(argv[5], argv + 5);
     std::fprintf(stderr, "hvdrun: cannot run '%s': %s\n", argv[5],
@@ -137,12 +137,12 @@ int GuardMain(int argc, char** argv) {
     _exit(127);
   }
   setpgid(child, child);  // either side may win the race; both agree
-  std::optional<SshInput> ssh_input;
-  if (over_ssh) {
+  std::optional<RemoteInput> remote_input;
+  if (remote) {
     close(stdin_pipe[0]);
-    ssh_input.emplace(stdin_pipe[1]);
-    ssh_input->Queue(launch);
-    ssh_input->Flush();
+    remote_input.emplace(stdin_pipe[1]);
+    remote_input->Queue(launch);
+    remote_input->Flush();
   }
 
   // When the child's group gets SIGKILL; max(): not due.
@@ -150,12 +150,12 @@ int GuardMain(int argc, char** argv) {
   // A signal for the worker: over ssh it becomes a byte for the remote
   // guard; a SIGKILL also ends ssh soon, in case its link is gone.
   auto forward = [&](int sig) {
-    if (!over_ssh) {
+    if (!remote) {
       SignalGroup(child, sig);
       return;
     }
-    ssh_input->Queue(std::string(1, static_cast<char>(sig)));
-    ssh_input->Flush();
+    remote_input->Queue(std::string(1, static_cast<char>(sig)));
+    remote_input->Flush();
     if (sig == SIGKILL) kill_at = std::min(kill_at, Clock::now() + grace / 5);
   };
   bool driver_alive = true;
@@ -164,11 +164,12 @@ int GuardMain(int argc, char** argv) {
     pollfd fds[3] = {
         {signals, POLLIN, 0},
         {driver_alive ? kGuardControlFd : -1, POLLIN, 0},
-        {ssh_input && ssh_input->wants_to_write() ? ssh_input->fd() : -1,
+        {remote_input && remote_input->wants_to_write() ? remote_input->fd()
+                                                        : -1,
          POLLOUT, 0}};
     int timeout = -1;
     if (kill_at != Clock::time_point::max()) timeout = MillisUntil(kill_at);
-    if (ssh_input && ssh_input->open()) {
+    if (remote_input && remote_input->open()) {
       int heartbeat = MillisUntil(next_heartbeat);
       timeout = timeout < 0 ? heartbeat : std::min(timeout, heartbeat);
     }
@@ -178,11 +179,11 @@ int GuardMain(int argc, char** argv) {
       kill(-child, SIGKILL);
       kill_at = Clock::time_point::max();
     }
-    if (ssh_input && now >= next_heartbeat) {
-      ssh_input->Heartbeat();
+    if (remote_input && now >= next_heartbeat) {
+      remote_input->Heartbeat();
       next_heartbeat = now + kHeartbeatInterval;
     }
-    if (fds[2].revents != 0) ssh_input->Flush();
+    if (fds[2].revents != 0) remote_input->Flush();
     if (fds[1].revents != 0) {
       unsigned char sig = 0;
       ssize_t n = read(kGuardControlFd, &sig, 1);
@@ -192,8 +193,8 @@ int GuardMain(int argc, char** argv) {
         // The driver is gone: stop the worker, locally or by closing what
         // the remote guard reads.
         driver_alive = false;
-        if (over_ssh) {
-          ssh_input->Close();
+        if (remote) {
+          remote_input->Close();
         } else {
           SignalGroup(child, SIGTERM);
         }

@@ -10,7 +10,8 @@
 // it started, outlives hvdrun. The guard exits with the worker's status
 // (exit code, or the same signal).
 //
-// Remote worker: the guard's child is ssh, whose remote command is the
+// Remote worker: the guard's child is ssh, or srun inside a Slurm
+// allocation (srun.h), whose remote command is the
 // remote guard (remote_guard.h). The guard sends it the launch message
 // (remote_launch.h, read from descriptor kGuardLaunchFd), then a heartbeat
 // every second and the driver's signals as bytes on ssh's standard input.
@@ -33,10 +34,10 @@ inline constexpr char kGuardFlag[] = "--hvd-internal-guard";
 inline constexpr int kGuardControlFd = 3;
 inline constexpr int kGuardLaunchFd = 4;
 
-enum class GuardMode { kLocal, kSsh };
+enum class GuardMode { kLocal, kRemote };
 
 // The guard's command line: hvdrun_path kGuardFlag <grace ms> <mode> --
-// command... (kSsh: the command is ssh's).
+// command... (kRemote: the command is ssh or srun).
 std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
                                       GuardMode mode,

@@ -71,28 +71,27 @@ Result<std::vector<NetworkInterface>> ParseHostCheckAnswer(
   return interfaces;
 }
 
-std::string HostCheckRemoteCommand(const std::string& hvdrun_path) {
-  return ShellQuote(hvdrun_path) + " " + kHostCheckFlag;
-}
-
 Result<std::vector<NetworkInterface>> JudgeHostCheck(
     const std::string& host, const std::string& hvdrun_path,
-    int64_t timeout_seconds, const SshOutcome& outcome) {
+    int64_t timeout_seconds, const SshOutcome& outcome,
+    std::string_view tool_name) {
+  const std::string tool(tool_name);
   const std::string why = LastLine(outcome.stderr_text);
-  const std::string unreachable = "cannot reach host " + host + " over ssh: ";
+  const std::string unreachable =
+      "cannot reach host " + host + " over " + tool + ": ";
   if (outcome.timed_out) {
     return Status::Timeout(unreachable + "no answer within " +
                            std::to_string(timeout_seconds) +
-                           " s (--start-timeout); ssh was killed" +
+                           " s (--start-timeout); " + tool + " was killed" +
                            (why.empty() ? "" : " (it said: " + why + ")"));
   }
   const int status = outcome.wait_status;
   if (!WIFEXITED(status)) {
-    return Status::Transport(unreachable + "ssh was killed by signal " +
+    return Status::Transport(unreachable + tool + " was killed by signal " +
                              std::to_string(WTERMSIG(status)));
   }
   const int code = WEXITSTATUS(status);
-  if (code == 255) {  // ssh's own failure: connect, authentication, keys
+  if (code == 255 && tool == "ssh") {  // ssh's own: connect, keys
     return Status::Transport(unreachable +
                              (why.empty() ? "ssh exited with code 255" : why));
   }

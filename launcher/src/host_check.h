@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hvd/common/network_interfaces.h"
@@ -37,9 +38,6 @@ std::string FormatHostCheckAnswer(
 common::Result<std::vector<NetworkInterface>> ParseHostCheckAnswer(
     const std::string& text);
 
-// The command the remote shell runs: the quoted path, then kHostCheckFlag.
-std::string HostCheckRemoteCommand(const std::string& hvdrun_path);
-
 // What became of one run of ssh.
 struct SshOutcome {
   int wait_status = 0;     // as waitpid reports it
@@ -53,7 +51,8 @@ struct SshOutcome {
 // `timeout_seconds`, or a garbled answer.
 common::Result<std::vector<NetworkInterface>> JudgeHostCheck(
     const std::string& host, const std::string& hvdrun_path,
-    int64_t timeout_seconds, const SshOutcome& outcome);
+    int64_t timeout_seconds, const SshOutcome& outcome,
+    std::string_view tool = "ssh");
 
 // Nothing when `wanted` (a --network-interfaces list; empty: any) names an
 // interface `have` has (a loopback one only if `loopback_counts`); else the

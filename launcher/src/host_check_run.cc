@@ -6,7 +6,8 @@
 #include "bounded_run.h"
 #include "host_address.h"
 #include "host_check.h"
-#include "ssh.h"
+#include "remote_command.h"
+#include "srun.h"
 
 namespace hvd::launcher {
 
@@ -16,23 +17,26 @@ using common::Status;
 Result<std::vector<NetworkInterface>> RunHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd) {
-  if (IsLocalHost(host)) return common::LocalInterfaces();
-  return RunSshHostCheck(host, hvdrun_path, config, cancel_fd);
+  if (config.launcher != Launcher::kSlurm && IsLocalHost(host)) {
+    return common::LocalInterfaces();
+  }
+  return RunRemoteHostCheck(host, hvdrun_path, config, cancel_fd);
 }
 
-Result<std::vector<NetworkInterface>> RunSshHostCheck(
+Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd) {
-  std::vector<std::string> argv = SshArgs(host, config);
-  argv.push_back(HostCheckRemoteCommand(hvdrun_path));
+  auto argv = RemoteCommand(host, {hvdrun_path, kHostCheckFlag},
+                            kHostCheckStepName, config);
+  if (!argv.ok()) return argv.status();
   BoundedRunOptions options;
   options.timeout = config.start_timeout + kHostCheckKillMargin;
   options.cancel_fd = cancel_fd;
   options.search_path = true;
-  auto run = RunBounded(argv, options);
+  auto run = RunBounded(*argv, options);
   if (!run.ok()) {
     return run.status().WithContext("cannot check host " + host +
-                                    ": cannot run ssh");
+                                    ": cannot run " + RemoteTool(config));
   }
   if (run->cancelled) {
     return Status::Aborted("the check of host " + host +
@@ -42,7 +46,7 @@ Result<std::vector<NetworkInterface>> RunSshHostCheck(
                      run->stderr_text};
   return JudgeHostCheck(host, hvdrun_path,
                         std::max<int64_t>(1, config.start_timeout.count()),
-                        outcome);
+                        outcome, RemoteTool(config));
 }
 
 int HostCheckMain() {

@@ -19,7 +19,8 @@ inline constexpr std::chrono::seconds kHostCheckKillMargin{2};
 
 // The interfaces of `host`, or the message that says why it cannot run
 // workers. A local host (IsLocalHost) is this machine: its interfaces are
-// read directly. Any other is asked over ssh (SshArgs: BatchMode, -p, -i,
+// read directly. Any other (every host under --launcher slurm, as a step)
+// is asked over ssh (SshArgs: BatchMode, -p, -i,
 // ConnectTimeout = --start-timeout) to run `hvdrun_path` kHostCheckFlag,
 // killed after start_timeout + kHostCheckKillMargin, or at once when
 // `cancel_fd` becomes readable. Blocks; runs on one of the driver's errand
@@ -28,8 +29,8 @@ common::Result<std::vector<NetworkInterface>> RunHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd);
 
-// The ssh part of RunHostCheck, for any host name.
-common::Result<std::vector<NetworkInterface>> RunSshHostCheck(
+// The remote part of RunHostCheck (over ssh or srun), for any host name.
+common::Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd);
 

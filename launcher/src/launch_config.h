@@ -14,12 +14,29 @@ struct HostSlots {
   int slots = 1;
 };
 
+// The Slurm allocation hvdrun runs in (slurm_allocation.h reads it).
+struct SlurmAllocation {
+  std::string job_id;
+  std::vector<HostSlots> nodes;  // in Slurm's order: the batch node first
+  // SLURM_CPUS_PER_TASK when the job asked for it: each worker step gets
+  // that many CPUs.
+  std::optional<int> cpus_per_task;
+};
+
+// How workers start (--launcher): kSsh runs local hosts' workers directly
+// and the others' over ssh; kSlurm starts every worker as a step of the
+// allocation (srun); kLocal only on this machine.
+enum class Launcher { kSsh, kSlurm, kLocal };
+
 struct LaunchConfig {
   // Workers to start; 0 means one per listed slot.
   int num_proc = 0;
   // From -H/--hosts or --hostfile, in the given order; default
   // localhost:<num_proc>.
   std::vector<HostSlots> hosts;
+  Launcher launcher = Launcher::kSsh;
+  // Set inside an allocation (SLURM_JOB_ID), whatever the launcher.
+  std::optional<SlurmAllocation> slurm;
   std::string network_interface;
   // --output-filename: a directory for the workers' output files
   // (output_relay.h says which).

@@ -1,5 +1,5 @@
-// hvdrun: parse -> run -> exit code. Also the entry of both guard modes and
-// of the host check's remote end.
+// hvdrun: parse -> run -> exit code. Also the entry of both guard modes, of
+// the host check's remote end, and of `hvdrun status` and `slurm-hosts`.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +11,7 @@
 #include "host_check_run.h"
 #include "hvd/common/logging.h"
 #include "remote_guard.h"
+#include "slurm_jobs.h"
 #include "status_command.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], kStatusCommand) == 0) {
     return StatusMain(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (argc > 1 && std::strcmp(argv[1], kSlurmHostsCommand) == 0) {
+    return SlurmHostsMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   BlockDriverSignals();  // before any thread exists
   CliOutcome cli =

@@ -25,13 +25,13 @@ namespace hvd::launcher {
 
 using Clock = std::chrono::steady_clock;
 
-std::string RemoteGuardCommand(const std::string& hvdrun_path,
-                               std::chrono::milliseconds grace,
-                               std::chrono::milliseconds silence,
-                               std::chrono::milliseconds start_timeout) {
-  return "exec " + ShellQuote(hvdrun_path) + " " + kRemoteGuardFlag + " " +
-         std::to_string(grace.count()) + " " + std::to_string(silence.count()) +
-         " " + std::to_string(start_timeout.count());
+std::vector<std::string> RemoteGuardArgv(
+    const std::string& hvdrun_path, std::chrono::milliseconds grace,
+    std::chrono::milliseconds silence,
+    std::chrono::milliseconds start_timeout) {
+  return {hvdrun_path, kRemoteGuardFlag, std::to_string(grace.count()),
+          std::to_string(silence.count()),
+          std::to_string(start_timeout.count())};
 }
 
 namespace {

@@ -15,16 +15,17 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace hvd::launcher {
 
 inline constexpr char kRemoteGuardFlag[] = "--hvd-internal-remote-guard";
 
-// The remote command ssh runs (one shell word list, hvdrun's path quoted).
-std::string RemoteGuardCommand(const std::string& hvdrun_path,
-                               std::chrono::milliseconds grace,
-                               std::chrono::milliseconds silence,
-                               std::chrono::milliseconds start_timeout);
+// The remote guard's command line (ssh runs it as "exec <words, quoted>",
+// srun as it is).
+std::vector<std::string> RemoteGuardArgv(
+    const std::string& hvdrun_path, std::chrono::milliseconds grace,
+    std::chrono::milliseconds silence, std::chrono::milliseconds start_timeout);
 
 // Entry point of remote guard mode.
 int RemoteGuardMain(int argc, char** argv);

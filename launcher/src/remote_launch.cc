@@ -85,7 +85,8 @@ bool IsForwardedVariable(std::string_view name) {
         common::env_vars::kHvdSecretKey}) {
     if (name == exact) return false;
   }
-  for (std::string_view prefix : {"SSH_", "XDG_SESSION_", "BASH_FUNC_"}) {
+  for (std::string_view prefix :
+       {"SSH_", "XDG_SESSION_", "BASH_FUNC_", "SLURM_", "SLURMD_"}) {
     if (StartsWith(name, prefix)) return false;
   }
   return !EndsWith(name, "CUDA_VISIBLE_DEVICES");

@@ -43,7 +43,9 @@ inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
 // is, as horovodrun does, except what describes the launching host or
 // session rather than the job: HOSTNAME, PWD, OLDPWD, SHLVL, _, SSH_*,
 // XDG_RUNTIME_DIR, XDG_SESSION_*, *CUDA_VISIBLE_DEVICES (each host has its
-// own devices), BASH_FUNC_* (exported shell functions), and HVD_SECRET_KEY,
+// own devices), BASH_FUNC_* (exported shell functions), SLURM_* and
+// SLURMD_* (hvdrun's batch step's: a worker step has its own, and a worker
+// over ssh is in no step), and HVD_SECRET_KEY,
 // which the launch message carries on its own.
 bool IsForwardedVariable(std::string_view name);
 

@@ -115,4 +115,12 @@ std::string ShellQuote(const std::string& word) {
   return quoted + "'";
 }
 
+std::string ShellWords(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) {
+    line += (line.empty() ? "" : " ") + ShellQuote(word);
+  }
+  return line;
+}
+
 }  // namespace hvd::launcher

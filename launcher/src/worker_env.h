@@ -27,5 +27,7 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
 
 // Quotes `word` for a POSIX shell.
 std::string ShellQuote(const std::string& word);
+// Each word quoted, joined by spaces.
+std::string ShellWords(const std::vector<std::string>& words);
 
 }  // namespace hvd::launcher

@@ -9,9 +9,10 @@
 #include "guard.h"
 #include "host_address.h"
 #include "hvd/common/env_vars.h"
+#include "remote_command.h"
 #include "remote_guard.h"
 #include "remote_launch.h"
-#include "ssh.h"
+#include "srun.h"
 
 extern char** environ;
 
@@ -50,30 +51,34 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
   EnvList env = WorkerEnvironment(slot, context.endpoint, config);
   env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
   Result<WorkerProcess> worker = Status::Internal("not started");
-  if (IsLocalHost(slot.host)) {
+  if (config.launcher != Launcher::kSlurm && IsLocalHost(slot.host)) {
     worker = SpawnGuard(slot,
                         GuardCommand(context.hvdrun_path, config.stop_grace,
                                      GuardMode::kLocal, config.command),
                         env);
   } else {
-    // The remote worker's environment, directory and command go to the
-    // remote guard in the launch message; ssh itself gets hvdrun's own
-    // environment, without the secret.
-    std::vector<std::string> here;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      here.emplace_back(*entry);
-    }
-    RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
-                        config.command};
-    std::vector<std::string> ssh = SshArgs(slot.host, config);
-    ssh.push_back(RemoteGuardCommand(
+    const std::vector<std::string> guard = RemoteGuardArgv(
         context.hvdrun_path, config.stop_grace, config.remote_silence,
         std::chrono::duration_cast<std::chrono::milliseconds>(
-            config.start_timeout)));
-    worker = SpawnGuard(slot,
-                        GuardCommand(context.hvdrun_path, config.stop_grace,
-                                     GuardMode::kSsh, ssh),
-                        {}, EncodeRemoteLaunch(launch));
+            config.start_timeout));
+    auto remote = RemoteCommand(slot.host, guard, kWorkerStepName, config);
+    if (!remote.ok()) {
+      worker = remote.status();
+    } else {
+      // The remote worker's environment, directory and command go to the
+      // remote guard in the launch message; ssh or srun itself gets
+      // hvdrun's own environment, without the secret.
+      std::vector<std::string> here;
+      for (char** entry = environ; *entry != nullptr; ++entry) {
+        here.emplace_back(*entry);
+      }
+      RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
+                          config.command};
+      worker = SpawnGuard(slot,
+                          GuardCommand(context.hvdrun_path, config.stop_grace,
+                                       GuardMode::kRemote, *remote),
+                          {}, EncodeRemoteLaunch(launch));
+    }
   }
   if (!worker.ok()) {
     return worker.status().WithContext(

@@ -6,10 +6,15 @@
 #   partition HOST  takes HOST's link down: it stays up but goes silent
 #   heal HOST       brings HOST's link back
 #   pids HOST       the pids in HOST's namespace, one per line
+#   slurmd HOST     (re)starts HOST's slurmd, once slurm-up.sh runs a Slurm
+#                   cluster over the bed, and waits until the node takes
+#                   jobs: after a crash, or after `add` for one of the spare
+#                   nodes that slurm-up.sh lists (HVD_SLURM_SPARE_NODES)
 #   hosts           the bed's hosts, one per line
 # Processes are found by namespace only (ip netns pids), never by name.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/slurm-lib.sh"
 bed_need_root "$@"
 [ -d "$bed_dir" ] || bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N"
 command="${1:-}"
@@ -32,6 +37,15 @@ case "$command" in
   partition) needs_host; ip link set "v-$host" down ;;
   heal) needs_host; ip link set "v-$host" up ;;
   pids) needs_host; ip netns pids "$host" ;;
+  slurmd)
+    needs_host
+    [ -f "$slurm_conf" ] || bed_die "no Slurm cluster runs over the bed '$bed_prefix': run scripts/cluster/slurm-up.sh"
+    slurm_is_node "$host" ||
+      bed_die "'$host' is no node of the Slurm cluster (nodes: $(slurm_nodes | tr '\n' ' ')): slurm-up.sh lists HVD_SLURM_SPARE_NODES spare ones"
+    export SLURM_CONF="$slurm_conf"
+    slurm_start_slurmd "$host"
+    slurm_wait_node "$host" 30
+    ;;
   hosts) bed_hosts ;;
-  *) bed_die "usage: $0 add | crash HOST | partition HOST | heal HOST | pids HOST | hosts" ;;
+  *) bed_die "usage: $0 add | crash HOST | partition HOST | heal HOST | pids HOST | slurmd HOST | hosts" ;;
 esac

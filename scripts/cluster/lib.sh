@@ -204,9 +204,15 @@ CONFIG
   echo "$host"
 }
 
-# Removes every trace of the bed; safe to run twice.
+# Removes every trace of the bed; safe to run twice. A Slurm cluster over
+# it (slurm-up.sh) is stopped first: its daemons outside the hosts would
+# outlive them.
 bed_remove() {
   local host pid
+  if [ -d "$bed_dir/slurm" ]; then
+    source "$(dirname "${BASH_SOURCE[0]}")/slurm-lib.sh"
+    slurm_down quick
+  fi
   for host in $(bed_hosts) $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$bed_prefix[0-9]+\$"); do
     if ip netns list | awk '{print $1}' | grep -qx -- "$host"; then
       for pid in $(ip netns pids "$host" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done

@@ -1,4 +1,4 @@
-// RunSshHostCheck with a fake ssh on PATH: the command it runs, and each
+// RunRemoteHostCheck with a fake ssh on PATH: the command it runs, and each
 // way a check ends (answer, hvdrun missing, ssh's failure, a hang, a
 // cancel). No network: the fake ssh runs the remote command with sh.
 #include "host_check_run.h"
@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class RunSshHostCheckTest : public ::testing::Test {
+class RunRemoteHostCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char pattern[] = "/tmp/hvd-host-check-XXXXXX";
@@ -67,8 +67,8 @@ class RunSshHostCheckTest : public ::testing::Test {
   LaunchConfig config_;
 };
 
-TEST_F(RunSshHostCheckTest, AnAnswerGivesTheInterfaces) {
-  auto interfaces = RunSshHostCheck("node1", dir_ + "/hvdrun", config_, -1);
+TEST_F(RunRemoteHostCheckTest, AnAnswerGivesTheInterfaces) {
+  auto interfaces = RunRemoteHostCheck("node1", dir_ + "/hvdrun", config_, -1);
   ASSERT_TRUE(interfaces.ok()) << interfaces.status().message();
   EXPECT_EQ(*interfaces, (std::vector<NetworkInterface>{{"lo", "127.0.0.1"},
                                                         {"eth0", "10.0.0.5"}}));
@@ -78,31 +78,56 @@ TEST_F(RunSshHostCheckTest, AnAnswerGivesTheInterfaces) {
   for (const std::string& word :
        {std::string("BatchMode=yes"), std::string("ConnectTimeout=1"),
         std::string("-p 2222"),
-        "node1 '" + dir_ + "/hvdrun' --hvd-internal-host-check"}) {
+        "node1 exec '" + dir_ + "/hvdrun' '--hvd-internal-host-check'"}) {
     EXPECT_NE(args.find(word), std::string::npos) << word << " in " << args;
   }
 }
 
-TEST_F(RunSshHostCheckTest, HvdrunMissingThereIsNamed) {
+// Under --launcher slurm the check is a step of the allocation on that
+// node: the fake srun records its options and runs the words after them.
+TEST_F(RunRemoteHostCheckTest, UnderSlurmTheCheckIsAStepOfTheJob) {
+  Write("srun", "echo \"$@\" > " + dir_ +
+                    "/srun.args\n"
+                    "while [ \"${1#--}\" != \"$1\" ]; do shift; done\n"
+                    "exec \"$@\"\n");
+  config_.launcher = Launcher::kSlurm;
+  config_.slurm = SlurmAllocation{"42", {{"node1", 2}}, std::nullopt};
+  auto interfaces = RunRemoteHostCheck("node1", dir_ + "/hvdrun", config_, -1);
+  ASSERT_TRUE(interfaces.ok()) << interfaces.status().message();
+  EXPECT_EQ(interfaces->size(), 2u);
+  std::stringstream text;
+  text << std::ifstream(dir_ + "/srun.args").rdbuf();
+  for (const std::string& word :
+       {std::string("--jobid=42 "), std::string("--nodelist=node1 "),
+        std::string("--ntasks=1 "), std::string("--overlap "),
+        std::string("--job-name=hvd-host-check "),
+        dir_ + "/hvdrun --hvd-internal-host-check"}) {
+    EXPECT_NE(text.str().find(word), std::string::npos)
+        << word << " in " << text.str();
+  }
+}
+
+TEST_F(RunRemoteHostCheckTest, HvdrunMissingThereIsNamed) {
   auto interfaces =
-      RunSshHostCheck("node1", "/nonexistent/bin/hvdrun", config_, -1);
+      RunRemoteHostCheck("node1", "/nonexistent/bin/hvdrun", config_, -1);
   ASSERT_FALSE(interfaces.ok());
   EXPECT_EQ(interfaces.status().message(),
             "hvdrun is not at /nonexistent/bin/hvdrun on host node1: install "
             "hvd at the same path on every host (a shared home does that)");
 }
 
-TEST_F(RunSshHostCheckTest, SshsFailureIsQuoted) {
-  auto interfaces = RunSshHostCheck("refused", dir_ + "/hvdrun", config_, -1);
+TEST_F(RunRemoteHostCheckTest, SshsFailureIsQuoted) {
+  auto interfaces =
+      RunRemoteHostCheck("refused", dir_ + "/hvdrun", config_, -1);
   ASSERT_FALSE(interfaces.ok());
   EXPECT_EQ(interfaces.status().message(),
             "cannot reach host refused over ssh: ssh: connect to host refused "
             "port 22: Connection refused");
 }
 
-TEST_F(RunSshHostCheckTest, AHungSshIsKilledAfterTheStartTimeout) {
+TEST_F(RunRemoteHostCheckTest, AHungSshIsKilledAfterTheStartTimeout) {
   auto started = std::chrono::steady_clock::now();
-  auto interfaces = RunSshHostCheck("hang", dir_ + "/hvdrun", config_, -1);
+  auto interfaces = RunRemoteHostCheck("hang", dir_ + "/hvdrun", config_, -1);
   auto took = std::chrono::steady_clock::now() - started;
   ASSERT_FALSE(interfaces.ok());
   EXPECT_EQ(interfaces.status().code(), common::Code::kTimeout);
@@ -110,11 +135,12 @@ TEST_F(RunSshHostCheckTest, AHungSshIsKilledAfterTheStartTimeout) {
   EXPECT_LT(took, config_.start_timeout + kHostCheckKillMargin + 2s);
 }
 
-TEST_F(RunSshHostCheckTest, ACancelEndsItAtOnce) {
+TEST_F(RunRemoteHostCheckTest, ACancelEndsItAtOnce) {
   int cancel = eventfd(1, EFD_CLOEXEC);  // already readable
   ASSERT_GE(cancel, 0);
   auto started = std::chrono::steady_clock::now();
-  auto interfaces = RunSshHostCheck("hang", dir_ + "/hvdrun", config_, cancel);
+  auto interfaces =
+      RunRemoteHostCheck("hang", dir_ + "/hvdrun", config_, cancel);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
   ASSERT_FALSE(interfaces.ok());
   EXPECT_EQ(interfaces.status().code(), common::Code::kAborted);

@@ -60,11 +60,6 @@ TEST(HostCheckAnswerTest, GarbageIsAnErrorQuotingIt) {
   }
 }
 
-TEST(HostCheckAnswerTest, RemoteCommandQuotesThePath) {
-  EXPECT_EQ(HostCheckRemoteCommand("/opt/my hvd/bin/hvdrun"),
-            "'/opt/my hvd/bin/hvdrun' --hvd-internal-host-check");
-}
-
 TEST(JudgeHostCheckTest, AnAnswerIsTheHostsInterfaces) {
   auto verdict = JudgeHostCheck("node3", "/usr/bin/hvdrun", 30,
                                 Exited(0, FormatHostCheckAnswer(kInterfaces)));

@@ -19,7 +19,8 @@ ops_worker.main()
 hvd.init()
 names = ["PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "HVD_TEST_USER_VARIABLE",
          "HVD_TEST_EXPORTED", "HVD_TEST_EXPORTED_BY_NAME", "HOSTNAME",
-         "SSH_CONNECTION", "HOROVOD_HOSTNAME"]
+         "SSH_CONNECTION", "HOROVOD_HOSTNAME", "SLURM_JOB_ID", "SLURM_STEP_ID",
+         "HVD_SECRET_KEY"]
 print("ENV " + json.dumps(dict(
     rank=hvd.rank(), host=socket.gethostname(), cwd=os.getcwd(),
     own_name=socket.gethostbyname(socket.gethostname()),
