@@ -32,6 +32,7 @@
 #include "job_policy.h"
 #include "job_record.h"
 #include "output_relay.h"
+#include "slurm_jobs.h"
 #include "status_server.h"
 #include "status_snapshots.h"
 #include "worker_launch.h"
@@ -191,6 +192,7 @@ class Driver {
   // Hands `actions` to the job record, then carries them out.
   void Execute(TimePoint now, const Actions& actions);
   void Start(const StartWorker& action);
+  void ExplainThroughSlurm(const std::vector<std::string>& hosts);
   void Signal(WorkerId worker, int signal);
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
@@ -415,9 +417,28 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
             common::Announce("hvdrun: " + a.line);
           } else if constexpr (std::is_same_v<T, Finish>) {
             exit_code_ = a.exit_code;
+            if (a.exit_code != 0 && config_.launcher == Launcher::kSlurm &&
+                !a.suspect_hosts.empty()) {
+              ExplainThroughSlurm(a.suspect_hosts);
+            }
           }
         },
         action);
+  }
+}
+
+// Slurm knows why a node failed (down, not responding, drained, and the
+// reason an admin or slurmctld gave): one line per suspect node. The job
+// is over; waiting a few seconds for the answer delays only its end.
+void Driver::ExplainThroughSlurm(const std::vector<std::string>& hosts) {
+  auto described = QuerySlurmNodeStates(hosts, std::chrono::seconds(5));
+  if (!described.ok()) {
+    common::Announce("hvdrun: cannot ask Slurm about node " + hosts.front() +
+                     ": " + described.status().message());
+    return;
+  }
+  for (const std::string& line : *described) {
+    common::Announce("hvdrun: Slurm's view of " + line);
   }
 }
 

@@ -218,6 +218,7 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
     if (ok || stopping_) return;
     out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0, how,
                                ExitCodeOf(event.wait_status), signal});
+    AddSuspect(w.host, true);
     Stop(now,
          "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
              how,
@@ -270,6 +271,7 @@ void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
   if (!config_.elastic) {
     out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0,
                                "could not be started: " + event.message, 1, 0});
+    AddSuspect(w.host, true);
     Stop(now, event.message, 1, out);
     return;
   }
@@ -379,8 +381,26 @@ void JobPolicy::OnSignal(TimePoint now, int signal, Actions& out) {
 void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   if (stopping_) {
     if (kill_at_ && now >= *kill_at_) {
+      // Workers that ignore a stop are hung, or on a host that no longer
+      // answers: name them, and their hosts.
+      std::map<std::string, std::vector<int>> ranks_by_host;
+      for (const auto& [id, w] : workers_) {
+        if (w.running) ranks_by_host[w.host].push_back(w.start_rank);
+      }
+      std::string which;
+      for (const auto& [host, ranks] : ranks_by_host) {
+        std::string list;
+        for (int rank : ranks) {
+          list += (list.empty() ? "" : ", ") + std::to_string(rank);
+        }
+        which += (which.empty() ? "" : "; ") +
+                 std::string(ranks.size() > 1 ? "ranks " : "rank ") + list +
+                 " on host " + host;
+        AddSuspect(host, false);
+      }
       out.push_back(Say{"workers still running " + Seconds(config_.stop_grace) +
-                        " s after they were told to stop; killing them"});
+                        " s after they were told to stop (" + which +
+                        "): killing them"});
       SignalAll(SIGKILL, out);
       kill_at_.reset();
       give_up_at_ = now + config_.reap_grace;
@@ -751,9 +771,17 @@ void JobPolicy::MaybeFinish(Actions& out) {
     return;
   }
   const int code = exit_code_ != 0 ? exit_code_ : 1;
-  out.push_back(Say{stop_reason_ + FailureSummary() +
+  std::string unstoppable;
+  for (size_t i = failed_hosts_; i < suspect_hosts_.size(); ++i) {
+    unstoppable += (unstoppable.empty() ? "" : ", ") + suspect_hosts_[i];
+  }
+  if (!unstoppable.empty()) {
+    unstoppable = "; workers on " + unstoppable +
+                  " did not stop when told (host lost or cut off?)";
+  }
+  out.push_back(Say{stop_reason_ + FailureSummary() + unstoppable +
                     "; job failed (exit code " + std::to_string(code) + ")"});
-  out.push_back(Finish{code});
+  out.push_back(Finish{code, suspect_hosts_});
 }
 
 void JobPolicy::UpdateLateness(TimePoint now) {
@@ -774,6 +802,14 @@ void JobPolicy::UpdateLateness(TimePoint now) {
     } else if (!w.next_probe) {
       w.next_probe = now + config_.liveness_interval;
     }
+  }
+}
+
+void JobPolicy::AddSuspect(const std::string& host, bool failed) {
+  if (std::find(suspect_hosts_.begin(), suspect_hosts_.end(), host) ==
+      suspect_hosts_.end()) {
+    suspect_hosts_.push_back(host);
+    if (failed) failed_hosts_ = suspect_hosts_.size();
   }
 }
 

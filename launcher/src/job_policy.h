@@ -182,6 +182,10 @@ struct Say {
 };
 struct Finish {
   int exit_code = 0;
+  // A failed job's hosts worth explaining: the failed worker's and those
+  // whose workers ignored the stop (unreachable?). The driver asks Slurm
+  // about them when it started the workers as steps.
+  std::vector<std::string> suspect_hosts;
 };
 using Action =
     std::variant<StartWorker, SignalWorker, PublishGeneration, PushHostsUpdated,
@@ -264,6 +268,7 @@ class JobPolicy {
   void UpdateLateness(TimePoint now);
   // The job's failures, for the final message.
   std::string FailureSummary() const;
+  void AddSuspect(const std::string& host, bool failed);
 
   // Host checks. RequestChecks asks for every usable host without one.
   void RequestChecks(TimePoint now, Actions& out);
@@ -304,6 +309,10 @@ class JobPolicy {
   // the job's end.
   std::vector<std::pair<int64_t, std::string>> failures_;
   std::string stop_reason_;
+  // Hosts of the worker that stopped the job and of workers still running
+  // after the stop grace, in that order; how many are of the first kind.
+  std::vector<std::string> suspect_hosts_;
+  size_t failed_hosts_ = 0;
   int exit_code_ = 0;
   bool stopping_ = false;
   bool succeeded_ = false;

@@ -1,6 +1,7 @@
 #include "slurm_jobs.h"
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -17,8 +18,9 @@ namespace {
 // Each squeue run: a stuck slurmctld must not hold hvdrun longer.
 constexpr std::chrono::milliseconds kSlurmHostsTimeout{10000};
 
-Result<std::string> RunSqueue(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds timeout) {
+// Runs one of Slurm's query commands (squeue, sinfo) to its end.
+Result<std::string> RunSlurmQuery(const std::vector<std::string>& argv,
+                                  std::chrono::milliseconds timeout) {
   BoundedRunOptions options;
   options.timeout = timeout;
   options.search_path = true;
@@ -29,13 +31,13 @@ Result<std::string> RunSqueue(const std::vector<std::string>& argv,
         "installed on this node?)");
   }
   if (run->timed_out) {
-    return Status::Timeout("squeue gave no answer within " +
+    return Status::Timeout(argv[0] + " gave no answer within " +
                            std::to_string(timeout.count() / 1000) +
                            " s: is slurmctld reachable?");
   }
   if (!WIFEXITED(run->wait_status) || WEXITSTATUS(run->wait_status) != 0) {
-    return Status::Transport("squeue " + DescribeExit(run->wait_status) + ": " +
-                             run->stderr_text);
+    return Status::Transport(argv[0] + " " + DescribeExit(run->wait_status) +
+                             ": " + run->stderr_text);
   }
   return run->stdout_text;
 }
@@ -100,17 +102,19 @@ Result<std::vector<SlurmNode>> QuerySlurmNodes(
     std::chrono::milliseconds timeout) {
   // Widths wide enough that nothing is cut: squeue pads, never splits.
   const std::string format = "JobID:64,NumTasks:12,NumNodes:12,NodeList:65536";
-  auto own = RunSqueue({"squeue", "--noheader", "--jobs=" + allocation.job_id,
-                        "--Format=" + format},
-                       timeout);
+  auto own =
+      RunSlurmQuery({"squeue", "--noheader", "--jobs=" + allocation.job_id,
+                     "--Format=" + format},
+                    timeout);
   if (!own.ok()) return own.status();
   auto own_jobs = ParseSqueueJobs(*own);
   if (!own_jobs.ok()) return own_jobs.status();
   std::optional<std::vector<std::string>> own_now;
   if (!own_jobs->empty()) own_now = own_jobs->front().node_names;
-  auto others = RunSqueue({"squeue", "--noheader", "--me", "--states=RUNNING",
-                           "--name=" + grow_name, "--Format=" + format},
-                          timeout);
+  auto others =
+      RunSlurmQuery({"squeue", "--noheader", "--me", "--states=RUNNING",
+                     "--name=" + grow_name, "--Format=" + format},
+                    timeout);
   if (!others.ok()) return others.status();
   auto companions = ParseSqueueJobs(*others);
   if (!companions.ok()) return companions.status();
@@ -134,6 +138,42 @@ Result<std::string> SlurmJobOfNode(const SlurmAllocation& allocation,
                           "job " +
                           allocation.job_id + " nor in a running job named '" +
                           grow_name + "'");
+}
+
+std::vector<std::string> DescribeSlurmNodes(
+    const std::vector<std::string>& nodes, std::string_view sinfo_text) {
+  std::map<std::string, std::string> seen;
+  std::istringstream lines{std::string(sinfo_text)};
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t first = line.find('|');
+    const size_t second = line.find('|', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string state = line.substr(first + 1, second - first - 1);
+    std::string reason = line.substr(second + 1);
+    if (!reason.empty() && reason != "none") state += " (" + reason + ")";
+    seen.emplace(line.substr(0, first), state);
+  }
+  std::vector<std::string> described;
+  for (const std::string& node : nodes) {
+    auto it = seen.find(node);
+    described.push_back("node " + node + ": " +
+                        (it == seen.end() ? "unknown to Slurm" : it->second));
+  }
+  return described;
+}
+
+Result<std::vector<std::string>> QuerySlurmNodeStates(
+    const std::vector<std::string>& nodes, std::chrono::milliseconds timeout) {
+  std::string list;
+  for (const std::string& node : nodes) {
+    list += (list.empty() ? "" : ",") + node;
+  }
+  auto text = RunSlurmQuery(
+      {"sinfo", "--noheader", "--Node", "--nodes=" + list, "--format=%N|%T|%E"},
+      timeout);
+  if (!text.ok()) return text.status();
+  return DescribeSlurmNodes(nodes, *text);
 }
 
 int SlurmHostsMain(const std::vector<std::string>& args) {

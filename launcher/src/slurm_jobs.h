@@ -69,6 +69,17 @@ common::Result<std::string> SlurmJobOfNode(const SlurmAllocation& allocation,
                                            const std::string& node,
                                            std::chrono::milliseconds timeout);
 
+// Slurm's view of `nodes` from sinfo's lines "NODE|STATE|REASON": one
+// line per node asked about, "node N: STATE (REASON)" (Slurm's state as
+// sinfo writes it: a trailing "*" means the node does not answer
+// slurmctld), or "node N: unknown to Slurm".
+std::vector<std::string> DescribeSlurmNodes(
+    const std::vector<std::string>& nodes, std::string_view sinfo_text);
+
+// Asks sinfo about `nodes` (bounded by `timeout`) and describes them.
+common::Result<std::vector<std::string>> QuerySlurmNodeStates(
+    const std::vector<std::string>& nodes, std::chrono::milliseconds timeout);
+
 // `hvdrun slurm-hosts`: prints the usable nodes; 1 with a message outside
 // an allocation or when squeue fails.
 int SlurmHostsMain(const std::vector<std::string>& args);

@@ -189,10 +189,9 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
     slurm.run("scancel", grow)
 
 
-def test_scancel_leaves_no_process_of_the_job_on_any_host(bed, slurm,
-                                                          tmp_path):
-    hosts = bed.up(3)
-    slurm.up()
+def start_steady_job(slurm, tmp_path):
+    """A static job of 6 workers on 3 nodes that trains until stopped;
+    returns its id once every rank has stepped."""
     script = tmp_path / "forever.py"
     script.write_text(
         "import time, numpy as np, hvd\n"
@@ -205,6 +204,34 @@ def test_scancel_leaves_no_process_of_the_job_on_any_host(bed, slurm,
                        "--nodes=3", "--ntasks-per-node=2")
     wait_until(lambda: slurm.output(tmp_path, job).count("stepping") == 6,
                "every rank stepping", timeout=120)
+    return job
+
+
+def test_a_lost_node_fails_a_static_job_naming_it_and_slurms_view(
+        bed, slurm, tmp_path):
+    hosts = bed.up(3)
+    slurm.up()
+    job = start_steady_job(slurm, tmp_path)
+    bed.ctl("crash", hosts[2])
+    # hvdrun ends the job itself, before Slurm declares the node failed.
+    slurm.wait_state(job, {"FAILED", "NODE_FAIL"}, timeout=60)
+    output = slurm.output(tmp_path, job)
+    # The workers of the lost node are the ones that ignored the stop,
+    # and Slurm's state of that node (with its reason, once it has one) is
+    # in hvdrun's last words.
+    assert re.search(rf"still running .*\(ranks 4, 5 on host {hosts[2]}\)",
+                     output), output
+    assert re.search(rf"Slurm's view of node {hosts[2]}: \S+", output), \
+        output
+    assert re.search(rf"workers on {hosts[2]} did not stop when told .*; "
+                     r"job failed", output), output
+
+
+def test_scancel_leaves_no_process_of_the_job_on_any_host(bed, slurm,
+                                                          tmp_path):
+    hosts = bed.up(3)
+    slurm.up()
+    job = start_steady_job(slurm, tmp_path)
     slurm.run("scancel", job)
     cancelled = time.monotonic()
 

@@ -201,11 +201,23 @@ TEST(JobPolicyStatic, FirstFailureStopsTheOthersAndNamesTheRank) {
   Actions kill = h.ToDeadline();
   ASSERT_EQ(All<SignalWorker>(kill).size(), 2u);
   EXPECT_EQ(All<SignalWorker>(kill)[0].signal, SIGKILL);
+  // They are named: a host whose workers ignore a stop may be lost.
+  EXPECT_NE(Lines(kill).find("(rank 0 on host a; rank 2 on host b): killing"),
+            std::string::npos)
+      << Lines(kill);
   h.ExitSlot("a:0", Killed(SIGKILL));
-  h.ExitSlot("b:0", Killed(SIGKILL));
+  Actions last = h.ExitSlot("b:0", Killed(SIGKILL));
   EXPECT_TRUE(h.policy().finished());
   EXPECT_EQ(h.exit_code(), 3);
-  EXPECT_NE(h.log().find("job failed (exit code 3)"), std::string::npos);
+  EXPECT_NE(h.log().find("workers on b did not stop when told (host lost or "
+                         "cut off?); job failed (exit code 3)"),
+            std::string::npos)
+      << h.log();
+  // The failed rank's host first, then those of the workers that ignored
+  // the stop: the driver asks Slurm about them.
+  ASSERT_EQ(All<Finish>(last).size(), 1u);
+  EXPECT_EQ(All<Finish>(last)[0].suspect_hosts,
+            (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(JobPolicyStatic, ASecondSignalKillsAtOnce) {
