@@ -763,11 +763,11 @@ void JobPolicy::MaybeFinish(Actions& out) {
         Say{"every rank of the last generation finished; job "
             "succeeded after " +
             std::to_string(resets()) + " resets"});
-    out.push_back(Finish{0});
+    out.push_back(Finish{0, {}});
     return;
   }
   if (!stopping_) {  // a static job whose workers all exited 0
-    out.push_back(Finish{0});
+    out.push_back(Finish{0, {}});
     return;
   }
   const int code = exit_code_ != 0 ? exit_code_ : 1;
