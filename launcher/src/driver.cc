@@ -385,7 +385,7 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
             RefreshAddresses();
             auto address = addresses_.find(a.slot);
             if (address == addresses_.end()) {
-              inbox_.Post(WorkerProbed{a.worker, false});
+              inbox_.Post(WorkerProbed{a.worker, false, false});
               return;
             }
             errands_.Run([this, worker = a.worker, slot = a.slot,
@@ -397,7 +397,9 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
                 spdlog::warn("hvdrun: slot {} did not answer: {}", slot,
                              alive.message());
               }
-              inbox_.Post(WorkerProbed{worker, alive.ok()});
+              inbox_.Post(
+                  WorkerProbed{worker, alive.ok(),
+                               alive.code() == common::Code::kTransport});
             });
           } else if constexpr (std::is_same_v<T, CheckHost>) {
             errands_.Run([this, host = a.host] {

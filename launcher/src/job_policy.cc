@@ -348,14 +348,20 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   if (!w.running || w.stopped || stopping_) return;
   if (!w.next_probe) return;  // no longer late: the answer is moot
   w.misses = event.alive ? 0 : w.misses + 1;
-  w.next_probe = now + config_.liveness_interval;
+  w.next_probe = now + (event.refused ? config_.quick_probe_interval
+                                      : config_.liveness_interval);
   if (w.misses < config_.liveness_misses) return;
   out.push_back(SignalWorker{w.id, SIGKILL});
   w.stopped = true;
-  const bool broke = FailWorker(now, w,
-                                "did not answer " + std::to_string(w.misses) +
-                                    " liveness probes in a row (hung); killed",
-                                1, 0, out);
+  const bool broke =
+      FailWorker(now, w,
+                 event.refused ? "refused " + std::to_string(w.misses) +
+                                     " liveness probes in a row (its "
+                                     "process is gone); killed"
+                               : "did not answer " + std::to_string(w.misses) +
+                                     " liveness probes in a row (hung); "
+                                     "killed",
+                 1, 0, out);
   Reassign(now, "slot " + w.slot + " is hung; host " + w.host + " blacklisted",
            broke, out);
 }
@@ -800,7 +806,7 @@ void JobPolicy::UpdateLateness(TimePoint now) {
       w.next_probe.reset();
       w.misses = 0;
     } else if (!w.next_probe) {
-      w.next_probe = now + config_.liveness_interval;
+      w.next_probe = now + config_.quick_probe_interval;
     }
   }
 }

@@ -70,7 +70,11 @@ struct PolicyConfig {
   std::chrono::milliseconds elastic_timeout{600000};
   std::chrono::milliseconds start_timeout{30000};
   std::chrono::milliseconds stop_grace{5000};
-  // A joined worker late for a check-in is probed this often...
+  // A joined worker late for a check-in is probed this long after it
+  // became late, and again this long after a refused probe: a process that
+  // is gone is found within a second...
+  std::chrono::milliseconds quick_probe_interval{250};
+  // ...and one that answers is probed again this often...
   std::chrono::milliseconds liveness_interval{2000};
   // ...and is hung after this many unanswered probes in a row.
   int liveness_misses = 3;
@@ -114,6 +118,11 @@ struct BoardChanged {
 struct WorkerProbed {
   WorkerId worker = 0;
   bool alive = false;
+  // The worker's host refused the connection: its notification server,
+  // which lives as long as the worker's process, is gone, so the process
+  // is dead or dying (a killed process, a crashed slurmstepd) though its
+  // ssh or srun may not know yet.
+  bool refused = false;
 };
 // The answer to CheckHost: the host's interfaces, or why it cannot run
 // workers (the message names the host).

@@ -156,7 +156,7 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
     hosts = bed.up(4)
     slurm.up()
     a, b, c, d = hosts
-    s = Scenario(tmp_path, "", epochs=30, batches=10, sleep=0.1)
+    s = Scenario(tmp_path, "", epochs=16, batches=10, sleep=0.1)
     # --no-kill: Slurm keeps the job when a node fails; hvdrun finds its
     # hosts with hvd-slurm-discover (elastic, no -H).
     job = slurm.sbatch(tmp_path, hvdrun_line("-np", 6, "--min-np", 2,

@@ -329,7 +329,7 @@ TEST(JobPolicyElastic, LongStepsAreNeverKilledWhileTheWorkersAnswer) {
       ADD_FAILURE() << "worker " << s.worker << " signalled " << s.signal;
     }
     for (const ProbeWorker& probe : All<ProbeWorker>(tick)) {
-      h.On(WorkerProbed{probe.worker, true});
+      h.On(WorkerProbed{probe.worker, true, false});
     }
   }
   EXPECT_GT(h.now(), kT0 + 700s);  // past the elastic timeout
@@ -467,7 +467,7 @@ TEST(JobPolicyElastic, AHungMemberIsFoundByProbesAndReplaced) {
     auto probes = All<ProbeWorker>(tick);
     ASSERT_EQ(probes.size(), 1u) << "probe " << i;
     EXPECT_EQ(probes[0].worker, hung);
-    verdict = h.On(WorkerProbed{hung, false});
+    verdict = h.On(WorkerProbed{hung, false, false});
   }
   auto kills = All<SignalWorker>(verdict);
   ASSERT_FALSE(kills.empty());
@@ -482,6 +482,26 @@ TEST(JobPolicyElastic, AHungMemberIsFoundByProbesAndReplaced) {
       << Lines(verdict);
 }
 
+TEST(JobPolicyElastic, RefusedProbesAreRepeatedSoonAndFindAGoneProcess) {
+  Harness h = Trained();
+  h.AskReset({"a:0", "a:1", "b:1"});
+  WorkerId gone = h.worker("b:0");
+  Actions verdict;
+  for (int i = 0; i < 3; ++i) {
+    const TimePoint before = h.now();
+    Actions tick = h.ToDeadline();
+    ASSERT_EQ(All<ProbeWorker>(tick).size(), 1u) << "probe " << i;
+    EXPECT_EQ(h.now() - before, std::chrono::milliseconds(250));
+    verdict = h.On(WorkerProbed{gone, false, true});
+  }
+  ASSERT_FALSE(All<SignalWorker>(verdict).empty());
+  EXPECT_EQ(All<SignalWorker>(verdict)[0].signal, SIGKILL);
+  EXPECT_NE(Lines(verdict).find("refused 3 liveness probes in a row (its "
+                                "process is gone)"),
+            std::string::npos)
+      << Lines(verdict);
+}
+
 TEST(JobPolicyElastic, AnAnsweredProbeResetsTheCount) {
   Harness h = Trained();
   h.AskReset({"a:0", "a:1", "b:1"});
@@ -489,7 +509,7 @@ TEST(JobPolicyElastic, AnAnsweredProbeResetsTheCount) {
   for (int i = 0; i < 6; ++i) {
     Actions tick = h.ToDeadline();
     ASSERT_EQ(All<ProbeWorker>(tick).size(), 1u);
-    Actions answer = h.On(WorkerProbed{slow, i % 2 == 0});
+    Actions answer = h.On(WorkerProbed{slow, i % 2 == 0, false});
     EXPECT_TRUE(All<SignalWorker>(answer).empty());
   }
   // It finally fails its collective and asks too: same slots, every rank.

@@ -293,6 +293,47 @@ def bed(rows):
           "first_step: the last survivor's first step in it.\n")
 
 
+def slurm(rows):
+    ok = [r for r in rows if "error" not in r]
+    if not ok:
+        return
+    print("## Slurm: a lost node and a companion job\n")
+    print("slurm_scenario.py: 6 workers on 3 bed hosts of two slots; the "
+          "third host crashes (every process killed, slurmd included) at "
+          "step 40 of its first worker, then a fourth host joins. *slurm*: "
+          "`sbatch --nodes 3 --ntasks-per-node 2 --no-kill` running "
+          "`hvdrun -np 6 --min-np 4` (workers as srun steps), growth by "
+          "`sbatch --job-name hvd-grow-<job>` of the fourth node; *ssh* "
+          "(the anchor): the same job from the root namespace over ssh, "
+          "growth by a line added to the discovery file. Recovery: crash → "
+          "last survivor's first step at 4 workers. Growth: the sbatch (ssh: "
+          "the file write) → a new worker's first step; from start: the "
+          "growth job's first line → that step. Medians, spread min–max.\n")
+    by = group(ok, "impl")
+    lines = []
+    for impl in ("slurm", "ssh"):
+        rs = by.get((impl,), [])
+        if not rs:
+            continue
+        cells = [impl, len(rs)]
+        for name in ("recovery_s", "grow_s", "grow_from_start_s"):
+            values = [r.get(name) for r in rs]
+            cells.append(f"{sec(med(values))} ({spread(values)})"
+                         if any(v is not None for v in values) else "-")
+        lines.append(cells)
+    table(["launcher", "runs", "recovery s", "growth from sbatch s",
+           "growth from the job's start s"], lines)
+    sl = by.get(("slurm",), [])
+    sh = by.get(("ssh",), [])
+    if sl and sh:
+        for name, what in (("recovery_s", "recovery"), ("grow_s", "growth")):
+            a = med(r[name] for r in sl)
+            b = med(r[name] for r in sh)
+            if a and b:
+                print(f"- {what}: slurm / ssh = {a / b:.2f}")
+        print()
+
+
 def commit(rows):
     ok = [r for r in rows if "error" not in r]
     if not ok:
@@ -338,6 +379,7 @@ def main(path):
     rerendezvous(by_bench["rerendezvous"], by_bench["recovery"])
     commit(by_bench["commit"])
     bed(by_bench["bed"])
+    slurm(by_bench["slurm"])
     if failed:
         print("## Failed runs\n")
         for r in failed:

@@ -9,12 +9,16 @@
 # "bed" (not in the default set; needs root) runs bed_scenario.py: a host
 # lost across real ssh on the test bed (scripts/cluster/), by kill, crash
 # and partition, hvd and torchrun interleaved, at 4 and 8 workers.
+# "slurm" (not in the default set; needs root) runs slurm_scenario.py: 6
+# workers on 3 Slurm nodes of the bed lose one to a crash and grow by a
+# companion job, against the same over ssh.
 #
 #   scripts/bench/elastic/run.sh [repeats]      (default 3)
 #   HVD_BENCH_ONLY=bed scripts/bench/elastic/run.sh [repeats]
+#   HVD_BENCH_ONLY=slurm scripts/bench/elastic/run.sh [repeats]
 # Environment: HVD_BENCH_NP (default "2 4 8"; "4 8" for bed alone),
 # HVD_BENCH_ONLY (a subset of "recovery host scaleup rerendezvous commit
-# torchrun bed"), HVD_BENCH_ROUNDS (re-rendezvous rounds per run, default
+# torchrun bed slurm"), HVD_BENCH_ROUNDS (re-rendezvous rounds per run, default
 # 10).
 # Results: bench-results/elastic/<timestamp>/{results.jsonl,report.md,
 # machine.txt, <scenario>-<variant>-np<N>-r<repeat>/...} (each scenario's
@@ -31,12 +35,14 @@ repeats="${1:-3}"
 only="${HVD_BENCH_ONLY:-recovery host scaleup rerendezvous commit torchrun}"
 if [ "$only" = bed ]; then
   nps="${HVD_BENCH_NP:-4 8}"
+elif [ "$only" = slurm ]; then
+  nps=6  # the scenario's own: 6 workers on 3 nodes
 else
   nps="${HVD_BENCH_NP:-2 4 8}"
 fi
-if [[ " $only " == *" bed "* ]]; then
+if [[ " $only " == *" bed "* || " $only " == *" slurm "* ]]; then
   [ "$(id -u)" -eq 0 ] ||
-    hvd_die "the bed scenarios need root (network namespaces, sshd): run 'sudo HVD_BENCH_ONLY=bed $0 $*'"
+    hvd_die "the bed and slurm scenarios need root (network namespaces, sshd, Slurm's daemons): run 'sudo HVD_BENCH_ONLY=$only $0 $*'"
 fi
 rounds="${HVD_BENCH_ROUNDS:-10}"
 dir="$hvd_root/bench-results/elastic/$(date +%Y%m%d-%H%M%S)"
@@ -101,6 +107,16 @@ for ((r = 1; r <= repeats; r++)); do
       # torchrun's default monitor interval (5 s), then a tight one.
       scenario torchrun --monitor-interval 5
       scenario torchrun --monitor-interval 0.1
+    fi
+    if wanted slurm; then
+      for impl in slurm ssh; do
+        echo "repeat $r/$repeats: slurm $impl"
+        if ! /usr/bin/python3 "$here/slurm_scenario.py" "$dir" "$results" \
+            "$impl" --repeat "$r" >>"$dir/scenarios.log" 2>&1; then
+          echo "warning: slurm $impl failed; see $dir/scenarios.log" >&2
+          failed=1
+        fi
+      done
     fi
     if wanted bed && [ "$np" -ge 4 ]; then
       for event in kill crash partition; do
