@@ -414,10 +414,6 @@ Status CheckCombinations(const LaunchConfig& config) {
 }
 
 // What CLI11 fills from the options; cli.cc turns it into a LaunchConfig.
-struct OptionValues;
-Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config);
-
-// What CLI11 fills from the options; cli.cc turns it into a LaunchConfig.
 struct OptionValues {
   LaunchConfig config;
   std::string hosts_text, hostfile, log_level, config_file, launcher;
@@ -434,8 +430,9 @@ struct OptionValues {
 
 // Inside a Slurm allocation: the launcher (slurm unless --launcher says
 // otherwise), the allocation, and, without -H, --hostfile or a discovery
-// script, the hosts: the allocation's nodes, or in elastic mode (--min-np)
-// hvd-slurm-discover beside hvdrun, which adds companion jobs' nodes.
+// script, the hosts (under slurm or ssh): the allocation's nodes, or in
+// elastic mode (--min-np) hvd-slurm-discover beside hvdrun, which adds
+// companion jobs' nodes.
 Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config) {
   auto job = common::GetEnv("SLURM_JOB_ID");
   const bool inside = job.has_value() && !job->empty();
@@ -448,7 +445,10 @@ Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config) {
   }
   const bool hosts_given = !v.hosts_text.empty() || !v.hostfile.empty() ||
                            !config.discovery_script.empty();
-  if (config.launcher != Launcher::kSlurm && (hosts_given || !inside)) {
+  // local: this machine's slots only (localhost:<np> unless -H says
+  // otherwise); ssh: the allocation's nodes when no hosts are given.
+  if (config.launcher == Launcher::kLocal ||
+      (config.launcher == Launcher::kSsh && (hosts_given || !inside))) {
     return Status::Ok();
   }
   auto allocation = AllocationFromEnvironment(ProcessEnvironment());
@@ -906,10 +906,14 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
     config.num_proc = static_cast<int>(slots);
   }
   if (config.num_proc > slots) {
-    return fail(
-        Status::InvalidArgument("-np " + std::to_string(config.num_proc) +
-                                " needs more slots than the " +
-                                std::to_string(slots) + " the hosts offer"));
+    const bool from_slurm =
+        config.slurm && v.hosts_text.empty() && v.hostfile.empty();
+    return fail(Status::InvalidArgument(
+        "-np " + std::to_string(config.num_proc) +
+        " needs more slots than the " + std::to_string(slots) +
+        (from_slurm ? " the Slurm allocation offers (one per task: ask sbatch "
+                      "for more with --ntasks-per-node or -n)"
+                    : " the hosts offer")));
   }
   return {std::move(config), 0};
 }

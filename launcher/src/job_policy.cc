@@ -86,6 +86,7 @@ PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
   policy.start_timeout = config.start_timeout;
   policy.stop_grace = config.stop_grace;
   policy.check_hosts = true;
+  policy.probe_members = config.launcher == Launcher::kSlurm;
   policy.network_interfaces =
       common::SplitInterfaceList(config.network_interface);
   return policy;
@@ -348,8 +349,11 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   if (!w.running || w.stopped || stopping_) return;
   if (!w.next_probe) return;  // no longer late: the answer is moot
   w.misses = event.alive ? 0 : w.misses + 1;
-  w.next_probe = now + (event.refused ? config_.quick_probe_interval
-                                      : config_.liveness_interval);
+  // Soon again when the process is gone, or, under probe_members, when
+  // nothing else would tell of a silent node.
+  const bool soon = event.refused || (!event.alive && config_.probe_members);
+  w.next_probe =
+      now + (soon ? config_.quick_probe_interval : config_.liveness_interval);
   if (w.misses < config_.liveness_misses) return;
   out.push_back(SignalWorker{w.id, SIGKILL});
   w.stopped = true;
@@ -802,11 +806,13 @@ void JobPolicy::UpdateLateness(TimePoint now) {
     const bool late = in_plan && !asking &&
                       ((!checked_in && w.told == plan_.generation) ||
                        !board_.reset_requests.empty());
-    if (!late) {
+    const bool watched = late || (config_.probe_members && in_plan);
+    if (!watched) {
       w.next_probe.reset();
       w.misses = 0;
     } else if (!w.next_probe) {
-      w.next_probe = now + config_.quick_probe_interval;
+      w.next_probe = now + (late ? config_.quick_probe_interval
+                                 : config_.liveness_interval);
     }
   }
 }

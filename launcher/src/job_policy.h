@@ -78,6 +78,12 @@ struct PolicyConfig {
   std::chrono::milliseconds liveness_interval{2000};
   // ...and is hung after this many unanswered probes in a row.
   int liveness_misses = 3;
+  // Probe every worker of the current generation every liveness interval,
+  // not only late ones, and repeat a failed probe after the quick interval:
+  // on for Slurm steps, whose srun learns of a silent node only from
+  // slurmctld (SlurmdTimeout), while survivors may wait in a collective
+  // until Gloo's timeout. ssh's keep-alives do this for ssh workers.
+  bool probe_members = false;
   // After SIGKILL, how long to wait for exits before giving up on them.
   std::chrono::milliseconds reap_grace{5000};
   // Check each host (CheckHost) before it gets a worker. From() turns it

@@ -11,7 +11,7 @@ namespace {
 
 Status Post(const std::string& address, const std::string& secret,
             const char* path, const std::string& body,
-            std::chrono::milliseconds timeout) {
+            std::chrono::milliseconds timeout, int max_attempts = 2) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos) {
     return Status::InvalidArgument("notification address '" + address +
@@ -26,7 +26,7 @@ Status Post(const std::string& address, const std::string& secret,
   options.secret = secret;
   options.connect_timeout = timeout;
   options.read_timeout = timeout;
-  options.max_attempts = 2;
+  options.max_attempts = max_attempts;
   common::HttpClient client(options);
   auto response = client.Send("POST", path, body, std::chrono::milliseconds(0));
   if (!response.ok()) return response.status();
@@ -46,7 +46,8 @@ Status Post(const std::string& address, const std::string& secret,
 
 Status Ping(const std::string& address, const std::string& secret,
             std::chrono::milliseconds timeout) {
-  return Post(address, secret, kPingPath, "", timeout);
+  // One attempt: the driver's liveness policy repeats probes itself.
+  return Post(address, secret, kPingPath, "", timeout, 1);
 }
 
 Status SendHostsUpdated(const std::string& address, const std::string& secret,

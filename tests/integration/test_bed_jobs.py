@@ -64,16 +64,8 @@ def test_static_job_on_three_hosts_runs_every_op_with_the_environment(
 def start_steady_job(hvdrun, hosts, tmp_path, extra=()):
     """A static job on `hosts` that trains until stopped; returns the Child
     once every rank has stepped."""
-    script = tmp_path / "forever.py"
-    script.write_text(
-        "import time, numpy as np, hvd\n"
-        "hvd.init()\n"
-        "print('stepping', hvd.rank(), flush=True)\n"
-        "while True:\n"
-        "    hvd.allreduce(np.ones(4, np.float32), name='g')\n"
-        "    time.sleep(0.02)\n")
     child = hvdrun.start(["--verbose", *extra, "-H", hosts_arg(hosts), PYTHON,
-                          str(script)], cwd=tmp_path)
+                          str(WORKERS / "forever_worker.py")], cwd=tmp_path)
     child.wait_for_lines(lambda l: "stepping" in l, "every rank stepping",
                          count=2 * len(hosts), timeout=90)
     return child

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import time
 
@@ -192,15 +191,8 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
 def start_steady_job(slurm, tmp_path):
     """A static job of 6 workers on 3 nodes that trains until stopped;
     returns its id once every rank has stepped."""
-    script = tmp_path / "forever.py"
-    script.write_text(
-        "import time, numpy as np, hvd\n"
-        "hvd.init()\n"
-        "print('stepping', hvd.rank(), flush=True)\n"
-        "while True:\n"
-        "    hvd.allreduce(np.ones(4, np.float32), name='g')\n"
-        "    time.sleep(0.02)\n")
-    job = slurm.sbatch(tmp_path, hvdrun_line("-np", 6, PYTHON, script),
+    job = slurm.sbatch(tmp_path, hvdrun_line("-np", 6, PYTHON,
+                                             WORKERS / "forever_worker.py"),
                        "--nodes=3", "--ntasks-per-node=2")
     wait_until(lambda: slurm.output(tmp_path, job).count("stepping") == 6,
                "every rank stepping", timeout=120)

@@ -34,6 +34,69 @@ TEST(CliTest, NpAndCommandWithItsOwnFlags) {
   EXPECT_EQ(out.config->hosts[0].slots, 4);
 }
 
+// Sets Slurm's variables of an allocation for one test.
+class SlurmAllocationCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("SLURM_JOB_ID", "42", 1);
+    setenv("SLURM_JOB_NODELIST", "n[1-3]", 1);
+    setenv("SLURM_TASKS_PER_NODE", "2(x3)", 1);
+  }
+  void TearDown() override {
+    for (const char* name :
+         {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_TASKS_PER_NODE"}) {
+      unsetenv(name);
+    }
+  }
+};
+
+TEST_F(SlurmAllocationCliTest, HostsAndSlotsComeFromTheAllocation) {
+  CliOutcome out = Parse({"cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->launcher, Launcher::kSlurm);
+  EXPECT_EQ(out.config->num_proc, 6);
+  ASSERT_EQ(out.config->hosts.size(), 3u);
+  EXPECT_EQ(out.config->hosts[2].host, "n3");
+  EXPECT_EQ(out.config->hosts[2].slots, 2);
+  ASSERT_TRUE(out.config->slurm);
+  EXPECT_EQ(out.config->slurm->job_id, "42");
+}
+
+TEST_F(SlurmAllocationCliTest, ElasticUsesTheSlurmDiscoveryScript) {
+  CliOutcome out = Parse({"-np", "4", "--min-np", "2", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_TRUE(out.config->elastic);
+  EXPECT_TRUE(out.config->hosts.empty());
+  const std::string& script = out.config->discovery_script;
+  EXPECT_EQ(script.substr(script.rfind('/') + 1), "hvd-slurm-discover");
+}
+
+TEST_F(SlurmAllocationCliTest, TooManyWorkersSaysHowToAskForMore) {
+  CliOutcome out = Parse({"-np", "7", "cmd"});
+  ASSERT_FALSE(out.config);
+  EXPECT_NE(out.exit_code, 0);
+}
+
+TEST_F(SlurmAllocationCliTest, LauncherAndHostsCanBeOverridden) {
+  CliOutcome out = Parse({"--launcher", "ssh", "-H", "x:1", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->launcher, Launcher::kSsh);
+  EXPECT_EQ(out.config->hosts[0].host, "x");
+  EXPECT_FALSE(out.config->slurm);
+  out = Parse({"--launcher", "local", "-np", "2", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->launcher, Launcher::kLocal);
+  ASSERT_EQ(out.config->hosts.size(), 1u);  // this machine only
+  EXPECT_EQ(out.config->hosts[0].host, "localhost");
+}
+
+TEST(CliTest, SlurmLauncherOutsideAnAllocationIsAUsageError) {
+  unsetenv("SLURM_JOB_ID");
+  CliOutcome out = Parse({"--launcher", "slurm", "-np", "2", "cmd"});
+  EXPECT_FALSE(out.config);
+  EXPECT_NE(out.exit_code, 0);
+}
+
 TEST(CliTest, HostsDefaultNpToAllSlotsAndKnobsParse) {
   CliOutcome out = Parse({"-H", "a:2,b,c:3", "--fusion-threshold-mb", "32",
                           "--cycle-time-ms", "2.5", "--cache-capacity", "0",

@@ -502,6 +502,37 @@ TEST(JobPolicyElastic, RefusedProbesAreRepeatedSoonAndFindAGoneProcess) {
       << Lines(verdict);
 }
 
+TEST(JobPolicyElastic, UnderSlurmEveryMemberIsProbedAndASilentOneFails) {
+  PolicyConfig config = Elastic(4, 2);
+  config.probe_members = true;
+  Harness h = Trained(config);
+  // Nobody is late, yet every member is probed each liveness interval.
+  const TimePoint trained = h.now();
+  Actions tick = h.ToDeadline();
+  EXPECT_EQ(h.now() - trained, std::chrono::milliseconds(2000));
+  auto probes = All<ProbeWorker>(tick);
+  ASSERT_EQ(probes.size(), 4u);
+  WorkerId silent = h.worker("b:0");
+  for (const ProbeWorker& probe : probes) {
+    h.On(WorkerProbed{probe.worker, probe.worker != silent, false});
+  }
+  // The silent one is probed again soon; two more failures fail it.
+  Actions verdict;
+  for (int i = 0; i < 2; ++i) {
+    const TimePoint before = h.now();
+    tick = h.ToDeadline();
+    ASSERT_EQ(All<ProbeWorker>(tick).size(), 1u) << "probe " << i;
+    EXPECT_EQ(h.now() - before, std::chrono::milliseconds(250));
+    verdict = h.On(WorkerProbed{silent, false, false});
+  }
+  ASSERT_FALSE(All<SignalWorker>(verdict).empty());
+  EXPECT_EQ(All<SignalWorker>(verdict)[0].worker, silent);
+  EXPECT_EQ(All<PushAbort>(verdict).size(), 1u);
+  EXPECT_EQ(h.plan().generation, 2);
+  EXPECT_NE(Lines(verdict).find("host b blacklisted"), std::string::npos)
+      << Lines(verdict);
+}
+
 TEST(JobPolicyElastic, AnAnsweredProbeResetsTheCount) {
   Harness h = Trained();
   h.AskReset({"a:0", "a:1", "b:1"});

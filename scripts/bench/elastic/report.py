@@ -299,8 +299,9 @@ def slurm(rows):
         return
     print("## Slurm: a lost node and a companion job\n")
     print("slurm_scenario.py: 6 workers on 3 bed hosts of two slots; the "
-          "third host crashes (every process killed, slurmd included) at "
-          "step 40 of its first worker, then a fourth host joins. *slurm*: "
+          "third host crashes (every process killed, slurmd included) or "
+          "is partitioned (its link down) at step 40 of its first worker, "
+          "then a fourth host joins. *slurm*: "
           "`sbatch --nodes 3 --ntasks-per-node 2 --no-kill` running "
           "`hvdrun -np 6 --min-np 4` (workers as srun steps), growth by "
           "`sbatch --job-name hvd-grow-<job>` of the fourth node; *ssh* "
@@ -309,29 +310,30 @@ def slurm(rows):
           "last survivor's first step at 4 workers. Growth: the sbatch (ssh: "
           "the file write) → a new worker's first step; from start: the "
           "growth job's first line → that step. Medians, spread min–max.\n")
-    by = group(ok, "impl")
+    by = group(ok, "event", "impl")
     lines = []
-    for impl in ("slurm", "ssh"):
-        rs = by.get((impl,), [])
+    for event, impl in (("crash", "slurm"), ("crash", "ssh"),
+                        ("partition", "slurm"), ("partition", "ssh")):
+        rs = by.get((event, impl), [])
         if not rs:
             continue
-        cells = [impl, len(rs)]
+        cells = [event, impl, len(rs)]
         for name in ("recovery_s", "grow_s", "grow_from_start_s"):
             values = [r.get(name) for r in rs]
             cells.append(f"{sec(med(values))} ({spread(values)})"
                          if any(v is not None for v in values) else "-")
         lines.append(cells)
-    table(["launcher", "runs", "recovery s", "growth from sbatch s",
-           "growth from the job's start s"], lines)
-    sl = by.get(("slurm",), [])
-    sh = by.get(("ssh",), [])
-    if sl and sh:
+    table(["event", "launcher", "runs", "recovery s",
+           "growth from sbatch s", "growth from the job's start s"], lines)
+    for event in ("crash", "partition"):
+        sl = by.get((event, "slurm"), [])
+        sh = by.get((event, "ssh"), [])
         for name, what in (("recovery_s", "recovery"), ("grow_s", "growth")):
             a = med(r[name] for r in sl)
             b = med(r[name] for r in sh)
             if a and b:
-                print(f"- {what}: slurm / ssh = {a / b:.2f}")
-        print()
+                print(f"- {event}, {what}: slurm / ssh = {a / b:.2f}")
+    print()
 
 
 def commit(rows):

@@ -109,13 +109,15 @@ for ((r = 1; r <= repeats; r++)); do
       scenario torchrun --monitor-interval 0.1
     fi
     if wanted slurm; then
-      for impl in slurm ssh; do
-        echo "repeat $r/$repeats: slurm $impl"
-        if ! /usr/bin/python3 "$here/slurm_scenario.py" "$dir" "$results" \
-            "$impl" --repeat "$r" >>"$dir/scenarios.log" 2>&1; then
-          echo "warning: slurm $impl failed; see $dir/scenarios.log" >&2
-          failed=1
-        fi
+      for event in crash partition; do
+        for impl in slurm ssh; do
+          echo "repeat $r/$repeats: slurm $impl $event"
+          if ! /usr/bin/python3 "$here/slurm_scenario.py" "$dir" "$results" \
+              "$impl" --event "$event" --repeat "$r" >>"$dir/scenarios.log" 2>&1; then
+            echo "warning: slurm $impl $event failed; see $dir/scenarios.log" >&2
+            failed=1
+          fi
+        done
       done
     fi
     if wanted bed && [ "$np" -ge 4 ]; then

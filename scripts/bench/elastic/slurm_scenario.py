@@ -5,7 +5,11 @@ back to 6 on a fourth node. Appends one JSON line to a results file.
 Called by run.sh (HVD_BENCH_ONLY=slurm); usable alone, as root:
 
     slurm_scenario.py OUT_DIR RESULTS.jsonl slurm --repeat 1
-    slurm_scenario.py OUT_DIR RESULTS.jsonl ssh --repeat 1
+    slurm_scenario.py OUT_DIR RESULTS.jsonl ssh --event partition
+
+--event partition takes the third host's link down instead (ctl.sh
+partition): nothing is reset, the host just goes silent, as a node that
+loses power does on a real network.
 
 slurm: `sbatch --nodes 3 --ntasks-per-node 2 --no-kill` running `hvdrun -np
 6 --min-np 4` (hosts from the allocation and hvd-slurm-discover, workers as
@@ -14,7 +18,7 @@ ssh, the anchor: the same job started from this (root) namespace with a
 discovery script over the same hosts, workers over ssh; the growth is a
 line added to the discovery script's file.
 
-recovery_s: from the crash to the last survivor's first step in the world
+recovery_s: from the crash (or partition) to the last survivor's first step in the world
 of 4. grow_s: from the sbatch of the growth job (ssh: the write of the
 hosts file) to the first step of a worker on the new node;
 grow_from_start_s: from the growth job's start (its batch script's first
@@ -114,7 +118,7 @@ def run(args, workdir, hosts):
             if r["event"] == "step" and r["slot"].startswith(f"{c}:") and
             r["step"] >= CRASH_STEP], 180)
         t_crash = time.time()
-        cluster("ctl.sh", "crash", c)
+        cluster("ctl.sh", args.event, c)
         survivors = wait_for("four survivors stepping", lambda: (
             lambda f: len(f) == 4 and f)(first_steps(logdir, t_crash, 4)), 120)
         row["recovery_s"] = round(max(survivors.values()) - t_crash, 3)
@@ -153,8 +157,10 @@ def main():
     parser.add_argument("results")
     parser.add_argument("impl", choices=["slurm", "ssh"])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--event", choices=["crash", "partition"],
+                        default="crash")
     args = parser.parse_args()
-    name = f"slurm-{args.impl}-np6-r{args.repeat}"
+    name = f"slurm-{args.impl}-{args.event}-np6-r{args.repeat}"
     workdir = os.path.join(args.out_dir, name)
     os.makedirs(workdir)
     load = os.getloadavg()[0]
@@ -163,7 +169,8 @@ def main():
         row = run(args, workdir, hosts)
     finally:
         cluster("down.sh")
-    row.update(bench="slurm", impl=args.impl, np=6, repeat=args.repeat,
+    row.update(bench="slurm", impl=args.impl, event=args.event, np=6,
+               repeat=args.repeat,
                load_before=round(load, 2), dir=name)
     with open(args.results, "a") as f:
         f.write(json.dumps(row) + "\n")

@@ -21,7 +21,8 @@ common::Status SendAbort(const std::string& address, const std::string& secret,
                          const Abort& message,
                          std::chrono::milliseconds timeout);
 
-// Ok when the worker's notification server answered within `timeout`.
+// Ok when the worker's notification server answered within `timeout`, in
+// one attempt (the caller's probing repeats).
 common::Status Ping(const std::string& address, const std::string& secret,
                     std::chrono::milliseconds timeout);
 
