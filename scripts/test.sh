@@ -9,8 +9,9 @@
 #           copy of its corpus (the ASan+UBSan build)
 #   pytest  end-to-end tests through the real hvdrun
 # Prints each stage's duration. A failed stage does not stop the later ones;
-# the script then ends with a line naming the failed stages and exits 1. On
-# success the last line is pytest's summary.
+# the script then ends with a line naming the failed stages and exits 1.
+# With pytest, the fuzz stage runs beside it at the lowest CPU priority and
+# reports after pytest's summary.
 # Environment: HVD_TEST_STAGES="asan fuzz" runs only those stages (a local
 # shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 30 s,
 # CI=true turns compiler warnings into errors (as in setup.sh).
@@ -212,8 +213,14 @@ fi
 run_stage setup stage_setup
 [ ${#failed[@]} -eq 0 ] || hvd_die "setup failed: nothing was tested"
 run_stage layering stage_layering
+# With pytest, the fuzz stage runs beside it: its fuzzers at the lowest CPU
+# priority (nice 19) take only what pytest's jobs, which mostly wait, leave
+# idle, so the two take pytest's time rather than their sum. Its report
+# comes after pytest's.
+fuzz_beside_pytest=""
+if wants fuzz && wants pytest; then fuzz_beside_pytest=yes; fi
 for stage in ctest asan tsan fuzz; do
-  if wants "$stage"; then
+  if wants "$stage" && ! [[ "$stage" == fuzz && -n "$fuzz_beside_pytest" ]]; then
     run_stage "$stage" "stage_$stage"
   fi
 done
@@ -221,10 +228,29 @@ done
 echo "stage durations:"
 printf '  %s\n' "${durations[@]}"
 if wants pytest; then
-  # Not through run_stage: on success, the runner's summary line (with its
-  # duration) stays the last line.
+  fuzz_pid=""
+  if [ -n "$fuzz_beside_pytest" ]; then
+    if build_asan; then
+      fuzz_log="$(mktemp)"
+      failed_before=${#failed[@]}
+      (
+        renice -n 19 -p "$BASHPID" >/dev/null
+        run_stage fuzz stage_fuzz
+        [ ${#failed[@]} -eq "$failed_before" ]
+      ) >"$fuzz_log" 2>&1 &
+      fuzz_pid=$!
+    else
+      failed+=(fuzz)
+    fi
+  fi
+  # Not through run_stage: its summary line carries its duration.
   echo "== stage pytest ($(date +%H:%M:%S), load average $(cut -d' ' -f1-3 /proc/loadavg))"
   stage_pytest || failed+=(pytest)
+  if [ -n "$fuzz_pid" ]; then
+    wait "$fuzz_pid" || failed+=(fuzz)
+    cat "$fuzz_log"
+    rm -f "$fuzz_log"
+  fi
 fi
 if [ ${#failed[@]} -gt 0 ]; then
   hvd_die "failed stages: ${failed[*]} (see each stage's messages above)"

@@ -27,6 +27,7 @@ class Slurm:
         self.bed = bed
         self.env = dict(bed.env)
         self.dir = bed.dir / "slurm"
+        self.crashed = []
 
     def up(self):
         result = subprocess.run([str(CLUSTER / "slurm-up.sh")],
@@ -39,7 +40,17 @@ class Slurm:
         assert match, result.stdout
         self.env["SLURM_CONF"] = match.group(1)
 
+    def crash(self, host):
+        """Every process of `host` killed, slurmd and steps included."""
+        self.bed.ctl("crash", host)
+        self.crashed.append(host)
+
     def down(self):
+        # A crashed node would hold its jobs in COMPLETING until slurmctld
+        # declares it down (SlurmdTimeout); an admin does that at once.
+        for host in self.crashed:
+            self.run("scontrol", "update", f"nodename={host}", "state=down",
+                     "reason=crashed by the test")
         subprocess.run([str(CLUSTER / "slurm-down.sh")], env=self.env,
                        capture_output=True, text=True, timeout=120,
                        check=True)
@@ -155,7 +166,7 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
     hosts = bed.up(4)
     slurm.up()
     a, b, c, d = hosts
-    s = Scenario(tmp_path, "", epochs=16, batches=10, sleep=0.1)
+    s = Scenario(tmp_path, "", epochs=12, batches=10, sleep=0.1)
     # --no-kill: Slurm keeps the job when a node fails; hvdrun finds its
     # hosts with hvd-slurm-discover (elastic, no -H).
     job = slurm.sbatch(tmp_path, hvdrun_line("-np", 6, "--min-np", 2,
@@ -165,7 +176,7 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
                        f"--nodelist={a},{b},{c}")
     wait_until(lambda: batches(s, 6), "six workers training", timeout=120)
     # Node c loses power: its slurmd, steps and workers are killed.
-    bed.ctl("crash", c)
+    slurm.crash(c)
     crashed = time.time()
     wait_until(lambda: [r for r in batches(s, 4) if r["time"] > crashed],
                "four workers training after the crash", timeout=60)
@@ -204,7 +215,7 @@ def test_a_lost_node_fails_a_static_job_naming_it_and_slurms_view(
     hosts = bed.up(3)
     slurm.up()
     job = start_steady_job(slurm, tmp_path)
-    bed.ctl("crash", hosts[2])
+    slurm.crash(hosts[2])
     # hvdrun ends the job itself, before Slurm declares the node failed.
     slurm.wait_state(job, {"FAILED", "NODE_FAIL"}, timeout=60)
     output = slurm.output(tmp_path, job)
