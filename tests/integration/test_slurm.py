@@ -166,7 +166,7 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
     hosts = bed.up(4)
     slurm.up()
     a, b, c, d = hosts
-    s = Scenario(tmp_path, "", epochs=12, batches=10, sleep=0.1)
+    s = Scenario(tmp_path, "", epochs=20, batches=10, sleep=0.1)
     # --no-kill: Slurm keeps the job when a node fails; hvdrun finds its
     # hosts with hvd-slurm-discover (elastic, no -H).
     job = slurm.sbatch(tmp_path, hvdrun_line("-np", 6, "--min-np", 2,
@@ -186,17 +186,25 @@ def test_elastic_job_loses_a_node_and_grows_with_a_companion_job(
                         f"--job-name=hvd-grow-{job}")
     wait_until(lambda: batches(s, 6, host=d), "the job to grow onto d",
                timeout=90)
+    # The workers on d are steps of the companion job...
+    wait_until(lambda: [row for row in slurm.steps(grow)
+                        if row[1] == "hvd-worker"],
+               "sacct to list d's workers as steps of the companion job",
+               timeout=20, interval=0.5)
+    # ...and its end takes d out of the job again.
+    slurm.run("scancel", grow)
+    cancelled = time.time()
+    wait_until(lambda: [r for r in batches(s, 4) if r["time"] > cancelled],
+               "four workers training after the companion's end",
+               timeout=60)
     slurm.wait_state(job, {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
                            "NODE_FAIL"}, timeout=240)
     output = slurm.output(tmp_path, job)
     assert slurm.state(job) == "COMPLETED", output
     assert f"host {c} blacklisted" in output, output
     # The final model equals a single process doing every step once.
-    check_consistent_finish(s, 6)
-    assert {r["slot"].split(":")[0] for r in s.done()} == {a, b, d}
-    # The workers on d were steps of the companion job.
-    assert [row for row in slurm.steps(grow) if row[1] == "hvd-worker"]
-    slurm.run("scancel", grow)
+    check_consistent_finish(s, 4)
+    assert {r["slot"].split(":")[0] for r in s.done()} == {a, b}
 
 
 def start_steady_job(slurm, tmp_path):
