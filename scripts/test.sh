@@ -92,7 +92,8 @@ stage_ctest() {
 
 # sanitizer_build DIR SANITIZE FUZZ [TARGET...]: configures DIR with clang
 # and the sanitizer, then builds the targets (all without any). -O1 and line
-# tables only: about half the compile time of -O2 -g, still readable traces.
+# tables only: about half the compile time of -O2 -g, still readable traces;
+# the test files themselves at -O0 (HVD_UNOPTIMIZED_TESTS).
 sanitizer_build() {
   local dir="$hvd_root/$1" sanitize="$2" fuzz="$3"
   shift 3
@@ -101,6 +102,7 @@ sanitizer_build() {
   if ! CC=clang CXX=clang++ cmake -S "$hvd_root" -B "$dir" \
         -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
         -DHVD_WERROR="$werror" -DHVD_SANITIZE="$sanitize" -DHVD_FUZZ="$fuzz" \
+        -DHVD_UNOPTIMIZED_TESTS=ON \
         -DHVD_WITH_PYTHON=OFF -DHVD_BUILD_BENCHMARKS=OFF >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     echo "error: cmake configure of $dir failed (log: $log)" >&2

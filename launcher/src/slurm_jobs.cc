@@ -1,5 +1,8 @@
 #include "slurm_jobs.h"
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -26,9 +29,9 @@ Result<std::string> RunSlurmQuery(const std::vector<std::string>& argv,
   options.search_path = true;
   auto run = RunBounded(argv, options);
   if (!run.ok()) {
-    return run.status().WithContext(
-        "cannot run squeue (is Slurm's client "
-        "installed on this node?)");
+    return run.status().WithContext("cannot run " + argv[0] +
+                                    " (is Slurm's client installed on this "
+                                    "node?)");
   }
   if (run->timed_out) {
     return Status::Timeout(argv[0] + " gave no answer within " +
