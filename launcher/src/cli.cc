@@ -423,9 +423,13 @@ struct OptionValues {
   std::vector<int> cooldown;
   std::vector<std::string> exports;  // -x
   bool show_version = false, check_build = false, gloo = false;
-  bool disable_cache = false, no_hierarchical = false;
+  bool disable_cache = false;
   bool log_with_timestamp = true;
   const CLI::Option* log_timestamp = nullptr;
+  // --[no-]hierarchical-allreduce / -allgather: unset unless given.
+  bool hierarchical_allreduce = true, hierarchical_allgather = true;
+  const CLI::Option* hierarchical_allreduce_flag = nullptr;
+  const CLI::Option* hierarchical_allgather_flag = nullptr;
 };
 
 // Inside a Slurm allocation: the launcher (slurm unless --launcher says
@@ -684,10 +688,17 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "CPU cores for the workers' background threads, one per "
                  "local rank, comma-separated (HOROVOD_THREAD_AFFINITY)")
       ->check(CoreList());
-  app.add_flag("--no-hierarchical-allreduce", v.no_hierarchical,
-               "Accepted: hvd's allreduce is never hierarchical");
-  app.add_flag("--no-hierarchical-allgather", v.no_hierarchical,
-               "Accepted: hvd's allgather is never hierarchical");
+  v.hierarchical_allreduce_flag = app.add_flag(
+      "--hierarchical-allreduce,!--no-hierarchical-allreduce",
+      v.hierarchical_allreduce,
+      "Allreduce through shared memory inside each host and Gloo across "
+      "hosts where a host has several ranks; on by default "
+      "(HOROVOD_HIERARCHICAL_ALLREDUCE)");
+  v.hierarchical_allgather_flag =
+      app.add_flag("--hierarchical-allgather,!--no-hierarchical-allgather",
+                   v.hierarchical_allgather,
+                   "The same for allgather; on by default "
+                   "(HOROVOD_HIERARCHICAL_ALLGATHER)");
   app.add_option("--autotune-gaussian-process-noise",
                  v.config.autotune_gaussian_process_noise,
                  "Accepted and checked (0 to 1) for horovodrun's command "
@@ -781,6 +792,12 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   LaunchConfig& config = v.config;
   if (v.log_timestamp->count() > 0)
     config.log_hide_time = !v.log_with_timestamp;
+  if (v.hierarchical_allreduce_flag->count() > 0) {
+    config.hierarchical_allreduce = v.hierarchical_allreduce;
+  }
+  if (v.hierarchical_allgather_flag->count() > 0) {
+    config.hierarchical_allgather = v.hierarchical_allgather;
+  }
   if (Status checked = CheckCombinations(config); !checked.ok()) {
     return fail(checked);
   }

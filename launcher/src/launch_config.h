@@ -64,6 +64,10 @@ struct LaunchConfig {
   // Workers' log lines without timestamps (HOROVOD_LOG_HIDE_TIME); unset:
   // the workers' default.
   std::optional<bool> log_hide_time;
+  // Hierarchical allreduce / allgather (HOROVOD_HIERARCHICAL_*); unset: the
+  // workers' default (on).
+  std::optional<bool> hierarchical_allreduce;
+  std::optional<bool> hierarchical_allgather;
   std::string timeline_filename;
   bool timeline_mark_cycles = false;
   // Autotune (rank 0 tunes fusion threshold, cycle time and cache on/off);

@@ -27,12 +27,6 @@ constexpr RefusedOption kRefused[] = {
     {"--no-mpi-threads-disable",
      "MPI threading applies to the MPI controller only, and hvd has no MPI "
      "controller"},
-    {"--hierarchical-allreduce",
-     "hvd has no hierarchical allreduce yet (issue 16); its allreduce is "
-     "Gloo's over all ranks"},
-    {"--hierarchical-allgather",
-     "hvd has no hierarchical allgather yet (issue 16); its allgather is "
-     "Gloo's over all ranks"},
     {"--num-nccl-streams", "hvd has no NCCL operations yet (issue 17)"},
 };
 

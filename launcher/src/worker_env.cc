@@ -86,6 +86,11 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
   if (config.log_hide_time) {
     env.emplace_back(ev::kLogHideTime, *config.log_hide_time ? "1" : "0");
   }
+  for (const auto& [name, value] :
+       {std::pair{ev::kHierarchicalAllreduce, config.hierarchical_allreduce},
+        std::pair{ev::kHierarchicalAllgather, config.hierarchical_allgather}}) {
+    if (value) env.emplace_back(name, *value ? "1" : "0");
+  }
   if (!config.thread_affinity.empty()) {
     env.emplace_back(ev::kThreadAffinity, config.thread_affinity);
   }

@@ -20,7 +20,20 @@ bool AbortSwitch::Abort(const std::string& reason) {
     buffer->abortWaitSend();
     buffer->abortWaitRecv();
   }
+  for (const auto& [id, on_abort] : subscribers_) on_abort();
   return true;
+}
+
+int AbortSwitch::Subscribe(std::function<void()> on_abort) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) on_abort();
+  subscribers_.emplace(next_subscription_, std::move(on_abort));
+  return next_subscription_++;
+}
+
+void AbortSwitch::Unsubscribe(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subscribers_.erase(id);
 }
 
 bool AbortSwitch::aborted() const {

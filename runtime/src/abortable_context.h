@@ -18,6 +18,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -35,6 +37,12 @@ class AbortSwitch {
   // Throws gloo::IoException naming the reason once aborted.
   void ThrowIfAborted() const;
 
+  // Calls `on_abort` from Abort (at once if aborted already) until
+  // Unsubscribe(id) returns, which never happens during a call. It runs
+  // under the switch's lock: it must not call the switch.
+  int Subscribe(std::function<void()> on_abort);
+  void Unsubscribe(int id);
+
   // A buffer's life, from creation to destruction.
   void Add(gloo::transport::UnboundBuffer* buffer);
   void Remove(gloo::transport::UnboundBuffer* buffer);
@@ -42,6 +50,8 @@ class AbortSwitch {
  private:
   mutable std::mutex mu_;
   std::set<gloo::transport::UnboundBuffer*> live_;
+  std::map<int, std::function<void()>> subscribers_;
+  int next_subscription_ = 0;
   bool aborted_ = false;
   std::string reason_;
 };

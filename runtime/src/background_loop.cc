@@ -213,8 +213,8 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
         unit_responses.push_back(&responses[i]);
       }
       std::vector<OpResult> results;
-      status = RunFusable(set.context, unit_entries, unit_responses,
-                          &fusion_buffer_, &results,
+      status = RunFusable(set.context, set.host.get(), unit_entries,
+                          unit_responses, &fusion_buffer_, &results,
                           [&](const char* activity) { trace.Step(activity); });
       if (status.ok()) {
         std::vector<Handle> handles;
@@ -257,7 +257,7 @@ Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
   OpResult result;
   switch (response.request.type) {
     case OpType::kBroadcast:
-      result = RunBroadcast(set.context, entry);
+      result = RunBroadcast(set.context, set.host.get(), entry);
       break;
     case OpType::kAlltoall:
       result = RunAlltoall(set.context, entry, response.sizes);

@@ -79,11 +79,20 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   config.cache_capacity = *cache;
   for (auto [name, field] :
        {std::pair{ev::kDisableGroupFusion, &config.disable_group_fusion},
-        std::pair{ev::kDynamicProcessSets, &config.dynamic_process_sets}}) {
+        std::pair{ev::kDynamicProcessSets, &config.dynamic_process_sets},
+        std::pair{ev::kHierarchicalAllreduce, &config.hierarchical_allreduce},
+        std::pair{ev::kHierarchicalAllgather,
+                  &config.hierarchical_allgather}}) {
     auto value = common::GetEnvBool(name, *field);
     if (!value.ok()) return value.status();
     *field = *value;
   }
+  // At least a page; at most 1 GiB per buffer.
+  auto chunk = common::GetEnvInt(ev::kHvdShmChunkBytes,
+                                 static_cast<int64_t>(config.shm_chunk_bytes),
+                                 4096, int64_t(1) << 30);
+  if (!chunk.ok()) return chunk.status();
+  config.shm_chunk_bytes = static_cast<size_t>(*chunk);
   auto stall_disabled = common::GetEnvBool(ev::kStallCheckDisable, false);
   if (!stall_disabled.ok()) return stall_disabled.status();
   config.stall_check = !*stall_disabled;

@@ -58,6 +58,11 @@ Result<std::shared_ptr<gloo::Context>> Connect(
   return std::shared_ptr<gloo::Context>(context);
 }
 
+std::string CrossPrefix(const RuntimeConfig& config, int64_t generation) {
+  return "g" + std::to_string(generation) + "/cross/" +
+         std::to_string(config.local_rank) + "/";
+}
+
 }  // namespace
 
 Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
@@ -93,8 +98,8 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   if (!local.ok()) return local.status();
   contexts.local = *local;
   auto cross = Connect(config, device, contexts.abort_switch,
-                       gen + "cross/" + std::to_string(config.local_rank) + "/",
-                       config.cross_rank, config.cross_size);
+                       CrossPrefix(config, generation), config.cross_rank,
+                       config.cross_size);
   if (!cross.ok()) return cross.status();
   contexts.cross = *cross;
   return contexts;
@@ -112,6 +117,22 @@ Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
               "g" + std::to_string(generation) + "/set" + std::to_string(id) +
                   "." + std::to_string(serial) + "/",
               rank, size);
+  if (!context.ok()) return context.status();
+  for (const SocketId& socket : NewConnectedSockets(before)) {
+    sockets->push_back(socket);
+  }
+  return *context;
+}
+
+Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
+    std::vector<SocketId>* sockets) {
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
+  auto context =
+      Connect(config, device, abort_switch, CrossPrefix(config, generation),
+              config.cross_rank, config.cross_size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {
     sockets->push_back(socket);

@@ -42,9 +42,14 @@ common::Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
                                                  int64_t generation,
                                                  ContextSet which);
 
-}  // namespace hvd::runtime
-
-namespace hvd::runtime {
+// Connects the cross context of `config`'s rank (the ranks with its local
+// rank, one per host) on `device`, keys under "g<generation>/cross/...";
+// appends its connections to `sockets`.
+common::Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
+    std::vector<SocketId>* sockets);
 
 // Connects the context of process set `id` (whose members call this in the
 // same cycle; `rank` and `size` are within the set) on `device`, with keys

@@ -6,7 +6,6 @@
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/math.h>
 
 #include <cmath>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "adasum.h"
 #include "dtype_dispatch.h"
 #include "gloo_call.h"
+#include "reduce_function.h"
 #include "timeline.h"
 
 namespace hvd::runtime {
@@ -22,25 +22,6 @@ namespace hvd::runtime {
 using common::Status;
 
 namespace {
-
-using ReduceFn = void (*)(void*, const void*, const void*, size_t);
-
-template <typename T>
-ReduceFn ReduceFunction(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMin:
-      return &gloo::min<T>;
-    case ReduceOp::kMax:
-      return &gloo::max<T>;
-    case ReduceOp::kProduct:
-      return &gloo::product<T>;
-    case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-    case ReduceOp::kAdasum:  // never reaches Gloo's allreduce
-      break;
-  }
-  return &gloo::sum<T>;
-}
 
 template <typename T>
 void Scale(T* data, size_t count, double factor, int divisor) {
@@ -111,7 +92,7 @@ Status AdasumInPlace(const std::shared_ptr<gloo::Context>& context,
 // tensors at `data`, of `counts` elements each, back to back. Only Adasum
 // looks at the tensors' bounds.
 Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
-                     const Request& r, void* data,
+                     shm::HostGroup* host, const Request& r, void* data,
                      const std::vector<size_t>& counts,
                      const std::string& what) {
   size_t count = 0;
@@ -119,6 +100,9 @@ Status ReduceInPlace(const std::shared_ptr<gloo::Context>& context,
   ScaleBuffer(r.dtype, data, count, r.prescale);
   if (context->size > 1 && count > 0 && r.op == ReduceOp::kAdasum) {
     Status status = AdasumInPlace(context, r.dtype, data, counts, count, what);
+    if (!status.ok()) return status;
+  } else if (host != nullptr && host->allreduce_on() && count > 0) {
+    Status status = host->Allreduce(r.dtype, r.op, data, count, what);
     if (!status.ok()) return status;
   } else if (context->size > 1 && count > 0) {
     Status status = GlooCall(what, [&] {
@@ -185,6 +169,7 @@ void Say(const PhaseFn& phase, const char* activity) {
 // Copies every input into `buffer` and reduces it there, telling `phase`
 // each step (`activity` names the collective).
 Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
+                     shm::HostGroup* host,
                      const std::vector<const TensorEntry*>& entries,
                      std::vector<uint8_t>* buffer, const PhaseFn& phase,
                      const char* activity) {
@@ -192,7 +177,7 @@ Status PackAndReduce(const std::shared_ptr<gloo::Context>& context,
   Pack(entries, buffer);
   Say(phase, activity);
   Status status =
-      ReduceInPlace(context, entries.front()->request, buffer->data(),
+      ReduceInPlace(context, host, entries.front()->request, buffer->data(),
                     Counts(entries), UnitName(entries));
   if (status.ok()) Say(phase, kActivityMemcpyOutFusionBuffer);
   return status;
@@ -226,6 +211,7 @@ uint8_t* AdjacentOutputs(const std::vector<const TensorEntry*>& entries,
 }
 
 Status Allreduce(const std::shared_ptr<gloo::Context>& context,
+                 shm::HostGroup* host,
                  const std::vector<const TensorEntry*>& entries,
                  std::vector<uint8_t>* buffer, const PhaseFn& phase) {
   const TensorEntry& first = *entries.front();
@@ -239,11 +225,11 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& context,
         std::memcpy(e->output, e->input, bytes);
       }
     }
-    return ReduceInPlace(context, r, outputs, Counts(entries),
+    return ReduceInPlace(context, host, r, outputs, Counts(entries),
                          UnitName(entries));
   }
   Status status =
-      PackAndReduce(context, entries, buffer, phase, kActivityAllreduce);
+      PackAndReduce(context, host, entries, buffer, phase, kActivityAllreduce);
   if (!status.ok()) return status;
   const uint8_t* at = buffer->data();
   for (const TensorEntry* e : entries) {
@@ -257,11 +243,12 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& context,
 // Reduces the whole of every input (Debian's Gloo has no reduce-scatter in
 // its current API) and keeps this rank's block of each.
 Status Reducescatter(const std::shared_ptr<gloo::Context>& context,
+                     shm::HostGroup* host,
                      const std::vector<const TensorEntry*>& entries,
                      std::vector<uint8_t>* buffer,
                      std::vector<OpResult>* results, const PhaseFn& phase) {
-  Status status =
-      PackAndReduce(context, entries, buffer, phase, kActivityReducescatter);
+  Status status = PackAndReduce(context, host, entries, buffer, phase,
+                                kActivityReducescatter);
   if (!status.ok()) return status;
   const uint8_t* at = buffer->data();
   for (const TensorEntry* e : entries) {
@@ -289,6 +276,7 @@ Status Reducescatter(const std::shared_ptr<gloo::Context>& context,
 // One allgatherv for every entry: rank r contributes its rows of each
 // entry in turn, so the output holds, per rank, its rows of each entry.
 Status Allgather(const std::shared_ptr<gloo::Context>& context,
+                 shm::HostGroup* host,
                  const std::vector<const TensorEntry*>& entries,
                  const std::vector<const Response*>& responses,
                  std::vector<uint8_t>* buffer, std::vector<OpResult>* results,
@@ -324,6 +312,10 @@ Status Allgather(const std::shared_ptr<gloo::Context>& context,
   Say(phase, kActivityAllgather);
   if (size == 1) {
     std::memcpy(gathered.data(), buffer->data(), total);
+  } else if (host != nullptr && host->allgather_on()) {
+    Status status = host->Allgather(buffer->data(), bytes_by_rank,
+                                    gathered.data(), UnitName(entries));
+    if (!status.ok()) return status;
   } else {
     Status status = GlooCall(UnitName(entries), [&] {
       gloo::AllgathervOptions opts(context);
@@ -362,6 +354,7 @@ std::vector<int64_t> ReducescatterRows(int64_t rows, int size) {
 }
 
 Status RunFusable(const std::shared_ptr<gloo::Context>& context,
+                  shm::HostGroup* host,
                   const std::vector<const TensorEntry*>& entries,
                   const std::vector<const Response*>& responses,
                   std::vector<uint8_t>* buffer, std::vector<OpResult>* results,
@@ -369,25 +362,30 @@ Status RunFusable(const std::shared_ptr<gloo::Context>& context,
   results->clear();
   switch (entries.front()->request.type) {
     case OpType::kAllreduce: {
-      Status status = Allreduce(context, entries, buffer, phase);
+      Status status = Allreduce(context, host, entries, buffer, phase);
       if (status.ok()) results->resize(entries.size());
       return status;
     }
     case OpType::kReducescatter:
-      return Reducescatter(context, entries, buffer, results, phase);
+      return Reducescatter(context, host, entries, buffer, results, phase);
     case OpType::kAllgather:
-      return Allgather(context, entries, responses, buffer, results, phase);
+      return Allgather(context, host, entries, responses, buffer, results,
+                       phase);
     default:
       return Status::Internal(UnitName(entries) + " is not fusable");
   }
 }
 
 OpResult RunBroadcast(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry) {
+                      shm::HostGroup* host, const TensorEntry& entry) {
   const Request& r = entry.request;
   const size_t bytes = ElementCount(r.shape) * DataTypeSize(r.dtype);
   OpResult result;
   if (context->size == 1 || bytes == 0) return result;
+  if (host != nullptr) {
+    result.status = host->Broadcast(entry.output, bytes, r.root, What(entry));
+    return result;
+  }
   result.status = GlooCall(What(entry), [&] {
     gloo::BroadcastOptions opts(context);
     opts.setOutput(static_cast<uint8_t*>(entry.output), bytes);

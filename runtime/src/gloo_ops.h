@@ -12,6 +12,7 @@
 #include <gloo/context.h>
 
 #include "hvd/runtime/runtime.h"
+#include "shm/host_group.h"
 #include "tensor_queue.h"
 
 namespace hvd::runtime {
@@ -22,9 +23,12 @@ namespace hvd::runtime {
 // (grown as needed, reused across cycles) and one Gloo call. On success
 // fills `results` (one per entry); the status is that of them all.
 // `phase`, if set, hears each step start: the copy into the fusion buffer,
-// the collective, the copy out (timeline activity names).
+// the collective, the copy out (timeline activity names). `host`, if set,
+// is the set's shared-memory stage: reductions and allgathers go through it
+// when it says they are on (every rank's says the same).
 using PhaseFn = std::function<void(const char* activity)>;
 common::Status RunFusable(const std::shared_ptr<gloo::Context>& context,
+                          shm::HostGroup* host,
                           const std::vector<const TensorEntry*>& entries,
                           const std::vector<const Response*>& responses,
                           std::vector<uint8_t>* buffer,
@@ -32,7 +36,7 @@ common::Status RunFusable(const std::shared_ptr<gloo::Context>& context,
                           const PhaseFn& phase = {});
 
 OpResult RunBroadcast(const std::shared_ptr<gloo::Context>& context,
-                      const TensorEntry& entry);
+                      shm::HostGroup* host, const TensorEntry& entry);
 // `matrix`: rows rank s sends to rank r at [s * size + r].
 OpResult RunAlltoall(const std::shared_ptr<gloo::Context>& context,
                      const TensorEntry& entry,

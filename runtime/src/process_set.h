@@ -20,6 +20,7 @@
 #include "controller.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
+#include "shm/host_group.h"
 #include "socket_watch.h"
 #include "tensor_queue.h"
 
@@ -33,6 +34,9 @@ struct ProcessSet {
   std::shared_ptr<gloo::Context> context;
   std::unique_ptr<TensorQueue> queue;
   std::unique_ptr<Controller> controller;
+  // The shared-memory stage of hierarchical collectives; null: flat Gloo.
+  // Only the global set has one so far (docs/design.md).
+  std::unique_ptr<shm::HostGroup> host;
   // Unnamed collectives get "<op>.noname.<n>" from this: every member
   // issues the set's unnamed collectives in the same order.
   std::atomic<int64_t> unnamed{0};

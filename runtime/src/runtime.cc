@@ -94,6 +94,9 @@ class Runtime::Impl {
     global->queue = std::make_unique<TensorQueue>(&signal_);
     global->controller = std::make_unique<Controller>(contexts_.global, all,
                                                       options_.controller);
+    auto host = ConnectHostGroup();
+    if (!host.ok()) return host.status();
+    global->host = std::move(*host);
     sets_.Insert(global);
     for (size_t i = 0; i < process_sets.size(); ++i) {
       const int32_t id = static_cast<int32_t>(i + 1);
@@ -115,6 +118,24 @@ class Runtime::Impl {
       sets_.Insert(*set);
     }
     return Status::Ok();
+  }
+
+  // Every rank at once, before the other sets connect.
+  Result<std::unique_ptr<shm::HostGroup>> ConnectHostGroup() {
+    shm::HostGroupSetup setup;
+    setup.config = &config_;
+    setup.generation = generation_;
+    setup.global = contexts_.global;
+    setup.abort_switch = contexts_.abort_switch;
+    setup.connect_cross = [this] {
+      std::vector<SocketId> sockets;
+      auto cross =
+          ConnectCrossContext(config_, contexts_.device, contexts_.abort_switch,
+                              generation_, &sockets);
+      sockets_.Add(sockets);
+      return cross;
+    };
+    return shm::HostGroup::Connect(setup);
   }
 
   void StartLoop() {

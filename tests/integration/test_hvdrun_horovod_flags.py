@@ -29,6 +29,8 @@ ACCEPTED = [
     (["--cache-capacity"], ["0"]),
     (["--no-hierarchical-allreduce"], []),
     (["--no-hierarchical-allgather"], []),
+    (["--hierarchical-allreduce"], []),
+    (["--hierarchical-allgather"], []),
     (["--autotune"], []),
     (["--no-autotune"], []),
     (["--autotune-log-file"], ["/tmp/a.csv"]),
@@ -73,8 +75,6 @@ REFUSED = [
     (["--binding-args"], ["--rankfile f"], "no MPI controller"),
     (["--mpi-threads-disable"], [], "no MPI controller"),
     (["--no-mpi-threads-disable"], [], "no MPI controller"),
-    (["--hierarchical-allreduce"], [], "issue 16"),
-    (["--hierarchical-allgather"], [], "issue 16"),
     (["--num-nccl-streams"], ["2"], "issue 17"),
 ]
 
@@ -176,7 +176,6 @@ def test_config_file_and_the_command_line_that_overrides_it(hvdrun, tmp_path):
              "params.cycle_time_ms: 'fast' is not a number"),
             ("logging:\n  level: loud\n", "logging.level"),
             ("controller: mpi\n", "controller: refused"),
-            ("params:\n  hierarchical_allreduce: true\n", "issue 16"),
             ("library_options:\n  num_nccl_streams: 2\n", "issue 17"),
             ("library_options:\n  thread_affinity: -1\n",
              "library_options.thread_affinity: '-1' is not a list"),

@@ -636,10 +636,13 @@ TEST(CliTest, NegationsUndoTheirFlagWhicheverComesLast) {
   env = EnvOf({"--no-log-hide-timestamp", "--log-hide-timestamp"});
   EXPECT_EQ(env["HOROVOD_LOG_HIDE_TIME"], "1");
   EXPECT_EQ(EnvOf({}).count("HOROVOD_LOG_HIDE_TIME"), 0u);
-  // hvd's collectives are never hierarchical: the explicit "off" holds.
-  EXPECT_FALSE(
-      EnvOf({"--no-hierarchical-allreduce", "--no-hierarchical-allgather"})
-          .empty());
+  env = EnvOf({"--no-hierarchical-allreduce", "--no-hierarchical-allgather"});
+  EXPECT_EQ(env["HOROVOD_HIERARCHICAL_ALLREDUCE"], "0");
+  EXPECT_EQ(env["HOROVOD_HIERARCHICAL_ALLGATHER"], "0");
+  env = EnvOf({"--hierarchical-allreduce"});
+  EXPECT_EQ(env["HOROVOD_HIERARCHICAL_ALLREDUCE"], "1");
+  EXPECT_EQ(env.count("HOROVOD_HIERARCHICAL_ALLGATHER"), 0u);
+  EXPECT_EQ(EnvOf({}).count("HOROVOD_HIERARCHICAL_ALLREDUCE"), 0u);
 }
 
 TEST(CliTest, HorovodLibraryFlagsReachTheWorkers) {
@@ -669,7 +672,6 @@ TEST(CliTest, RefusedAndUnknownOptionsAreUsageErrors) {
   for (const char* option :
        {"--mpi", "--jsrun", "--mpi-args=x", "--binding-args=y",
         "--mpi-threads-disable", "--no-mpi-threads-disable",
-        "--hierarchical-allreduce", "--hierarchical-allgather",
         "--num-nccl-streams", "--bogus", "-x"}) {
     CliOutcome out = Parse({"-np", "1", option, "cmd"});
     EXPECT_FALSE(out.config) << option;

@@ -124,8 +124,6 @@ TEST(ConfigFileTest, KeysForRefusedOptionsAreRefusedWithTheReason) {
   for (const auto& [yaml, reason] :
        std::vector<std::pair<std::string, std::string>>{
            {"controller: MPI\n", "no MPI controller"},
-           {"params:\n  hierarchical_allreduce: true\n", "issue 16"},
-           {"params:\n  hierarchical_allgather: true\n", "issue 16"},
            {"library_options:\n  num_nccl_streams: 2\n", "issue 17"},
            {"library_options:\n  mpi_threads_disable: true\n", "MPI"},
            {"library_options:\n  mpi_threads_disable: false\n", "MPI"}}) {

@@ -42,6 +42,12 @@ def expected_allreduce(size, dtype, op, prescale=1.0, postscale=1.0):
     return result.astype(dtype)
 
 
+def expected_allreduce_of(size, dtype, shape):
+    total = sum(input_of(r, dtype, shape).astype(np.float64)
+                for r in range(size))
+    return np.asarray(total).astype(dtype)
+
+
 def check(what, got, want):
     if got.dtype != want.dtype or got.shape != want.shape or \
             not np.array_equal(got, want):
@@ -97,6 +103,27 @@ def main():
                   input_of(root, dtype))
             checked += 2
 
+    # Sizes around the shared-memory stage's slices and chunks
+    # (HVD_SHM_CHUNK_BYTES): empty, odd, not divisible by the local size,
+    # several chunks.
+    for count in (0, 1, 7, 1001, 12347):
+        for dtype in (np.float32, np.int32, np.float16, np.float64):
+            name = np.dtype(dtype).name
+            got = hvd.allreduce(input_of(rank, dtype, (count,)), op=hvd.Sum,
+                                name=f"sized.{count}.{name}")
+            check(f"allreduce of {count} {name}", got,
+                  expected_allreduce_of(size, dtype, (count,)))
+            rows = [np.full((r * count // 7, 3), r + 1, dtype=dtype)
+                    for r in range(size)]
+            check(f"allgather of {count} {name}",
+                  hvd.allgather(rows[rank], name=f"sized.ag.{count}.{name}"),
+                  np.concatenate(rows))
+            root = count % size
+            check(f"broadcast of {count} {name}",
+                  hvd.broadcast(input_of(rank, dtype, (count,)), root,
+                                name=f"sized.bc.{count}.{name}"),
+                  input_of(root, dtype, (count,)))
+            checked += 3
     # Async handles complete in any order of synchronize().
     handles = [hvd.allreduce_async(np.full(5, rank + i, np.float64),
                                    op=hvd.Sum) for i in range(8)]

@@ -7,7 +7,7 @@
                 "how": "exception" | "kill" | "stop" | "pause"},
                {"slot": "localhost:0", "size": 4, "entries": 3,
                 "how": ...}],
-     "sleep": 0.05, "print": false}
+     "sleep": 0.05, "print": false, "payload": 0}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
 (after its allreduce), per half step once its allreduce is submitted,
@@ -20,6 +20,11 @@ after the job every survivor must hold the same value. A second "model",
 (model_after() below): step k's batch is samples k*B..k*B+B-1 whatever the
 world size, each rank sums its share, the allreduce adds the shares, and
 the update is order-sensitive and exact (integers modulo a prime).
+
+With "payload" (elements), every batch first allreduces that many float32
+values (rank + 1 from each rank) and logs whether the sum was right; an
+exit with "during": "payload" fires while that allreduce is in flight
+(after this rank submitted it), not after the step's first half.
 
 An exit with "size" instead of "epoch" and "batch" fires at the first
 batch the slot trains in a world of that size after entering the elastic
@@ -67,9 +72,9 @@ def wait_for_resume(directory):
         time.sleep(0.05)
 
 
-def maybe_exit(epoch, batch):
+def maybe_exit(epoch, batch, point="step"):
     for i, spec in enumerate(scenario.get("exits", [])):
-        if spec["slot"] != slot:
+        if spec["slot"] != slot or spec.get("during", "step") != point:
             continue
         if "epoch" in spec and (spec["epoch"], spec["batch"]) != (epoch, batch):
             continue
@@ -123,6 +128,15 @@ def update(w, multiplier, offset, name):
     return (w * multiplier + int(total[0])) % PRIME
 
 
+def check_payload(epoch, batch):
+    mine = np.full(scenario["payload"], hvd.rank() + 1, np.float32)
+    handle = hvd.allreduce_async(mine, op=hvd.Sum, name="payload")
+    maybe_exit(epoch, batch, "payload")
+    got = hvd.synchronize(handle)
+    want = hvd.size() * (hvd.size() + 1) / 2
+    log("payload", epoch=epoch, batch=batch, ok=bool(np.all(got == want)))
+
+
 say(f"pid {os.getpid()} started", sys.stderr)
 hvd.init()
 state = hvd.elastic.ObjectState(epoch=0, batch=0, total=0, commits=0, w=1,
@@ -154,6 +168,8 @@ def train(state):
                 os.replace(scenario["hosts_file"] + ".new",
                            scenario["hosts_file"])
         while state.batch < scenario["batches"]:
+            if scenario.get("payload"):
+                check_payload(state.epoch, state.batch)
             ones = hvd.allreduce(np.ones(1, np.int64), op=hvd.Sum,
                                  name="grad")
             state.total += int(ones[0])

@@ -62,6 +62,13 @@ inline constexpr char kTimelineMarkCycles[] = "HOROVOD_TIMELINE_MARK_CYCLES";
 // 1: tensors of a grouped op are fused only with each other, never with
 // other ready tensors.
 inline constexpr char kDisableGroupFusion[] = "HOROVOD_DISABLE_GROUP_FUSION";
+// 0: allreduce / allgather are flat even with several ranks on a host.
+inline constexpr char kHierarchicalAllreduce[] =
+    "HOROVOD_HIERARCHICAL_ALLREDUCE";
+inline constexpr char kHierarchicalAllgather[] =
+    "HOROVOD_HIERARCHICAL_ALLGATHER";
+// Bytes of one local rank's shared-memory buffer (runtime/src/shm/).
+inline constexpr char kHvdShmChunkBytes[] = "HVD_SHM_CHUNK_BYTES";
 // 1: process sets may be added and removed after init.
 inline constexpr char kDynamicProcessSets[] = "HOROVOD_DYNAMIC_PROCESS_SETS";
 // Autotune (hvdrun --autotune, --autotune-log-file, ...): rank 0 tunes the

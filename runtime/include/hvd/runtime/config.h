@@ -48,6 +48,15 @@ struct RuntimeConfig {
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
   int64_t fusion_threshold = 128 << 20;
+  // On a host with more than one rank, allreduce (and reducescatter) and
+  // allgather run hierarchically: through shared memory inside the host,
+  // over Gloo across hosts (runtime/src/shm/host_group.h). On unless
+  // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER is 0; broadcast goes the
+  // same way while either is on. Each rank's slot moves data in chunks of
+  // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank).
+  bool hierarchical_allreduce = true;
+  bool hierarchical_allgather = true;
+  size_t shm_chunk_bytes = 1 << 20;
   // Tensors of a grouped op fuse only with each other
   // (HOROVOD_DISABLE_GROUP_FUSION=1).
   bool disable_group_fusion = false;

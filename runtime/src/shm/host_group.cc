@@ -1,0 +1,350 @@
+#include "host_group.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "dtype_dispatch.h"
+#include "gloo_call.h"
+#include "host_barrier.h"
+#include "hvd/common/hmac.h"
+#include "reduce_function.h"
+#include "segment.h"
+
+namespace hvd::runtime::shm {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+constexpr size_t kPage = 4096;
+// Slices start on their own cache lines: two ranks writing neighbouring
+// slices would otherwise bounce a line between cores.
+constexpr size_t kLine = 64;
+
+size_t RoundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+// Names: "/hvd-<job>-g<generation>-h<host's first rank>". <job> is derived
+// from the job's secret, so only its workers can name the segment and two
+// jobs on one host never meet.
+std::string JobPrefix(const RuntimeConfig& config) {
+  return "/hvd-" + common::Sha256Hex("shm:" + config.secret).substr(0, 16) +
+         "-g";
+}
+
+std::string SegmentName(const RuntimeConfig& config, int64_t generation) {
+  return JobPrefix(config) + std::to_string(generation) + "-h" +
+         std::to_string(config.rank - config.local_rank);
+}
+
+size_t SegmentBytes(const RuntimeConfig& config) {
+  return kPage + 2 * static_cast<size_t>(config.local_size) *
+                     RoundUp(config.shm_chunk_bytes, kPage);
+}
+
+// Elementwise minimum over every rank of the job: how the ranks agree.
+Status AgreeMin(const std::shared_ptr<gloo::Context>& global,
+                std::vector<int64_t>* values) {
+  if (global->size == 1) return Status::Ok();
+  return GlooCall("agreeing on hierarchical collectives", [&] {
+    gloo::AllreduceOptions opts(global);
+    opts.setOutput(values->data(), values->size());
+    opts.setReduceFunction(ReduceFunction<int64_t>(ReduceOp::kMin));
+    gloo::allreduce(opts);
+  });
+}
+
+// The slice of an n-element chunk that local rank k reduces.
+struct Slice {
+  size_t begin;
+  size_t count;
+};
+Slice SliceOf(size_t n, size_t element, int k, int local_size) {
+  const size_t line = std::max<size_t>(1, kLine / element);
+  const size_t per = RoundUp((n + local_size - 1) / local_size, line);
+  const size_t begin = std::min(n, per * k);
+  return {begin, std::min(n, begin + per) - begin};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
+    const HostGroupSetup& setup) {
+  const RuntimeConfig& config = *setup.config;
+  const bool wanted =
+      config.hierarchical_allreduce || config.hierarchical_allgather;
+  // Ranks on a host are contiguous and hosts in cross-rank order: the
+  // layout every stage below relies on.
+  const bool layout =
+      config.local_size > 1 && config.size % config.local_size == 0 &&
+      config.cross_size == config.size / config.local_size &&
+      config.rank == config.cross_rank * config.local_size + config.local_rank;
+  if (config.size == 1) return std::unique_ptr<HostGroup>();
+  const std::string name = SegmentName(config, setup.generation);
+  const size_t bytes = SegmentBytes(config);
+  std::unique_ptr<Segment> segment;
+  Status made;
+  if (wanted && layout && config.local_rank == 0) {
+    Segment::UnlinkEarlierGenerations(JobPrefix(config), setup.generation);
+    auto created = Segment::Create(name, bytes);
+    if (created.ok()) {
+      segment = std::move(*created);
+      new (segment->data()) BarrierWords();
+    } else {
+      made = created.status();
+    }
+  }
+  // Every rank learns the same: whether every host wants it, has the
+  // layout, the same number of ranks, and (local rank 0) its segment.
+  std::vector<int64_t> agreed = {config.hierarchical_allreduce,
+                                 config.hierarchical_allgather,
+                                 layout,
+                                 config.local_size,
+                                 -config.local_size,
+                                 made.ok()};
+  Status status = AgreeMin(setup.global, &agreed);
+  if (!status.ok()) {
+    if (segment) Segment::Unlink(name);
+    return status;
+  }
+  const bool use = (agreed[0] || agreed[1]) && agreed[2] &&
+                   agreed[3] == -agreed[4] && agreed[5];
+  if (!use) {
+    if (segment) Segment::Unlink(name);
+    if (!made.ok()) {
+      spdlog::warn("hierarchical collectives are off: {}", made.ToString());
+    } else if (wanted && agreed[5] == 0) {
+      spdlog::warn(
+          "hierarchical collectives are off: some host could not make its "
+          "shared-memory segment (its rank's log says why)");
+    }
+    return std::unique_ptr<HostGroup>();
+  }
+  if (config.local_rank != 0) {
+    auto opened = Segment::Open(name, bytes);
+    if (opened.ok()) {
+      segment = std::move(*opened);
+    } else {
+      made = opened.status();
+    }
+  }
+  std::vector<int64_t> mapped = {made.ok()};
+  status = AgreeMin(setup.global, &mapped);
+  // Every local rank has mapped it, or given up: the name can go.
+  Segment::Unlink(name);
+  if (!status.ok()) return status;
+  if (mapped[0] == 0) {
+    return made.ok() ? Status::Internal(
+                           "a rank could not map its host's shared-memory "
+                           "segment (its log says why)")
+                     : made;
+  }
+  std::unique_ptr<HostGroup> group(
+      new HostGroup(config, agreed[0] != 0, agreed[1] != 0, std::move(segment),
+                    setup.abort_switch));
+  if (config.cross_size > 1) {
+    auto cross = setup.connect_cross();
+    if (!cross.ok()) return cross.status();
+    group->cross_ = *cross;
+  }
+  spdlog::debug(
+      "hierarchical collectives through {} bytes of shared memory "
+      "(allreduce {}, allgather {})",
+      bytes, group->allreduce_on_, group->allgather_on_);
+  return group;
+}
+
+HostGroup::HostGroup(const RuntimeConfig& config, bool allreduce_on,
+                     bool allgather_on, std::unique_ptr<Segment> segment,
+                     std::shared_ptr<AbortSwitch> abort_switch)
+    : local_rank_(config.local_rank),
+      local_size_(config.local_size),
+      cross_rank_(config.cross_rank),
+      cross_size_(config.cross_size),
+      allreduce_on_(allreduce_on),
+      allgather_on_(allgather_on),
+      segment_(std::move(segment)),
+      chunk_bytes_(RoundUp(config.shm_chunk_bytes, kPage)),
+      barrier_(std::make_unique<HostBarrier>(
+          reinterpret_cast<BarrierWords*>(segment_->data()), local_size_,
+          config.gloo_timeout, &aborted_)),
+      abort_switch_(std::move(abort_switch)) {
+  if (abort_switch_) {
+    abort_subscription_ = abort_switch_->Subscribe([this] {
+      aborted_.store(true, std::memory_order_release);
+      barrier_->Break();
+    });
+  }
+}
+
+HostGroup::~HostGroup() {
+  // After this, no Abort touches the segment we unmap.
+  if (abort_switch_) abort_switch_->Unsubscribe(abort_subscription_);
+}
+
+uint8_t* HostGroup::Slot(int local_rank) const {
+  return segment_->data() + kPage +
+         (static_cast<size_t>(parity_) * local_size_ + local_rank) *
+             chunk_bytes_;
+}
+
+template <typename F>
+Status HostGroup::Cross(const std::string& what, F&& call) {
+  Status status = GlooCall(what + " (across hosts)", std::forward<F>(call));
+  if (!status.ok()) barrier_->Break();
+  return status;
+}
+
+Status HostGroup::Allreduce(DataType dtype, ReduceOp op, void* data,
+                            size_t count, const std::string& what) {
+  const size_t element = DataTypeSize(dtype);
+  const size_t chunk = chunk_bytes_ / element;
+  ReduceFn reduce = WithCppType(
+      dtype, [&](auto type) { return ReduceFunction<decltype(type)>(op); });
+  auto* bytes = static_cast<uint8_t*>(data);
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(chunk, count - done);
+    uint8_t* mine = Slot(local_rank_);
+    std::memcpy(mine, bytes + done * element, n * element);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    const Slice slice = SliceOf(n, element, local_rank_, local_size_);
+    uint8_t* out = mine + slice.begin * element;
+    for (int k = 1; k < local_size_; ++k) {
+      // Every rank adds the others in its own rotation; the order is the
+      // same for a slice on every host, as its reducer's local rank is.
+      const int peer = (local_rank_ + k) % local_size_;
+      reduce(out, out, Slot(peer) + slice.begin * element, slice.count);
+    }
+    if (cross_ && slice.count > 0) {
+      status = Cross(what, [&] {
+        WithCppType(dtype, [&](auto type) {
+          using T = decltype(type);
+          gloo::AllreduceOptions opts(cross_);
+          opts.setOutput(reinterpret_cast<T*>(out), slice.count);
+          opts.setReduceFunction(ReduceFunction<T>(op));
+          gloo::allreduce(opts);
+        });
+      });
+      if (!status.ok()) return status;
+    }
+    status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    for (int k = 0; k < local_size_; ++k) {
+      const Slice s = SliceOf(n, element, k, local_size_);
+      if (s.count == 0) continue;
+      std::memcpy(bytes + (done + s.begin) * element,
+                  Slot(k) + s.begin * element, s.count * element);
+    }
+    parity_ ^= 1;
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status HostGroup::Broadcast(void* data, size_t bytes, int root,
+                            const std::string& what) {
+  const int root_local = root % local_size_;
+  const int root_host = root / local_size_;
+  auto* at = static_cast<uint8_t*>(data);
+  if (cross_ && local_rank_ == root_local && bytes > 0) {
+    Status status = Cross(what, [&] {
+      gloo::BroadcastOptions opts(cross_);
+      opts.setOutput(at, bytes);
+      opts.setRoot(root_host);
+      gloo::broadcast(opts);
+    });
+    if (!status.ok()) return status;
+  }
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk_bytes_, bytes - done);
+    if (local_rank_ == root_local) std::memcpy(Slot(root_local), at + done, n);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    if (local_rank_ != root_local) std::memcpy(at + done, Slot(root_local), n);
+    parity_ ^= 1;
+    done += n;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Where the bytes of one local rank's stream go in the output: the
+// contributions of the ranks with that local rank, host after host.
+struct Piece {
+  size_t stream_begin;
+  size_t output_begin;
+  size_t bytes;
+};
+
+}  // namespace
+
+Status HostGroup::Allgather(const void* input,
+                            const std::vector<size_t>& bytes_by_rank,
+                            void* output, const std::string& what) {
+  std::vector<size_t> offset(bytes_by_rank.size() + 1, 0);
+  for (size_t r = 0; r < bytes_by_rank.size(); ++r) {
+    offset[r + 1] = offset[r] + bytes_by_rank[r];
+  }
+  // streams[k]: local rank k's contributions of every host, in host order.
+  std::vector<std::vector<Piece>> streams(local_size_);
+  std::vector<size_t> stream_bytes(local_size_, 0);
+  for (int k = 0; k < local_size_; ++k) {
+    for (int h = 0; h < cross_size_; ++h) {
+      const int r = h * local_size_ + k;
+      streams[k].push_back({stream_bytes[k], offset[r], bytes_by_rank[r]});
+      stream_bytes[k] += bytes_by_rank[r];
+    }
+  }
+  // Across hosts first: this rank's stream, gathered among its local rank.
+  const uint8_t* stream = static_cast<const uint8_t*>(input);
+  std::vector<uint8_t> gathered;
+  if (cross_ && stream_bytes[local_rank_] > 0) {
+    std::vector<size_t> counts;
+    for (const Piece& p : streams[local_rank_]) counts.push_back(p.bytes);
+    gathered.resize(stream_bytes[local_rank_]);
+    const size_t mine = counts[cross_rank_];
+    Status status = Cross(what, [&] {
+      static uint8_t nothing;
+      gloo::AllgathervOptions opts(cross_);
+      opts.setInput(mine ? const_cast<uint8_t*>(stream) : &nothing, mine);
+      opts.setOutput(gathered.data(), counts);
+      gloo::allgatherv(opts);
+    });
+    if (!status.ok()) return status;
+    stream = gathered.data();
+  }
+  const size_t longest =
+      *std::max_element(stream_bytes.begin(), stream_bytes.end());
+  auto* out = static_cast<uint8_t*>(output);
+  for (size_t done = 0; done < longest; done += chunk_bytes_) {
+    const size_t mine =
+        std::min(chunk_bytes_, stream_bytes[local_rank_] -
+                                   std::min(done, stream_bytes[local_rank_]));
+    if (mine > 0) std::memcpy(Slot(local_rank_), stream + done, mine);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    const size_t end = done + chunk_bytes_;
+    for (int k = 0; k < local_size_; ++k) {
+      const uint8_t* slot = Slot(k);
+      for (const Piece& p : streams[k]) {
+        const size_t from = std::max(done, p.stream_begin);
+        const size_t to = std::min(end, p.stream_begin + p.bytes);
+        if (from >= to) continue;
+        std::memcpy(out + p.output_begin + (from - p.stream_begin),
+                    slot + (from - done), to - from);
+      }
+    }
+    parity_ ^= 1;
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime::shm

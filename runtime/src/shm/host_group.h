@@ -1,0 +1,104 @@
+// The shared-memory stage of hierarchical collectives: the ranks of one
+// host exchange data through a segment they all map instead of Gloo's
+// loopback TCP, and only one slice per rank crosses hosts, over the cross
+// context (the ranks with the same local rank, one per host), every local
+// rank on its own slice at once so every host's links carry data.
+//
+// Allreduce: each local rank copies a chunk into its slot, reduces its
+// slice of the chunk from every slot (Gloo's reduction functions), reduces
+// the slice across hosts, and copies every slice back (a reduce-scatter,
+// an allreduce of slices, an allgather). Broadcast: across hosts among
+// the root's local rank, then through the root's slot. Allgather: across
+// hosts among equal local ranks, then through the slots. Data moves in
+// chunks through two buffers per rank, so each chunk costs two barriers
+// and the segment stays small however large the tensor.
+//
+// docs/design.md ("runtime/src/shm/") says when it is used and why.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/context.h>
+
+#include "abortable_context.h"
+#include "hvd/common/status.h"
+#include "hvd/runtime/config.h"
+#include "hvd/runtime/types.h"
+
+namespace hvd::runtime::shm {
+
+class Segment;
+class HostBarrier;
+
+// What a generation's runtime hands to HostGroup::Connect.
+struct HostGroupSetup {
+  const RuntimeConfig* config = nullptr;
+  int64_t generation = 0;
+  // The global context: the ranks agree on it whether to use the group.
+  std::shared_ptr<gloo::Context> global;
+  std::shared_ptr<AbortSwitch> abort_switch;
+  // Connects the cross context; called only when hosts are more than one
+  // and the group is used, by every rank at once.
+  std::function<common::Result<std::shared_ptr<gloo::Context>>()> connect_cross;
+};
+
+class HostGroup {
+ public:
+  // Every rank of the job calls this once per generation. Null (on every
+  // rank: they agree) when the flat path serves: one rank per host, hosts
+  // with different numbers of ranks, both kinds switched off, or a segment
+  // that could not be made on some host (logged).
+  static common::Result<std::unique_ptr<HostGroup>> Connect(
+      const HostGroupSetup& setup);
+  ~HostGroup();
+
+  bool allreduce_on() const { return allreduce_on_; }
+  bool allgather_on() const { return allgather_on_; }
+
+  // Every rank of the job with the same arguments but `data`.
+  common::Status Allreduce(DataType dtype, ReduceOp op, void* data,
+                           size_t count, const std::string& what);
+  common::Status Broadcast(void* data, size_t bytes, int root,
+                           const std::string& what);
+  // `bytes_by_rank[r]` from global rank r, concatenated in rank order into
+  // `output`.
+  common::Status Allgather(const void* input,
+                           const std::vector<size_t>& bytes_by_rank,
+                           void* output, const std::string& what);
+
+ private:
+  HostGroup(const RuntimeConfig& config, bool allreduce_on, bool allgather_on,
+            std::unique_ptr<Segment> segment,
+            std::shared_ptr<AbortSwitch> abort_switch);
+
+  // Rank `local_rank`'s slot in the buffer this step uses.
+  uint8_t* Slot(int local_rank) const;
+  // A Gloo call on the cross context; a failure breaks the segment so the
+  // other local ranks stop waiting at once.
+  template <typename F>
+  common::Status Cross(const std::string& what, F&& call);
+
+  const int local_rank_;
+  const int local_size_;
+  const int cross_rank_;
+  const int cross_size_;
+  const bool allreduce_on_;
+  const bool allgather_on_;
+  std::unique_ptr<Segment> segment_;
+  const size_t chunk_bytes_;
+  std::shared_ptr<gloo::Context> cross_;  // null on one host
+  std::atomic<bool> aborted_{false};
+  std::unique_ptr<HostBarrier> barrier_;
+  std::shared_ptr<AbortSwitch> abort_switch_;
+  int abort_subscription_ = -1;
+  // Which of the two buffers the next step writes.
+  int parity_ = 0;
+};
+
+}  // namespace hvd::runtime::shm

@@ -1,0 +1,424 @@
+// The shared-memory stage (runtime/src/shm/): ranks are threads of this
+// process, each with its own mapping of its host's segment and real Gloo
+// contexts over loopback TCP (an in-process store), so every result is
+// checked against a serial reduction without starting processes. "Hosts"
+// are groups of threads with their own segments.
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dtype_dispatch.h"
+#include "hvd/common/hmac.h"
+#include "shm/host_barrier.h"
+#include "shm/host_group.h"
+#include "shm/segment.h"
+
+namespace hvd::runtime::shm {
+namespace {
+
+using common::Code;
+using common::Status;
+
+// A name no other test process uses.
+std::string UniqueSecret() {
+  static int serial = 0;
+  std::random_device random;
+  return "test-" + std::to_string(getpid()) + "-" + std::to_string(serial++) +
+         "-" + std::to_string(random());
+}
+
+// /dev/shm names of the job whose secret is `secret`.
+std::vector<std::string> SegmentsOf(const std::string& secret) {
+  const std::string prefix =
+      "hvd-" + common::Sha256Hex("shm:" + secret).substr(0, 16);
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename();
+    if (name.compare(0, prefix.size(), prefix) == 0) found.push_back(name);
+  }
+  return found;
+}
+
+struct Layout {
+  int hosts;
+  int per_host;
+  int size() const { return hosts * per_host; }
+};
+
+struct RankEnv {
+  RuntimeConfig config;
+  std::shared_ptr<gloo::Context> global;
+  std::unique_ptr<HostGroup> group;
+  std::shared_ptr<AbortSwitch> abort_switch;
+};
+
+// Connects `layout`'s ranks (one thread each) and runs `body` on each.
+// `adjust` may change a rank's config before it connects.
+void OnRanks(const Layout& layout, size_t chunk_bytes,
+             const std::function<void(RankEnv&)>& body,
+             const std::function<void(RuntimeConfig&)>& adjust = {},
+             const std::string& secret = UniqueSecret()) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  // No rank closes its connections while another may still use them.
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < layout.size(); ++rank) {
+    threads.emplace_back([&, rank] {
+      RankEnv env;
+      // Declared after env: runs first, however this thread ends.
+      struct Arrive {
+        std::function<void()> at_end;
+        ~Arrive() { at_end(); }
+      } arrive{[&] {
+        std::unique_lock<std::mutex> lock(mu);
+        ++finished;
+        cv.notify_all();
+        cv.wait(lock, [&] { return finished == layout.size(); });
+      }};
+      RuntimeConfig& c = env.config;
+      c.rank = rank;
+      c.size = layout.size();
+      c.local_rank = rank % layout.per_host;
+      c.local_size = layout.per_host;
+      c.cross_rank = rank / layout.per_host;
+      c.cross_size = layout.hosts;
+      c.secret = secret;
+      c.gloo_timeout = std::chrono::seconds(20);
+      c.shm_chunk_bytes = chunk_bytes;
+      if (adjust) adjust(c);
+      auto connect = [&](const std::string& prefix, int r, int n) {
+        gloo::rendezvous::PrefixStore prefixed(prefix, *store);
+        auto context = std::make_shared<gloo::rendezvous::Context>(r, n);
+        context->setTimeout(std::chrono::seconds(20));
+        context->connectFullMesh(prefixed, device);
+        return std::shared_ptr<gloo::Context>(context);
+      };
+      env.global = connect("global", rank, layout.size());
+      env.abort_switch = std::make_shared<AbortSwitch>();
+      HostGroupSetup setup;
+      setup.config = &c;
+      setup.generation = 1;
+      setup.global = env.global;
+      setup.abort_switch = env.abort_switch;
+      setup.connect_cross =
+          [&]() -> common::Result<std::shared_ptr<gloo::Context>> {
+        return connect("cross" + std::to_string(c.local_rank), c.cross_rank,
+                       c.cross_size);
+      };
+      auto group = HostGroup::Connect(setup);
+      ASSERT_TRUE(group.ok()) << group.status().ToString();
+      env.group = std::move(*group);
+      body(env);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// Rank r's element i: small values, so int8 products of four ranks and
+// float16 sums stay exact.
+double Input(int rank, size_t i) {
+  double v = static_cast<double>((i + rank) % 3 + 1);
+  return rank % 2 ? -v : v;
+}
+
+double Combine(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
+    case ReduceOp::kProduct:
+      return a * b;
+    default:
+      return a + b;
+  }
+}
+
+template <typename T>
+T Cast(double v) {
+  if constexpr (std::is_same_v<T, gloo::float16>) {
+    return gloo::cpu_float2half_rn(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+template <typename T>
+double Back(T v) {
+  if constexpr (std::is_same_v<T, gloo::float16>) {
+    return gloo::cpu_half2float(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+constexpr DataType kTypes[] = {
+    DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,  DataType::kInt64,
+    DataType::kFloat16, DataType::kFloat32, DataType::kFloat64};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kProduct};
+
+// Every type and op at sizes around the chunk (4 KiB) and the slices.
+void CheckAllreduce(RankEnv& env) {
+  ASSERT_NE(env.group, nullptr);
+  const int size = env.config.size;
+  for (DataType dtype : kTypes) {
+    for (ReduceOp op : kOps) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001},
+                           size_t{4096 * 3 + 5}}) {
+        WithCppType(dtype, [&](auto type) {
+          using T = decltype(type);
+          const bool unsigned_type = dtype == DataType::kUInt8;
+          std::vector<T> data(count);
+          for (size_t i = 0; i < count; ++i) {
+            const double v = Input(env.config.rank, i);
+            data[i] = Cast<T>(unsigned_type ? std::fabs(v) : v);
+          }
+          Status status = env.group->Allreduce(dtype, op, data.data(), count,
+                                               "test allreduce");
+          ASSERT_TRUE(status.ok()) << status.ToString();
+          for (size_t i = 0; i < count; ++i) {
+            double want = 0;
+            for (int r = 0; r < size; ++r) {
+              double v = Input(r, i);
+              if (unsigned_type) v = std::fabs(v);
+              want = r == 0 ? v : Combine(op, want, v);
+            }
+            ASSERT_EQ(Back(data[i]), Back(Cast<T>(want)))
+                << DataTypeName(dtype) << " " << ReduceOpName(op) << " count "
+                << count << " element " << i << " on rank " << env.config.rank;
+          }
+        });
+      }
+    }
+  }
+}
+
+class HostGroupLayoutTest : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(HostGroupLayoutTest, AllreduceMatchesASerialReduction) {
+  OnRanks(GetParam(), 4096, CheckAllreduce);
+}
+
+TEST_P(HostGroupLayoutTest, BroadcastFromEveryRoot) {
+  OnRanks(GetParam(), 4096, [](RankEnv& env) {
+    ASSERT_NE(env.group, nullptr);
+    for (int root = 0; root < env.config.size; ++root) {
+      for (size_t bytes : {size_t{1}, size_t{4095}, size_t{4096 * 2 + 3}}) {
+        std::vector<uint8_t> data(bytes);
+        for (size_t i = 0; i < bytes; ++i) {
+          data[i] = static_cast<uint8_t>(i * 7 + env.config.rank);
+        }
+        Status status =
+            env.group->Broadcast(data.data(), bytes, root, "test broadcast");
+        ASSERT_TRUE(status.ok()) << status.ToString();
+        for (size_t i = 0; i < bytes; ++i) {
+          ASSERT_EQ(data[i], static_cast<uint8_t>(i * 7 + root))
+              << "root " << root << " byte " << i;
+        }
+      }
+    }
+  });
+}
+
+TEST_P(HostGroupLayoutTest, AllgatherOfUnevenContributions) {
+  OnRanks(GetParam(), 4096, [](RankEnv& env) {
+    ASSERT_NE(env.group, nullptr);
+    const int size = env.config.size;
+    // Rank 0 gives nothing; some give more than a chunk.
+    for (size_t unit : {size_t{3}, size_t{3001}}) {
+      std::vector<size_t> bytes(size);
+      for (int r = 0; r < size; ++r) bytes[r] = r * unit;
+      auto byte_of = [](int r, size_t i) {
+        return static_cast<uint8_t>(r * 31 + i % 251);
+      };
+      std::vector<uint8_t> mine(bytes[env.config.rank]);
+      for (size_t i = 0; i < mine.size(); ++i) {
+        mine[i] = byte_of(env.config.rank, i);
+      }
+      size_t total = 0;
+      for (size_t b : bytes) total += b;
+      std::vector<uint8_t> out(total, 0xEE);
+      Status status = env.group->Allgather(mine.data(), bytes, out.data(),
+                                           "test allgather");
+      ASSERT_TRUE(status.ok()) << status.ToString();
+      size_t at = 0;
+      for (int r = 0; r < size; ++r) {
+        for (size_t i = 0; i < bytes[r]; ++i, ++at) {
+          ASSERT_EQ(out[at], byte_of(r, i)) << "rank " << r << " byte " << i;
+        }
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HostGroupLayoutTest,
+                         ::testing::Values(Layout{1, 2}, Layout{1, 3},
+                                           Layout{1, 4}, Layout{2, 2},
+                                           Layout{3, 2}),
+                         [](const ::testing::TestParamInfo<Layout>& info) {
+                           return std::to_string(info.param.hosts) + "x" +
+                                  std::to_string(info.param.per_host);
+                         });
+
+TEST(HostGroupTest, NoSegmentIsLeftOnceConnected) {
+  const std::string secret = UniqueSecret();
+  OnRanks(
+      {2, 2}, 4096,
+      [&](RankEnv& env) {
+        ASSERT_NE(env.group, nullptr);
+        // Connect returns after every rank has mapped and unlinked.
+        EXPECT_EQ(SegmentsOf(secret), std::vector<std::string>());
+      },
+      {}, secret);
+}
+
+TEST(HostGroupTest, FlatWhenSwitchedOffOnAnyRank) {
+  OnRanks(
+      {1, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); },
+      [](RuntimeConfig& c) {
+        if (c.rank == 1) {
+          c.hierarchical_allreduce = false;
+          c.hierarchical_allgather = false;
+        }
+      });
+}
+
+TEST(HostGroupTest, OneKindOffOnOneRankIsOffEverywhere) {
+  OnRanks(
+      {1, 2}, 4096,
+      [](RankEnv& env) {
+        ASSERT_NE(env.group, nullptr);
+        EXPECT_TRUE(env.group->allreduce_on());
+        EXPECT_FALSE(env.group->allgather_on());
+      },
+      [](RuntimeConfig& c) {
+        if (c.rank == 1) c.hierarchical_allgather = false;
+      });
+}
+
+TEST(HostGroupTest, FlatWhenHostsHaveDifferentNumbersOfRanks) {
+  // Three ranks: two on host A, one on host B.
+  OnRanks(
+      {1, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); },
+      [](RuntimeConfig& c) {
+        c.local_size = c.rank < 2 ? 2 : 1;
+        c.local_rank = c.rank < 2 ? c.rank : 0;
+        c.cross_size = c.local_rank == 0 ? 2 : 1;
+        c.cross_rank = c.rank < 2 ? 0 : 1;
+      });
+}
+
+TEST(HostGroupTest, FlatWithOneRankPerHost) {
+  OnRanks({3, 1}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); });
+}
+
+TEST(HostGroupTest, ARankThatNeverComesIsABoundedErrorOnTheOthers) {
+  OnRanks(
+      {1, 3}, 4096,
+      [](RankEnv& env) {
+        ASSERT_NE(env.group, nullptr);
+        if (env.config.rank == 2) return;  // never takes part
+        std::vector<float> data(100, 1.0f);
+        Status status =
+            env.group->Allreduce(DataType::kFloat32, ReduceOp::kSum,
+                                 data.data(), data.size(), "test allreduce");
+        // The first to give up times out and breaks the segment; the
+        // other learns from that.
+        EXPECT_TRUE(status.code() == Code::kTimeout ||
+                    status.code() == Code::kTransport)
+            << status.ToString();
+        EXPECT_NE(status.message().find("test allreduce"), std::string::npos)
+            << status.ToString();
+      },
+      [](RuntimeConfig& c) {
+        c.gloo_timeout = std::chrono::milliseconds(300);
+      });
+}
+
+TEST(HostGroupTest, AbortEndsAWaitOnTheSegment) {
+  // The timeout is long: only the Abort can end these waits in time for
+  // the status to say "aborted".
+  OnRanks({1, 3}, 4096, [](RankEnv& env) {
+    ASSERT_NE(env.group, nullptr);
+    if (env.config.rank == 2) {
+      // Aborts its own generation instead of taking part, as a worker
+      // told by the driver that a peer died does.
+      env.abort_switch->Abort("a peer died");
+      return;
+    }
+    std::vector<float> data(100, 1.0f);
+    Status status =
+        env.group->Allreduce(DataType::kFloat32, ReduceOp::kSum, data.data(),
+                             data.size(), "test allreduce");
+    EXPECT_EQ(status.code(), Code::kTransport) << status.ToString();
+  });
+}
+
+TEST(SegmentTest, EarlierGenerationsOfTheJobAreRemoved) {
+  const std::string prefix = "/hvd-segtest" + std::to_string(getpid()) + "-g";
+  std::vector<std::unique_ptr<Segment>> kept;
+  for (int g : {1, 2, 3, 12}) {
+    auto s = Segment::Create(prefix + std::to_string(g) + "-h0", 4096);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    kept.push_back(std::move(*s));
+  }
+  Segment::UnlinkEarlierGenerations(prefix, 3);
+  for (int g : {1, 2}) {
+    EXPECT_FALSE(Segment::Open(prefix + std::to_string(g) + "-h0", 4096).ok());
+  }
+  for (int g : {3, 12}) {
+    const std::string name = prefix + std::to_string(g) + "-h0";
+    auto opened = Segment::Open(name, 4096);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    Segment::Unlink(name);
+  }
+}
+
+TEST(SegmentTest, MappingsShareMemoryAndOutliveTheName) {
+  const std::string name = "/hvd-segtest" + std::to_string(getpid()) + "-x";
+  auto created = Segment::Create(name, 8192);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto opened = Segment::Open(name, 8192);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Segment::Unlink(name);
+  (*created)->data()[8191] = 42;
+  EXPECT_EQ((*opened)->data()[8191], 42);
+  EXPECT_FALSE(Segment::Open(name, 8192).ok());
+  // A second creation under a live name is refused.
+  auto again = Segment::Create(name, 8192);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(Segment::Create(name, 8192).ok());
+  Segment::Unlink(name);
+}
+
+TEST(SegmentTest, AWrongSizeIsRefused) {
+  const std::string name = "/hvd-segtest" + std::to_string(getpid()) + "-y";
+  auto created = Segment::Create(name, 4096);
+  ASSERT_TRUE(created.ok());
+  auto opened = Segment::Open(name, 8192);
+  EXPECT_FALSE(opened.ok());
+  Segment::Unlink(name);
+}
+
+}  // namespace
+}  // namespace hvd::runtime::shm
