@@ -271,6 +271,32 @@ TEST_P(HostGroupLayoutTest, AllgatherOfUnevenContributions) {
   });
 }
 
+TEST_P(HostGroupLayoutTest, GatherToRankZero) {
+  OnRanks(GetParam(), 4096, [](RankEnv& env) {
+    ASSERT_NE(env.group, nullptr);
+    const int size = env.config.size;
+    EXPECT_EQ(env.group->rank(), env.config.rank);
+    EXPECT_EQ(env.group->size(), size);
+    for (size_t bytes : {size_t{1}, size_t{100}, size_t{4096 + 17}}) {
+      std::vector<uint8_t> mine(bytes);
+      for (size_t i = 0; i < bytes; ++i) {
+        mine[i] = static_cast<uint8_t>(env.config.rank * 13 + i);
+      }
+      std::vector<uint8_t> out(env.config.rank == 0 ? bytes * size : 0);
+      Status status =
+          env.group->Gather(mine.data(), bytes, out.data(), "test gather");
+      ASSERT_TRUE(status.ok()) << status.ToString();
+      if (env.config.rank != 0) continue;
+      for (int r = 0; r < size; ++r) {
+        for (size_t i = 0; i < bytes; ++i) {
+          ASSERT_EQ(out[r * bytes + i], static_cast<uint8_t>(r * 13 + i))
+              << "rank " << r << " byte " << i;
+        }
+      }
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, HostGroupLayoutTest,
                          ::testing::Values(Layout{1, 2}, Layout{1, 3},
                                            Layout{1, 4}, Layout{2, 2},

@@ -3,6 +3,7 @@
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
+#include <gloo/gather.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -345,6 +346,47 @@ Status HostGroup::Allgather(const void* input,
     parity_ ^= 1;
   }
   return Status::Ok();
+}
+
+Status HostGroup::Gather(const void* input, size_t bytes, void* output,
+                         const std::string& what) {
+  const auto* in = static_cast<const uint8_t*>(input);
+  // Local rank 0 collects its host's block: in place on one host, for the
+  // gather across hosts otherwise.
+  std::vector<uint8_t> block;
+  uint8_t* host_block = nullptr;
+  if (local_rank_ == 0) {
+    if (cross_) {
+      block.resize(static_cast<size_t>(local_size_) * bytes);
+      host_block = block.data();
+    } else {
+      host_block = static_cast<uint8_t*>(output);
+    }
+  }
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk_bytes_, bytes - done);
+    std::memcpy(Slot(local_rank_), in + done, n);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    if (host_block) {
+      for (int k = 0; k < local_size_; ++k) {
+        std::memcpy(host_block + k * bytes + done, Slot(k), n);
+      }
+    }
+    parity_ ^= 1;
+    done += n;
+  }
+  if (!cross_ || local_rank_ != 0 || bytes == 0) return Status::Ok();
+  return Cross(what, [&] {
+    gloo::GatherOptions opts(cross_);
+    opts.setInput(host_block, block.size());
+    if (cross_rank_ == 0) {
+      opts.setOutput(static_cast<uint8_t*>(output),
+                     block.size() * cross_size_);
+    }
+    opts.setRoot(0);
+    gloo::gather(opts);
+  });
 }
 
 }  // namespace hvd::runtime::shm

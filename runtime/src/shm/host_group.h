@@ -71,6 +71,14 @@ class HostGroup {
   common::Status Allgather(const void* input,
                            const std::vector<size_t>& bytes_by_rank,
                            void* output, const std::string& what);
+  // `bytes` from every rank to rank 0's `output` (size() * bytes, in rank
+  // order; unused elsewhere): through the segment to each host's local
+  // rank 0, then across hosts among them.
+  common::Status Gather(const void* input, size_t bytes, void* output,
+                        const std::string& what);
+
+  int rank() const { return cross_rank_ * local_size_ + local_rank_; }
+  int size() const { return cross_size_ * local_size_; }
 
  private:
   HostGroup(const RuntimeConfig& config, bool allreduce_on, bool allgather_on,

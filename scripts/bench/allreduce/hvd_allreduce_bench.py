@@ -1,5 +1,7 @@
 """hvd side of the allreduce benchmark (run.sh): hvd's own allreduce of a
-float32 numpy array, in place. Started by hvdrun:
+float32 numpy array, in place; "hvd-flat" in the results when
+HOROVOD_HIERARCHICAL_ALLREDUCE=0 keeps it off shared memory. Started by
+hvdrun:
 
     hvdrun -np N python3 hvd_allreduce_bench.py [--sizes B,...] \\
         [--min-seconds S]
@@ -9,6 +11,7 @@ size reuses one tensor name, as a training loop does, so hvd's response
 cache sees what it sees in training.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -33,9 +36,11 @@ class HvdBackend:
 
 
 def main() -> None:
-    args = bench_method.parse_args("hvd", sys.argv[1:])
+    flat = os.environ.get("HOROVOD_HIERARCHICAL_ALLREDUCE") == "0"
+    impl = "hvd-flat" if flat else "hvd"
+    args = bench_method.parse_args(impl, sys.argv[1:])
     hvd.init()
-    bench_method.run("hvd", HvdBackend(), hvd.rank(), hvd.size(), args)
+    bench_method.run(impl, HvdBackend(), hvd.rank(), hvd.size(), args)
     hvd.shutdown()
 
 

@@ -1,7 +1,8 @@
 """Summarises scripts/bench/allreduce/run.sh output (JSON lines) as the
 Markdown tables of docs/benchmarks.md: per rank count, the median busbw of
-each implementation per size, the ratios to raw Gloo, and the 4 KiB
-latency."""
+each implementation per size, the ratios to raw Gloo, hvd's busbw as a
+fraction of one core's memcpy bandwidth (measured in the same run), and
+the 4 KiB latency."""
 
 import collections
 import json
@@ -9,7 +10,9 @@ import os
 import statistics
 import sys
 
-IMPLS = ("gloo", "torch", "hvd")
+IMPLS = ("gloo", "torch", "hvd", "hvd-flat")
+# Ratios to raw Gloo, in this order.
+RATIOS = ("hvd", "hvd-flat", "torch")
 LATENCY_BYTES = 4096
 
 
@@ -22,11 +25,15 @@ def size_text(nbytes: int) -> str:
 
 def main(path: str) -> None:
     runs = collections.defaultdict(list)
+    copies = []
     with open(path) as f:
         for line in f:
             if line.strip():
                 row = json.loads(line)
-                runs[(row["np"], row["bytes"], row["impl"])].append(row)
+                if row["impl"] == "memcpy":
+                    copies.append(row["copy_gbs"])
+                else:
+                    runs[(row["np"], row["bytes"], row["impl"])].append(row)
     if not runs:
         sys.exit(f"report.py: no results in {path}")
 
@@ -41,6 +48,11 @@ def main(path: str) -> None:
         return format(value, fmt) if value is not None else "-"
 
     cores = os.cpu_count()
+    copy = statistics.median(copies) if copies else None
+    if copy:
+        print(f"One core's memcpy: {copy:.1f} GB/s (median of "
+              f"{len(copies)}); hvd / memcpy is hvd's busbw over it.")
+        print()
     for np in sorted({k[0] for k in runs}):
         impls = [i for i in IMPLS if any(k[0] == np and k[2] == i
                                          for k in runs)]
@@ -49,25 +61,27 @@ def main(path: str) -> None:
         runs_text = f"{repeats} run" + ("s" if repeats != 1 else "")
         print(f"### N = {np} (median of {runs_text}{note})")
         print()
+        ratios = [i for i in RATIOS if i in impls]
         print("| size | " + " | ".join(f"{i} busbw GB/s" for i in impls)
-              + " | hvd / gloo | torch / gloo |")
-        print("|---" * (len(impls) + 3) + "|")
+              + "".join(f" | {i} / gloo" for i in ratios)
+              + (" | hvd / memcpy" if copy else "") + " |")
+        print("|---" * (len(impls) + len(ratios) + 1 + bool(copy)) + "|")
         for nbytes in sorted({k[1] for k in runs if k[0] == np}):
             bw = {i: median(np, nbytes, i, "busbw_gbs") for i in IMPLS}
             print(f"| {size_text(nbytes)} | "
                   + " | ".join(num(bw[i], ".3f") for i in impls)
-                  + f" | {ratio(bw['hvd'], bw['gloo'])}"
-                  + f" | {ratio(bw['torch'], bw['gloo'])} |")
+                  + "".join(f" | {ratio(bw[i], bw['gloo'])}" for i in ratios)
+                  + (f" | {ratio(bw['hvd'], copy)}" if copy else "") + " |")
         lat = {i: median(np, LATENCY_BYTES, i, "latency_us") for i in IMPLS}
         if any(v is not None for v in lat.values()):
             print()
             print("| 4 KiB latency | " + " | ".join(f"{i} µs" for i in impls)
-                  + " | hvd / gloo | torch / gloo |")
-            print("|---" * (len(impls) + 3) + "|")
+                  + "".join(f" | {i} / gloo" for i in ratios) + " |")
+            print("|---" * (len(impls) + len(ratios) + 1) + "|")
             print(f"| N = {np} | "
                   + " | ".join(num(lat[i], ".0f") for i in impls)
-                  + f" | {ratio(lat['hvd'], lat['gloo'])}"
-                  + f" | {ratio(lat['torch'], lat['gloo'])} |")
+                  + "".join(f" | {ratio(lat[i], lat['gloo'])}"
+                            for i in ratios) + " |")
         print()
 
 

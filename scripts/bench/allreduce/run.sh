@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Allreduce benchmark: raw Gloo, torch.distributed (backend gloo) and hvd,
-# float32 sum from 4 KiB to 256 MiB at 2 and 4 ranks on this machine. The
-# three run interleaved (gloo, torch, hvd, gloo, ...) so that they see the
-# same machine state; report.py prints the median busbw per size and the
-# ratios to raw Gloo, the table in docs/benchmarks.md.
+# Allreduce benchmark: raw Gloo, torch.distributed (backend gloo), hvd
+# (hierarchical: shared memory inside the host) and hvd-flat (hvd with
+# HOROVOD_HIERARCHICAL_ALLREDUCE=0: Gloo over all ranks), float32 sum from
+# 4 KiB to 256 MiB at 2 and 4 ranks on this machine. They run interleaved
+# (gloo, torch, hvd, hvd-flat, gloo, ...) so that they see the same machine
+# state, each repeat after one measure of a single core's memcpy
+# bandwidth; report.py prints the median busbw per size, the ratios to raw
+# Gloo and hvd's busbw as a fraction of memcpy's, the tables in
+# docs/benchmarks.md.
 #
 #   scripts/bench/allreduce/run.sh [repeats]      (default 3)
 # Environment: HVD_BENCH_NP (default "2 4"), HVD_BENCH_SIZES (bytes, comma
@@ -34,7 +38,7 @@ mkdir -p "$dir"
 
 impls=(gloo torch)
 if /usr/bin/python3 -c 'import hvd' 2>/dev/null; then
-  impls+=(hvd)
+  impls+=(hvd hvd-flat)
 else
   echo "note: 'import hvd' fails in /usr/bin/python3; hvd is skipped"
 fi
@@ -72,6 +76,8 @@ run_one() {
                 "$here/torch_allreduce_bench.py"
                 --init-method "tcp://127.0.0.1:$(free_port)") ;;
     hvd) cmd=(/usr/bin/python3 "$here/hvd_allreduce_bench.py") ;;
+    hvd-flat) cmd=(env HOROVOD_HIERARCHICAL_ALLREDUCE=0 /usr/bin/python3
+                   "$here/hvd_allreduce_bench.py") ;;
   esac
   echo "== $impl np=$np" >>"$log"
   if ! "$hvdrun" -np "$np" "${cmd[@]}" "${flags[@]}" 2>>"$log" |
@@ -87,6 +93,7 @@ for np in $nps; do
       "expect noisy numbers (compare columns, not runs)"
   fi
   for ((r = 1; r <= repeats; r++)); do
+    /usr/bin/python3 "$here/memcpy_bench.py" >>"$results"
     for impl in "${impls[@]}"; do
       echo "np=$np repeat $r/$repeats: $impl"
       run_one "$impl" "$np"

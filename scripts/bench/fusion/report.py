@@ -17,6 +17,8 @@ RESNET50 = (  # (impl, what it is)
     ("hvd", "hvd, allreduce_async_ per tensor + synchronize"),
     ("hvd-grouped", "hvd, grouped_allreduce"),
     ("hvd-views", "hvd, allreduce_async_ per tensor, views of one buffer"),
+    ("hvd-views-flat", "hvd-views without shared memory "
+     "(HOROVOD_HIERARCHICAL_ALLREDUCE=0)"),
 )
 # (numerator, denominator, target text, test)
 TARGETS = (
@@ -26,6 +28,8 @@ TARGETS = (
     ("hvd-grouped", "torch", "< 1", lambda r: r < 1),
     ("hvd-views", "gloo", "≤ 1.15", lambda r: r <= 1.15),
     ("hvd-views", "torch", "< 1", lambda r: r < 1),
+    ("hvd-views", "torch-buckets", "< 1", lambda r: r < 1),
+    ("hvd-views", "hvd-views-flat", "< 1", lambda r: r < 1),
 )
 # The tuner's log (HOROVOD_AUTOTUNE_LOG): CSV, a header naming at least one
 # of these, a row per trial; a column "best" marks the row it settled on.

@@ -6,7 +6,9 @@
 #                step: hvd (allreduce_async_ each, then synchronize all),
 #                hvd-grouped (grouped_allreduce; skipped where hvd has none),
 #                hvd-views (as hvd, the tensors views of one flat buffer, as
-#                DistributedOptimizer lays gradients out),
+#                DistributedOptimizer lays gradients out), hvd-views-flat
+#                (hvd-views without the shared-memory stage,
+#                HOROVOD_HIERARCHICAL_ALLREDUCE=0),
 #                torch (one async all_reduce per tensor), torch-buckets
 #                (DDP's buckets: 1 MiB, then 25 MiB, reverse order) and gloo
 #                (raw Gloo, one flat buffer of the same size).
@@ -68,7 +70,7 @@ mkdir -p "$dir"
 : >"$results"
 
 "$python" -c 'import hvd' || hvd_die "'import hvd' fails with $build"
-resnet50_impls=(gloo torch torch-buckets hvd hvd-views)
+resnet50_impls=(gloo torch torch-buckets hvd hvd-views hvd-views-flat)
 if "$python" -c 'import sys, hvd
 sys.exit(not hasattr(hvd, "grouped_allreduce"))'; then
   resnet50_impls+=(hvd-grouped)
@@ -122,6 +124,9 @@ run_one() {
            --variant "$variant" --steps "$steps") ;;
     resnet50/hvd) cmd=("${hvd_bench[@]}" --steps "$steps") ;;
     resnet50/hvd-views)
+      cmd=("${hvd_bench[@]}" --variant views --steps "$steps") ;;
+    resnet50/hvd-views-flat)
+      env=(HOROVOD_HIERARCHICAL_ALLREDUCE=0)
       cmd=("${hvd_bench[@]}" --variant views --steps "$steps") ;;
     resnet50/hvd-grouped)
       cmd=("${hvd_bench[@]}" --variant grouped --steps "$steps") ;;
