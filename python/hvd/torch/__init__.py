@@ -4,16 +4,14 @@ A pure-Python layer over the numpy-level ``hvd`` package: torch tensors are
 handed to the core as numpy arrays that share their memory (CPU tensors;
 CUDA collectives come with the NCCL backend). Modules:
 
-* one module per collective, holding its asynchronous, synchronous
-  (autograd-aware) and grouped forms and its autograd Functions:
-  ``allreduce`` (with ``sparse_allreduce_async``), ``allgather``,
-  ``broadcast``, ``alltoall``, ``reducescatter``; ``barrier`` holds
-  ``join`` and ``barrier``.
-* ``handles``: ``Handle``, ``poll``, ``synchronize``, and the calling
-  protocol of every collective (names, groups, process sets, errors,
-  autograd).
-* ``collective_args``: how the collective modules read their common
-  arguments (names, process sets, lists of tensors).
+* ``collectives``: one module per collective, holding its asynchronous,
+  synchronous (autograd-aware) and grouped forms and its autograd
+  Functions: ``allreduce`` (with ``sparse_allreduce_async``),
+  ``allgather``, ``broadcast``, ``alltoall``, ``reducescatter``;
+  ``barrier`` (``join``, ``barrier``); ``handles`` (``Handle``, ``poll``,
+  ``synchronize``, and the calling protocol of every collective: names,
+  groups, process sets, errors, autograd); ``arguments`` (the argument
+  helpers they share).
 * ``mpi_ops``: re-exports the names of Horovod's ``horovod.torch.mpi_ops``,
   for code that imports them from there.
 * ``compression``: ``Compression.none``, ``Compression.fp16``.
@@ -50,24 +48,26 @@ from hvd.build import (__version__, ccl_built, cuda_built, ddl_built, gloo_built
                        gloo_enabled, mpi_built, mpi_enabled,
                        mpi_threads_supported, nccl_built, rocm_built)
 
-from .allgather import (allgather, allgather_async, grouped_allgather,
-                        grouped_allgather_async)
-from .allreduce import (allreduce, allreduce_, allreduce_async,
-                        allreduce_async_, grouped_allreduce,
-                        grouped_allreduce_, grouped_allreduce_async,
-                        grouped_allreduce_async_, sparse_allreduce_async)
-from .alltoall import alltoall, alltoall_async
-from .barrier import barrier, join
-from .broadcast import (broadcast, broadcast_, broadcast_async,
-                        broadcast_async_)
+from .collectives.allgather import (allgather, allgather_async,
+                                    grouped_allgather, grouped_allgather_async)
+from .collectives.allreduce import (allreduce, allreduce_, allreduce_async,
+                                    allreduce_async_, grouped_allreduce,
+                                    grouped_allreduce_,
+                                    grouped_allreduce_async,
+                                    grouped_allreduce_async_,
+                                    sparse_allreduce_async)
+from .collectives.alltoall import alltoall, alltoall_async
+from .collectives.barrier import barrier, join
+from .collectives.broadcast import (broadcast, broadcast_, broadcast_async,
+                                    broadcast_async_)
+from .collectives.handles import Handle, poll, synchronize
+from .collectives.reducescatter import (grouped_reducescatter,
+                                        grouped_reducescatter_async,
+                                        reducescatter, reducescatter_async)
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
-from .handles import Handle, poll, synchronize
 from .optimizer import DistributedOptimizer
-from .reducescatter import (grouped_reducescatter,
-                            grouped_reducescatter_async, reducescatter,
-                            reducescatter_async)
 from .sync_batch_norm import SyncBatchNorm
 from . import elastic
 

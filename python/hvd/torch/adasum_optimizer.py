@@ -34,9 +34,9 @@ import torch
 import hvd as _hvd
 from hvd._core import core as _core
 
-from .allreduce import allreduce_async_
-from .collective_args import set_ranks
-from .handles import synchronize
+from .collectives.allreduce import allreduce_async_
+from .collectives.arguments import set_ranks
+from .collectives.handles import synchronize
 from .compression import Compressor
 from .parameter_names import parameter_names
 

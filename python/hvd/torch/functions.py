@@ -16,8 +16,8 @@ import torch
 
 import hvd as _hvd
 
-from .broadcast import broadcast_async_
-from .handles import synchronize
+from .collectives.broadcast import broadcast_async_
+from .collectives.handles import synchronize
 
 GLOBAL = _hvd.global_process_set
 

@@ -6,9 +6,9 @@ Code written for Horovod imports collectives from there, e.g.
 nothing: it re-exports, from where they live, the names Horovod's module
 has (its public functions, the basics, the reduce ops, the process-set
 names, ``Compression`` and ``HorovodInternalError``). hvd keeps one module
-per collective (``allreduce``, ``allgather``, ``broadcast``, ``alltoall``,
-``reducescatter``, ``barrier``, with ``poll`` and ``synchronize`` in
-``handles``); new code imports from ``hvd.torch``.
+per collective in ``hvd.torch.collectives`` (``allreduce``, ``allgather``,
+``broadcast``, ``alltoall``, ``reducescatter``, ``barrier``, with ``poll``
+and ``synchronize`` in ``handles``); new code imports from ``hvd.torch``.
 
 Not re-exported: Horovod's autograd classes (``HorovodAllreduce``, ...),
 whose ``apply`` arguments differ from hvd's Functions, and its private
@@ -25,21 +25,23 @@ from hvd.build import (ccl_built, cuda_built, ddl_built, gloo_built,
                        gloo_enabled, mpi_built, mpi_enabled,
                        mpi_threads_supported, nccl_built, rocm_built)
 
-from .allgather import (allgather, allgather_async, grouped_allgather,
-                        grouped_allgather_async)
-from .allreduce import (allreduce, allreduce_, allreduce_async,
-                        allreduce_async_, grouped_allreduce,
-                        grouped_allreduce_, grouped_allreduce_async,
-                        grouped_allreduce_async_, sparse_allreduce_async)
-from .alltoall import alltoall, alltoall_async
-from .barrier import barrier, join
-from .broadcast import (broadcast, broadcast_, broadcast_async,
-                        broadcast_async_)
+from .collectives.allgather import (allgather, allgather_async,
+                                    grouped_allgather, grouped_allgather_async)
+from .collectives.allreduce import (allreduce, allreduce_, allreduce_async,
+                                    allreduce_async_, grouped_allreduce,
+                                    grouped_allreduce_,
+                                    grouped_allreduce_async,
+                                    grouped_allreduce_async_,
+                                    sparse_allreduce_async)
+from .collectives.alltoall import alltoall, alltoall_async
+from .collectives.barrier import barrier, join
+from .collectives.broadcast import (broadcast, broadcast_, broadcast_async,
+                                    broadcast_async_)
+from .collectives.handles import poll, synchronize
+from .collectives.reducescatter import (grouped_reducescatter,
+                                        grouped_reducescatter_async,
+                                        reducescatter, reducescatter_async)
 from .compression import Compression
-from .handles import poll, synchronize
-from .reducescatter import (grouped_reducescatter,
-                            grouped_reducescatter_async, reducescatter,
-                            reducescatter_async)
 
 __all__ = [
     "init", "shutdown", "is_initialized", "start_timeline", "stop_timeline",

@@ -34,9 +34,9 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 import hvd as _hvd
 
-from .allgather import allgather_async
-from .allreduce import allreduce_async
-from .handles import synchronize
+from .collectives.allgather import allgather_async
+from .collectives.allreduce import allreduce_async
+from .collectives.handles import synchronize
 
 FORWARD_NAME = "sync_batch_norm.forward"
 BACKWARD_NAME = "sync_batch_norm.backward"

@@ -14,8 +14,8 @@ import torch
 
 import hvd as _hvd
 
-from .compression import Compressor
-from .tensor_bridge import check_tensor
+from ..compression import Compressor
+from ..tensor_bridge import check_tensor
 
 Tensors = Sequence[torch.Tensor]
 

@@ -16,10 +16,10 @@ import torch
 
 import hvd as _hvd
 
+from ..tensor_bridge import InPlace, OutOfPlace, check_tensor
 from .allreduce import AllreduceFunction
-from .collective_args import op_name
+from .arguments import op_name
 from .handles import Handle, synchronize
-from .tensor_bridge import InPlace, OutOfPlace, check_tensor
 
 GLOBAL = _hvd.global_process_set
 

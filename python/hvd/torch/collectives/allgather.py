@@ -16,10 +16,10 @@ import torch
 
 import hvd as _hvd
 
+from ..tensor_bridge import Gathered, check_tensor
 from .allreduce import AllreduceFunction, GroupedAllreduceFunction
-from .collective_args import Tensors, op_name, set_ranks, tensor_list
+from .arguments import Tensors, op_name, set_ranks, tensor_list
 from .handles import Handle, synchronize
-from .tensor_bridge import Gathered, check_tensor
 
 GLOBAL = _hvd.global_process_set
 

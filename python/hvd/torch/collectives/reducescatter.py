@@ -18,12 +18,12 @@ import torch
 
 import hvd as _hvd
 
+from ..compression import Compression, Compressor
+from ..tensor_bridge import Gathered, check_tensor
 from .allgather import AllgatherFunction, GroupedAllgatherFunction
-from .collective_args import (Tensors, check_rows, compress_each, op_name,
-                              set_ranks, tensor_list)
-from .compression import Compression, Compressor
+from .arguments import (Tensors, check_rows, compress_each, op_name, set_ranks,
+                        tensor_list)
 from .handles import Handle, synchronize
-from .tensor_bridge import Gathered, check_tensor
 
 GLOBAL = _hvd.global_process_set
 

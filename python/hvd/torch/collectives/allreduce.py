@@ -24,11 +24,10 @@ import torch
 
 import hvd as _hvd
 
-from .collective_args import (Tensors, compress_each, op_name, set_ranks,
-                              tensor_list)
-from .compression import Compression, Compressor
+from ..compression import Compression, Compressor
+from ..tensor_bridge import InPlace, OutOfPlace, check_tensor
+from .arguments import Tensors, compress_each, op_name, set_ranks, tensor_list
 from .handles import Handle, SparseHandle, synchronize
-from .tensor_bridge import InPlace, OutOfPlace, check_tensor
 
 GLOBAL = _hvd.global_process_set
 

@@ -19,9 +19,9 @@ import torch
 
 import hvd as _hvd
 
-from .collective_args import check_rows, op_name, set_ranks
+from ..tensor_bridge import Gathered
+from .arguments import check_rows, op_name, set_ranks
 from .handles import Handle, synchronize
-from .tensor_bridge import Gathered
 
 GLOBAL = _hvd.global_process_set
 
