@@ -187,3 +187,22 @@ def test_a_process_set_from_an_mpi_communicator_is_refused_with_the_reason():
         assert "no MPI" in str(e) and "Communicator" in str(e), e
     else:
         raise AssertionError("ProcessSet took a communicator")
+
+
+# horovod.torch's names that horovod.torch.mpi_ops lacks (they live in its
+# optimizer, functions, sync_batch_norm and elastic modules).
+NOT_IN_MPI_OPS = {"DistributedOptimizer", "broadcast_parameters",
+                  "broadcast_optimizer_state", "broadcast_object",
+                  "allgather_object", "SyncBatchNorm", "elastic"}
+
+
+def test_horovod_torch_mpi_ops_names_are_in_hvd_torch_mpi_ops():
+    # `from horovod.torch.mpi_ops import allreduce_async` keeps working as
+    # `from hvd.torch.mpi_ops import ...`, and gives hvd.torch's objects.
+    import hvd.torch.mpi_ops as mpi_ops
+    names = (set(HOROVOD_FUNCTIONS) | set(HOROVOD_CLASSES)
+             | set(HOROVOD_VALUES)) - NOT_IN_MPI_OPS
+    wrong = sorted(n for n in names
+                   if getattr(mpi_ops, n, None) is not getattr(hvd, n))
+    assert not wrong, f"not hvd.torch's object in mpi_ops: {wrong}"
+    assert set(mpi_ops.__all__) == names

@@ -4,14 +4,16 @@ A pure-Python layer over the numpy-level ``hvd`` package: torch tensors are
 handed to the core as numpy arrays that share their memory (CPU tensors;
 CUDA collectives come with the NCCL backend). Modules:
 
-* ``async_ops``: allreduce/allgather/broadcast ``*_async``,
-  ``sparse_allreduce_async``, ``poll``, ``synchronize``.
-* ``scatter_async``: ``alltoall_async``, ``reducescatter_async``.
-* ``grouped_async``: ``grouped_*_async`` (a list of tensors as one unit).
-* ``mpi_ops``: synchronous, autograd-aware collectives; ``join``,
-  ``barrier``.
-* ``grouped_ops``: synchronous, autograd-aware grouped collectives.
-* ``autograd``: the autograd Functions of the single-tensor collectives.
+* ``collectives``: one module per collective, holding its asynchronous,
+  synchronous (autograd-aware) and grouped forms and its autograd
+  Functions: ``allreduce`` (with ``sparse_allreduce_async``),
+  ``allgather``, ``broadcast``, ``alltoall``, ``reducescatter``;
+  ``barrier`` (``join``, ``barrier``); ``handles`` (``Handle``, ``poll``,
+  ``synchronize``, and the calling protocol of every collective: names,
+  groups, process sets, errors, autograd); ``arguments`` (the argument
+  helpers they share).
+* ``mpi_ops``: re-exports the names of Horovod's ``horovod.torch.mpi_ops``,
+  for code that imports them from there.
 * ``compression``: ``Compression.none``, ``Compression.fp16``.
 * ``functions``: ``broadcast_parameters``, ``broadcast_optimizer_state``,
   ``broadcast_object``, ``allgather_object``.
@@ -46,21 +48,26 @@ from hvd.build import (__version__, ccl_built, cuda_built, ddl_built, gloo_built
                        gloo_enabled, mpi_built, mpi_enabled,
                        mpi_threads_supported, nccl_built, rocm_built)
 
-from .async_ops import (Handle, allgather_async, allreduce_async,
-                        allreduce_async_, broadcast_async, broadcast_async_,
-                        poll, sparse_allreduce_async, synchronize)
+from .collectives.allgather import (allgather, allgather_async,
+                                    grouped_allgather, grouped_allgather_async)
+from .collectives.allreduce import (allreduce, allreduce_, allreduce_async,
+                                    allreduce_async_, grouped_allreduce,
+                                    grouped_allreduce_,
+                                    grouped_allreduce_async,
+                                    grouped_allreduce_async_,
+                                    sparse_allreduce_async)
+from .collectives.alltoall import alltoall, alltoall_async
+from .collectives.barrier import barrier, join
+from .collectives.broadcast import (broadcast, broadcast_, broadcast_async,
+                                    broadcast_async_)
+from .collectives.handles import Handle, poll, synchronize
+from .collectives.reducescatter import (grouped_reducescatter,
+                                        grouped_reducescatter_async,
+                                        reducescatter, reducescatter_async)
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
-from .grouped_async import (grouped_allgather_async, grouped_allreduce_async,
-                            grouped_allreduce_async_,
-                            grouped_reducescatter_async)
-from .grouped_ops import (grouped_allgather, grouped_allreduce,
-                          grouped_allreduce_, grouped_reducescatter)
-from .mpi_ops import (allgather, allreduce, allreduce_, alltoall, barrier,
-                      broadcast, broadcast_, join, reducescatter)
 from .optimizer import DistributedOptimizer
-from .scatter_async import alltoall_async, reducescatter_async
 from .sync_batch_norm import SyncBatchNorm
 from . import elastic
 

@@ -34,7 +34,9 @@ import torch
 import hvd as _hvd
 from hvd._core import core as _core
 
-from .async_ops import allreduce_async_, set_ranks, synchronize
+from .collectives.allreduce import allreduce_async_
+from .collectives.arguments import set_ranks
+from .collectives.handles import synchronize
 from .compression import Compressor
 from .parameter_names import parameter_names
 

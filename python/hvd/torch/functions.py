@@ -16,7 +16,8 @@ import torch
 
 import hvd as _hvd
 
-from .async_ops import broadcast_async_, synchronize
+from .collectives.broadcast import broadcast_async_
+from .collectives.handles import synchronize
 
 GLOBAL = _hvd.global_process_set
 

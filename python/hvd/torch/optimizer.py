@@ -59,11 +59,12 @@ import hvd as _hvd
 from hvd._core import core as _core
 
 from .adasum_optimizer import adasum_optimizer
-from .async_ops import (Handle, allreduce_async_, set_ranks,
-                        sparse_allreduce_async, synchronize)
+from .collectives.allreduce import (allreduce_async_, grouped_allreduce_async_,
+                                    sparse_allreduce_async)
+from .collectives.arguments import set_ranks
+from .collectives.handles import Handle, synchronize
 from .compression import Compression, Compressor
 from .functions import broadcast_object
-from .grouped_async import grouped_allreduce_async_
 from .optimizer_groups import Group, form_groups, resolve_groups
 from .parameter_names import parameter_names
 

@@ -34,7 +34,9 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 import hvd as _hvd
 
-from .async_ops import allgather_async, allreduce_async, synchronize
+from .collectives.allgather import allgather_async
+from .collectives.allreduce import allreduce_async
+from .collectives.handles import synchronize
 
 FORWARD_NAME = "sync_batch_norm.forward"
 BACKWARD_NAME = "sync_batch_norm.backward"

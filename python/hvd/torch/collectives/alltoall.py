@@ -1,19 +1,15 @@
-"""Asynchronous alltoall and reducescatter on torch tensors.
+"""Alltoall of torch tensors: ``alltoall_async`` and ``alltoall``.
 
-Both split dimension 0 of their input among the ranks of the process set,
-and the core allocates the output (its size depends on the other ranks),
-so the input is only read: it is handed over shared where possible (see
-``tensor_bridge.Gathered``) and kept alive by the :class:`Handle` until
-``synchronize``. The calling protocol and the errors are those of
-``async_ops``.
-
-* ``alltoall_async(tensor, splits)``: ``splits[i]`` rows go to the set's
-  i-th rank (equal parts without ``splits``); ``synchronize`` returns the
-  rows received, by sender, and, when ``splits`` was given, also a tensor
-  of how many rows came from each rank.
-* ``reducescatter_async(tensor, op=Average)``: the set's reduction of
-  ``tensor`` (Average or Sum), of which each rank gets a block of rows;
-  the first ``rows % size`` ranks get one row more.
+``splits[i]`` rows of dimension 0 of the input go to the set's i-th rank
+(equal parts without ``splits``); the result is the rows received, by
+sender, and, when ``splits`` was given, also a tensor of how many rows came
+from each rank. The core allocates the output (its size depends on the
+other ranks), so the input is only read: it is handed over shared where
+possible (see ``tensor_bridge.Gathered``) and kept alive by the
+:class:`Handle` until ``synchronize``. ``alltoall`` is autograd-aware
+(``AlltoallFunction``): the gradient is the alltoall of the incoming
+gradient sent back the way the rows came (splits = the received splits).
+The calling protocol and the errors are described in ``handles``.
 """
 
 from typing import Any, List, Optional, Tuple, Union
@@ -23,9 +19,12 @@ import torch
 
 import hvd as _hvd
 
-from .async_ops import Handle, op_name
-from .compression import Compression, Compressor
-from .tensor_bridge import Gathered, check_tensor
+from ..tensor_bridge import Gathered
+from .arguments import check_rows, op_name, set_ranks
+from .handles import Handle, synchronize
+
+GLOBAL = _hvd.global_process_set
+
 
 Splits = Union[None, torch.Tensor, np.ndarray, List[int], Tuple[int, ...]]
 
@@ -73,14 +72,6 @@ def splits_list(splits: Splits, op: str) -> Optional[List[int]]:
         raise ValueError(f"hvd.torch.{op}: splits must not be negative, "
                          f"got {values}")
     return values
-
-
-def check_rows(tensor: torch.Tensor, op: str) -> None:
-    check_tensor(tensor, op)
-    if tensor.dim() == 0:
-        raise ValueError(f"hvd.torch.{op} splits dimension 0 among the "
-                         "ranks; a 0-dim tensor has none (reshape it to "
-                         "(1,) or more rows)")
 
 
 class _Exchanged:
@@ -134,38 +125,60 @@ def alltoall_async(tensor: torch.Tensor, splits: Splits = None,
     return Handle(core, staged)
 
 
-def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
-                        op: Any = None,
-                        process_set: Any = _hvd.global_process_set,
-                        prescale_factor: float = 1.0,
-                        postscale_factor: float = 1.0, *,
-                        compression: Compressor = Compression.none
-                        ) -> Handle:
-    """Starts reducing ``tensor`` over the set and scattering the result.
+class AlltoallFunction(torch.autograd.Function):
+    """apply(tensor, splits, name, process_set) -> (output, received_splits).
 
-    Args:
-        tensor: a CPU tensor with at least one dimension, of the same shape
-            and dtype on every rank (bool is refused, as for allreduce).
-        name: matches this call across ranks (``reducescatter.<name>``).
-        op: ``hvd.Average`` (default), ``hvd.Sum`` or ``hvd.Adasum`` (the
-            Adasum of the whole tensor, each rank keeping its block).
-        process_set: the ranks taking part (default: every rank).
-        prescale_factor: multiplies the input before the reduction.
-        postscale_factor: multiplies the result after it.
-        compression: applied to the input; the result is decompressed.
+    ``splits`` is a list of ints or None (equal parts); received_splits is
+    not differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, splits: Optional[List[int]],
+                name: Optional[str],
+                process_set: Any) -> Tuple[torch.Tensor, torch.Tensor]:
+        if splits is None:
+            # Equal parts, spelled out so that the core reports what each
+            # rank received: backward sends the gradient back that way.
+            # A dimension 0 that does not divide is left to the core's
+            # error message.
+            parts = len(set_ranks(process_set))
+            if tensor.dim() > 0 and tensor.shape[0] % parts == 0:
+                splits = [tensor.shape[0] // parts] * parts
+        result = synchronize(alltoall_async(tensor, splits, name=name,
+                                            process_set=process_set))
+        output, received = result if isinstance(result, tuple) else \
+            (result, torch.zeros(0, dtype=torch.int32))
+        ctx.process_set = process_set
+        ctx.received = received.tolist()
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor,
+                 _grad_splits: Any) -> Tuple[Any, ...]:
+        grad, _ = AlltoallFunction.apply(grad_output.contiguous(),
+                                         ctx.received, None, ctx.process_set)
+        return grad, None, None, None
+
+
+def alltoall(tensor: torch.Tensor, splits: Splits = None,
+             name: Optional[str] = None, process_set: Any = GLOBAL
+             ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """Sends ``splits[i]`` rows of ``tensor`` to the set's i-th rank and
+    returns what this rank received (see ``alltoall_async``).
 
     Returns:
-        A handle; ``synchronize`` gives this rank's block of dimension 0 of
-        the reduction: ``rows // size`` rows, one more on the first
-        ``rows % size`` ranks of the set.
+        The received rows, concatenated in sender order; when ``splits`` is
+        given, a tuple (rows, received_splits) with received_splits in
+        ``splits``' dtype if it is a tensor, else int32. Autograd-aware:
+        the gradient travels back by alltoall with the received splits.
     """
-    check_rows(tensor, "reducescatter_async")
-    check_tensor(tensor, "reducescatter_async", reduction=True)
-    compressed, ctx = compression.compress(tensor)
-    staged = Gathered(compressed, "reducescatter_async", reduction=True)
-    core = _hvd.reducescatter_async(
-        staged.array, name=op_name("reducescatter", name),
-        op=_hvd.Average if op is None else op,
-        prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-        process_set=process_set)
-    return Handle(core, staged, lambda out: compression.decompress(out, ctx))
+    check_rows(tensor, "alltoall")
+    values = splits_list(splits, "alltoall")
+    output, received = AlltoallFunction.apply(tensor, values, name,
+                                              process_set)
+    if splits is None:
+        return output
+    if isinstance(splits, torch.Tensor):
+        received = received.to(splits.dtype)
+    return output, received
