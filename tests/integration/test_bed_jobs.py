@@ -29,7 +29,9 @@ def test_static_job_on_three_hosts_runs_every_op_with_the_environment(
                LD_LIBRARY_PATH="/opt/hvd-test-lib",
                HVD_TEST_USER_VARIABLE="a b'c\"$HOME\nsecond line",
                HVD_TEST_EXPORTED_BY_NAME="from hvdrun",
-               HOSTNAME="the-launching-host")
+               HOSTNAME="the-launching-host",
+               # The shared-memory stage in small chunks (and its log line).
+               HVD_SHM_CHUNK_BYTES="4096", HOROVOD_LOG_LEVEL="debug")
     result = hvdrun(["-H", hosts_arg(hosts), "-x", "HVD_TEST_EXPORTED=x=1",
                      "-x", "HVD_TEST_EXPORTED_BY_NAME", PYTHON,
                      str(WORKERS / "bed_worker.py")],
@@ -59,6 +61,11 @@ def test_static_job_on_three_hosts_runs_every_op_with_the_environment(
         assert got["HOSTNAME"] != "the-launching-host"
         assert got["SSH_CONNECTION"] and \
             got["SSH_CONNECTION"].split()[2] == bed.address(hosts[rank // 2])
+    # Each host's two ranks went through shared memory (at every init),
+    # and across hosts over Gloo.
+    for rank in range(6):
+        assert re.search(rf"\[{rank}\]<stderr>:.*hierarchical collectives "
+                         r"through", result.stderr), result.stderr
 
 
 def start_steady_job(hvdrun, hosts, tmp_path, extra=()):
@@ -75,6 +82,7 @@ def test_sigkill_of_hvdrun_leaves_no_process_on_any_host(bed, hvdrun,
                                                          tmp_path):
     """Also hvdrun's -p and -i on a real job."""
     hosts = bed.up(2)
+    segments = {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
     # Through the bed's second sshd port, which takes only its second key.
     child = start_steady_job(hvdrun, hosts, tmp_path, extra=[
         "-p", "2222", "-i", str(bed.dir / "alt_id_ed25519")])
@@ -83,6 +91,9 @@ def test_sigkill_of_hvdrun_leaves_no_process_on_any_host(bed, hvdrun,
     # The local guards see the driver gone and close what the remote
     # guards read; those stop their workers.
     bed.wait_until_empty(timeout=5)
+    # The bed's hosts share this /dev/shm: no host left a segment.
+    assert {n for n in os.listdir("/dev/shm")
+            if n.startswith("hvd-")} <= segments
 
 
 def test_a_dropped_ssh_connection_stops_its_remote_worker(bed, hvdrun,
