@@ -1,11 +1,6 @@
 #include "controller.h"
 
-#include <gloo/broadcast.h>
-#include <gloo/gather.h>
-
 #include <algorithm>
-
-#include "gloo_call.h"
 
 namespace hvd::runtime {
 
@@ -44,22 +39,22 @@ bool Cacheable(const Response& r) {
 
 }  // namespace
 
-Controller::Controller(std::shared_ptr<gloo::Context> context,
+Controller::Controller(std::unique_ptr<ControlPlane> plane,
                        std::vector<int> global_ranks,
                        const ControllerOptions& options)
-    : context_(context),
-      negotiator_(context, global_ranks),
+    : plane_(std::move(plane)),
+      negotiator_(*plane_, global_ranks),
       cache_(options.cache_capacity),
       stall_time_(options.stall_check
                       ? options.stall.warn_after
                       : std::chrono::steady_clock::duration::max()) {
-  if (options.stall_check && context_->rank == 0) {
+  if (options.stall_check && plane_->rank() == 0) {
     inspector_ = std::make_unique<StallInspector>(options.stall);
   }
-  const bool detect = options.deadlock_after.count() > 0 && context_->size > 1;
+  const bool detect = options.deadlock_after.count() > 0 && plane_->size() > 1;
   hit_patience_ = detect ? options.deadlock_after / 2
                          : std::chrono::steady_clock::duration::max();
-  if (detect && context_->rank == 0) {
+  if (detect && plane_->rank() == 0) {
     detector_ = std::make_unique<DeadlockDetector>(std::move(global_ranks),
                                                    options.deadlock_after);
   }
@@ -185,31 +180,25 @@ Result<ResponseList> Controller::Negotiate(std::vector<Request> requests,
   bits[0] = (want_round ? 0 : kNoRoundNeeded) | (joined_ ? 0 : kNoneJoined) |
             (waiting ? kWaiting : 0);
   // The first rank: each member's flag, before they are ANDed.
-  std::vector<bool> members_waiting(context_->size, waiting);
-  if (context_->size > 1) {
+  const int size = plane_->size();
+  std::vector<bool> members_waiting(size, waiting);
+  if (size > 1) {
     // The first rank gathers every member's vector, ANDs them and
     // broadcasts the result: two steps whatever the set's size (Gloo's ring
     // allreduce and allgather take size - 1 steps, each a round trip).
-    std::vector<uint64_t> all(context_->rank == 0 ? bits.size() * context_->size
-                                                  : 0);
-    Status status = GlooCall("response cache bit exchange", [&] {
-      gloo::GatherOptions gather(context_);
-      gather.setInput(bits.data(), bits.size());
-      if (context_->rank == 0) gather.setOutput(all.data(), all.size());
-      gather.setRoot(0);
-      gloo::gather(gather);
-      for (size_t r = 0; r < all.size() / bits.size(); ++r) {
-        members_waiting[r] = (all[r * bits.size()] & kWaiting) != 0;
-      }
-      for (size_t r = 1; r < all.size() / bits.size(); ++r) {
-        BitwiseAnd(bits.data(), bits.data(), &all[r * bits.size()],
-                   bits.size());
-      }
-      gloo::BroadcastOptions broadcast(context_);
-      broadcast.setOutput(bits.data(), bits.size());
-      broadcast.setRoot(0);
-      gloo::broadcast(broadcast);
-    });
+    constexpr char kWhat[] = "response cache bit exchange";
+    const size_t bytes = bits.size() * sizeof(uint64_t);
+    std::vector<uint64_t> all(plane_->rank() == 0 ? bits.size() * size : 0);
+    Status status = plane_->Gather(kWhat, bits.data(), bytes,
+                                   all.empty() ? nullptr : all.data());
+    if (!status.ok()) return status;
+    for (size_t r = 0; r < all.size() / bits.size(); ++r) {
+      members_waiting[r] = (all[r * bits.size()] & kWaiting) != 0;
+    }
+    for (size_t r = 1; r < all.size() / bits.size(); ++r) {
+      BitwiseAnd(bits.data(), bits.data(), &all[r * bits.size()], bits.size());
+    }
+    status = plane_->Broadcast(kWhat, bits.data(), bytes);
     if (!status.ok()) return status;
   }
   const bool round = (bits[0] & kNoRoundNeeded) == 0;

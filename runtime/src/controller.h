@@ -15,8 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <gloo/context.h>
-
+#include "control_plane.h"
 #include "deadlock_detector.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/runtime.h"
@@ -43,8 +42,9 @@ struct ControllerOptions {
 
 class Controller {
  public:
-  Controller(std::shared_ptr<gloo::Context> context,
-             std::vector<int> global_ranks, const ControllerOptions& options);
+  // Negotiates over `plane` (the set's: Gloo's in the runtime).
+  Controller(std::unique_ptr<ControlPlane> plane, std::vector<int> global_ranks,
+             const ControllerOptions& options);
 
   // One cycle on every member: `requests` are those added since the last
   // cycle; `shutdown` asks every member to stop; `waiting`: this rank is
@@ -80,8 +80,8 @@ class Controller {
   common::Result<ResponseList> Negotiate(std::vector<Request> requests,
                                          bool shutdown, bool waiting);
 
-  std::shared_ptr<gloo::Context> context_;
-  Negotiator negotiator_;
+  std::unique_ptr<ControlPlane> plane_;
+  Negotiator negotiator_;  // borrows *plane_
   ResponseCache cache_;
   std::chrono::steady_clock::duration stall_time_;
   std::unique_ptr<StallInspector> inspector_;   // first rank only

@@ -1,12 +1,7 @@
 #include "negotiator.h"
 
-#include <gloo/broadcast.h>
-#include <gloo/gather.h>
-
 #include <algorithm>
 #include <cstring>
-
-#include "gloo_call.h"
 
 namespace hvd::runtime {
 
@@ -45,39 +40,29 @@ uint32_t GetLength(const char* at) {
 
 }  // namespace
 
-Negotiator::Negotiator(std::shared_ptr<gloo::Context> context,
-                       std::vector<int> global_ranks)
-    : context_(std::move(context)), coordinator_(std::move(global_ranks)) {}
+Negotiator::Negotiator(ControlPlane& plane, std::vector<int> global_ranks)
+    : plane_(plane), coordinator_(std::move(global_ranks)) {}
 
 Status Negotiator::Gather(std::vector<char>& in, std::vector<char>* out) {
-  if (context_->size == 1) {
+  if (plane_.size() == 1) {
     *out = in;
     return Status::Ok();
   }
-  if (context_->rank == 0) out->assign(in.size() * context_->size, 0);
-  return GlooCall("negotiation gather to rank 0", [&] {
-    gloo::GatherOptions opts(context_);
-    opts.setInput(in.data(), in.size());
-    if (context_->rank == 0) opts.setOutput(out->data(), out->size());
-    opts.setRoot(0);
-    gloo::gather(opts);
-  });
+  if (plane_.rank() == 0) out->assign(in.size() * plane_.size(), 0);
+  return plane_.Gather("negotiation gather to rank 0", in.data(), in.size(),
+                       plane_.rank() == 0 ? out->data() : nullptr);
 }
 
 Status Negotiator::Broadcast(std::vector<char>* buffer) {
-  if (context_->size == 1) return Status::Ok();
-  return GlooCall("negotiation broadcast from rank 0", [&] {
-    gloo::BroadcastOptions opts(context_);
-    opts.setOutput(buffer->data(), buffer->size());
-    opts.setRoot(0);
-    gloo::broadcast(opts);
-  });
+  if (plane_.size() == 1) return Status::Ok();
+  return plane_.Broadcast("negotiation broadcast from rank 0", buffer->data(),
+                          buffer->size());
 }
 
 std::string Negotiator::Coordinate(const std::vector<char>& gathered,
                                    size_t stride, const uint32_t* lengths,
                                    Status* status) {
-  for (int rank = 0; rank < context_->size; ++rank) {
+  for (int rank = 0; rank < plane_.size(); ++rank) {
     const char* at = &gathered[rank * stride];
     uint32_t length = lengths ? lengths[rank] : GetLength(at);
     const char* body = lengths ? at : at + kLengthBytes;
@@ -93,8 +78,8 @@ std::string Negotiator::Coordinate(const std::vector<char>& gathered,
 }
 
 Result<ResponseList> Negotiator::Exchange(const RequestList& mine) {
-  const int size = context_->size;
-  const bool root = context_->rank == 0;
+  const int size = plane_.size();
+  const bool root = plane_.rank() == 0;
   const std::string encoded = Encode(mine);
 
   std::vector<char> slot(kSlotBytes, 0);

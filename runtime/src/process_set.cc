@@ -71,8 +71,9 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   // outside the set may still unblock a member through another set.
   ControllerOptions set_options = options;
   if (set->size() != config.size) set_options.deadlock_after = {};
-  set->controller =
-      std::make_unique<Controller>(set->context, set->ranks, set_options);
+  set->controller = std::make_unique<Controller>(
+      std::make_unique<GlooControlPlane>(set->context), set->ranks,
+      set_options);
   return set;
 }
 

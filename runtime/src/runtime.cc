@@ -92,8 +92,9 @@ class Runtime::Impl {
     global->rank = config_.rank;
     global->context = contexts_.global;
     global->queue = std::make_unique<TensorQueue>(&signal_);
-    global->controller = std::make_unique<Controller>(contexts_.global, all,
-                                                      options_.controller);
+    global->controller = std::make_unique<Controller>(
+        std::make_unique<GlooControlPlane>(contexts_.global), all,
+        options_.controller);
     auto host = ConnectHostGroup();
     if (!host.ok()) return host.status();
     global->host = std::move(*host);
