@@ -1,6 +1,6 @@
 // ChildProcesses: the worker processes one C++ test starts (fork and exec,
-// with the job secret in the environment), reaped with a deadline and
-// killed however the test ends.
+// with the job secret in the environment, or fork alone), reaped with a
+// deadline and killed however the test ends.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,19 @@ class ChildProcesses {
     }
     pids_.push_back(pid);
   }
+
+  // Runs body() in a forked child, which then exits with its result and
+  // never returns into the test. Fork before the test starts threads: the
+  // child has only the forking one.
+  void Fork(const std::function<int()>& body) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(body());
+    pids_.push_back(pid);
+  }
+
+  // The i-th child's pid (in spawn order); 0 once reaped.
+  pid_t pid(size_t i) const { return pids_[i]; }
 
   // Exit codes in spawn order; -1 for a child killed by a signal or still
   // running at the deadline (the destructor kills it).
