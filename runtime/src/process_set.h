@@ -34,9 +34,10 @@ struct ProcessSet {
   std::shared_ptr<gloo::Context> context;
   std::unique_ptr<TensorQueue> queue;
   std::unique_ptr<Controller> controller;
-  // The shared-memory stage of hierarchical collectives; null: flat Gloo.
+  // The shared-memory stage of hierarchical collectives, which also carries
+  // the controller's exchange (shm/host_control_plane.h); null: flat Gloo.
   // Only the global set has one so far (docs/design.md).
-  std::unique_ptr<shm::HostGroup> host;
+  std::shared_ptr<shm::HostGroup> host;
   // Unnamed collectives get "<op>.noname.<n>" from this: every member
   // issues the set's unnamed collectives in the same order.
   std::atomic<int64_t> unnamed{0};

@@ -18,6 +18,7 @@
 #include "hvd/runtime/owner_process.h"
 #include "process_set.h"
 #include "request_checks.h"
+#include "shm/host_control_plane.h"
 #include "tensor_queue.h"
 
 namespace hvd::runtime {
@@ -92,12 +93,17 @@ class Runtime::Impl {
     global->rank = config_.rank;
     global->context = contexts_.global;
     global->queue = std::make_unique<TensorQueue>(&signal_);
-    global->controller = std::make_unique<Controller>(
-        std::make_unique<GlooControlPlane>(contexts_.global), all,
-        options_.controller);
     auto host = ConnectHostGroup();
     if (!host.ok()) return host.status();
     global->host = std::move(*host);
+    std::unique_ptr<ControlPlane> plane;
+    if (global->host) {
+      plane = std::make_unique<shm::HostControlPlane>(global->host);
+    } else {
+      plane = std::make_unique<GlooControlPlane>(contexts_.global);
+    }
+    global->controller = std::make_unique<Controller>(std::move(plane), all,
+                                                      options_.controller);
     sets_.Insert(global);
     for (size_t i = 0; i < process_sets.size(); ++i) {
       const int32_t id = static_cast<int32_t>(i + 1);
