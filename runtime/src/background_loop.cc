@@ -101,8 +101,9 @@ Status BackgroundLoop::Cycles() {
     if (parts_.tuner && cycle_bytes_ > 0 &&
         parts_.tuner->Record(cycle_bytes_, std::chrono::steady_clock::now())) {
       const TunableParams& next = parts_.tuner->current();
-      parts_.sets->Find(0)->controller->Announce(Tuning{
-          next.fusion_threshold, next.cycle_time.count(), next.cache_enabled});
+      parts_.sets->Find(0)->controller->Announce(
+          Tuning{next.fusion_threshold, next.cycle_time.count(),
+                 next.cache_enabled, next.hierarchical_allreduce});
     }
     cycle_bytes_ = 0;
   }
@@ -114,11 +115,15 @@ void BackgroundLoop::Apply(const Tuning& tuning) {
   for (const auto& set : parts_.sets->All()) {
     if (set->member())
       set->controller->cache().set_enabled(tuning.cache_enabled);
+    // Every rank has the same host groups (they agreed at init).
+    if (set->host) set->host->set_allreduce_on(tuning.hierarchical_allreduce);
   }
   spdlog::debug(
-      "autotune: fusion threshold {} bytes, cycle time {} us, cache {}",
+      "autotune: fusion threshold {} bytes, cycle time {} us, cache {}, "
+      "hierarchical allreduce {}",
       tuning.fusion_threshold, tuning.cycle_time_us,
-      tuning.cache_enabled ? "on" : "off");
+      tuning.cache_enabled ? "on" : "off",
+      tuning.hierarchical_allreduce ? "on" : "off");
 }
 
 Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {

@@ -59,6 +59,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   config.fusion_threshold_set =
       common::GetEnv(ev::kFusionThreshold).has_value();
   config.cycle_time_set = common::GetEnv(ev::kCycleTime).has_value();
+  config.hierarchical_allreduce_set =
+      common::GetEnv(ev::kHierarchicalAllreduce).has_value();
   auto autotune = common::GetEnvBool(ev::kAutotune, false);
   if (!autotune.ok()) return autotune.status();
   config.autotune = *autotune;

@@ -177,6 +177,7 @@ std::string Encode(const ResponseList& list) {
     w.Int(list.tuning->fusion_threshold);
     w.Int(list.tuning->cycle_time_us);
     w.Int(static_cast<uint8_t>(list.tuning->cache_enabled));
+    w.Int(static_cast<uint8_t>(list.tuning->hierarchical_allreduce));
   }
   w.Int(static_cast<uint32_t>(list.responses.size()));
   for (const Response& r : list.responses) {
@@ -199,6 +200,7 @@ Status Decode(const std::string& bytes, ResponseList* list) {
     t.fusion_threshold = r.Int<int64_t>();
     t.cycle_time_us = r.Int<int64_t>();
     t.cache_enabled = r.Int<uint8_t>() != 0;
+    t.hierarchical_allreduce = r.Int<uint8_t>() != 0;
     list->tuning = t;
   }
   uint32_t count = r.Int<uint32_t>();

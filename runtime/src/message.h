@@ -63,6 +63,7 @@ struct Tuning {
   int64_t fusion_threshold = 0;
   int64_t cycle_time_us = 0;
   bool cache_enabled = true;
+  bool hierarchical_allreduce = true;
 };
 
 struct ResponseList {

@@ -79,7 +79,7 @@ Result<std::unique_ptr<ParameterManager>> ParameterManager::Create(
     if (std::fseek(log.get(), 0, SEEK_END) == 0 && std::ftell(log.get()) == 0) {
       std::fputs(
           "trial,fusion_threshold_bytes,cycle_time_ms,cache_enabled,"
-          "throughput_bytes_per_s,best\n",
+          "hierarchical_allreduce,throughput_bytes_per_s,best\n",
           log.get());
       std::fflush(log.get());
     }
@@ -97,11 +97,16 @@ ParameterManager::ParameterManager(const Options& options)
                            options.tune_cycle_time)),
       cache_grid_(GridWith(std::vector<bool>{false, true},
                            options.initial.cache_enabled, options.tune_cache)),
+      hierarchical_grid_(GridWith(std::vector<bool>{false, true},
+                                  options.initial.hierarchical_allreduce,
+                                  options.tune_hierarchical_allreduce)),
       current_(options.initial),
       discard_(options.warmup_samples) {
-  trial_point_ = {IndexOf(fusion_grid_, options.initial.fusion_threshold),
-                  IndexOf(cycle_grid_, options.initial.cycle_time),
-                  IndexOf(cache_grid_, options.initial.cache_enabled)};
+  trial_point_ = {
+      IndexOf(fusion_grid_, options.initial.fusion_threshold),
+      IndexOf(cycle_grid_, options.initial.cycle_time),
+      IndexOf(cache_grid_, options.initial.cache_enabled),
+      IndexOf(hierarchical_grid_, options.initial.hierarchical_allreduce)};
 }
 
 TunableParams ParameterManager::ToParams(const Point& point) const {
@@ -109,6 +114,7 @@ TunableParams ParameterManager::ToParams(const Point& point) const {
   params.fusion_threshold = fusion_grid_[point[0]];
   params.cycle_time = cycle_grid_[point[1]];
   params.cache_enabled = cache_grid_[point[2]];
+  params.hierarchical_allreduce = hierarchical_grid_[point[3]];
   return params;
 }
 
@@ -185,20 +191,22 @@ void ParameterManager::NextDirection() {
 }
 
 bool ParameterManager::NextPoint(Point* point) {
-  // The lines searched: the three axes, then the two diagonals of the
+  // The lines searched: the four axes, then the two diagonals of the
   // (fusion threshold, cycle time) plane, which the two share a ridge on
   // (a longer cycle collects more bytes to fuse).
-  static constexpr Point kAxes[] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-  static constexpr Point kDiagonals[] = {{1, 1, 0}, {1, -1, 0}};
+  static constexpr Point kAxes[] = {
+      {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
+  static constexpr Point kDiagonals[] = {{1, 1, 0, 0}, {1, -1, 0, 0}};
   const int sizes[kCoords] = {static_cast<int>(fusion_grid_.size()),
                               static_cast<int>(cycle_grid_.size()),
-                              static_cast<int>(cache_grid_.size())};
+                              static_cast<int>(cache_grid_.size()),
+                              static_cast<int>(hierarchical_grid_.size())};
   // Ends: every step either moves the centre to a strictly better point
   // (finitely many) or advances the direction or the line, and a round of
   // axes and diagonals without a move stops.
   while (true) {
     const Point* lines = diagonals_ ? kDiagonals : kAxes;
-    int num_lines = diagonals_ ? 2 : 3;
+    int num_lines = diagonals_ ? 2 : 4;
     if (line_ == num_lines) {
       if (moved_in_pass_) {
         diagonals_ = false;
@@ -233,10 +241,11 @@ bool ParameterManager::NextPoint(Point* point) {
 void ParameterManager::LogTrial(int trial, const TunableParams& params,
                                 double throughput, bool best) {
   if (!log_) return;
-  std::fprintf(log_.get(), "%d,%lld,%g,%d,%.0f,%d\n", trial,
+  std::fprintf(log_.get(), "%d,%lld,%g,%d,%d,%.0f,%d\n", trial,
                static_cast<long long>(params.fusion_threshold),
                static_cast<double>(params.cycle_time.count()) / 1000.0,
-               params.cache_enabled ? 1 : 0, throughput, best ? 1 : 0);
+               params.cache_enabled ? 1 : 0,
+               params.hierarchical_allreduce ? 1 : 0, throughput, best ? 1 : 0);
   std::fflush(log_.get());
 }
 

@@ -65,13 +65,13 @@
 // Log (HOROVOD_AUTOTUNE_LOG): CSV, appended to (a new file gets the header),
 // each line flushed as written so a killed job keeps it. Columns: trial,
 // fusion_threshold_bytes, cycle_time_ms, cache_enabled (1/0),
-// throughput_bytes_per_s, best (1/0). One line per scored trial, then the
-// chosen trial's line again with best=1:
+// hierarchical_allreduce (1/0), throughput_bytes_per_s, best (1/0). One line
+// per scored trial, then the chosen trial's line again with best=1:
 //   trial,fusion_threshold_bytes,cycle_time_ms,cache_enabled,...
-//   0,134217728,1,1,235758061,0
+//   0,134217728,1,1,1,235758061,0
 //   ...
-//   15,16777216,5,0,545827158,0
-//   7,33554432,2.5,0,1000000000,1
+//   15,16777216,5,0,1,545827158,0
+//   7,33554432,2.5,0,1,1000000000,1
 // Write errors after opening are ignored: the log must not stop training.
 #pragma once
 
@@ -92,10 +92,14 @@ struct TunableParams {
   int64_t fusion_threshold = int64_t{128} << 20;  // bytes; 0: no fusion
   std::chrono::microseconds cycle_time{1000};
   bool cache_enabled = true;
+  // Allreduce through the host group's shared memory (docs/design.md,
+  // "Hierarchical collectives"), tuned only where the job has one.
+  bool hierarchical_allreduce = true;
 
   friend bool operator==(const TunableParams& a, const TunableParams& b) {
     return a.fusion_threshold == b.fusion_threshold &&
-           a.cycle_time == b.cycle_time && a.cache_enabled == b.cache_enabled;
+           a.cycle_time == b.cycle_time && a.cache_enabled == b.cache_enabled &&
+           a.hierarchical_allreduce == b.hierarchical_allreduce;
   }
   friend bool operator!=(const TunableParams& a, const TunableParams& b) {
     return !(a == b);
@@ -111,6 +115,7 @@ class ParameterManager {
     bool tune_fusion_threshold = true;
     bool tune_cycle_time = true;
     bool tune_cache = true;
+    bool tune_hierarchical_allreduce = false;
     int warmup_samples = 3;      // >= 0, HOROVOD_AUTOTUNE_WARMUP_SAMPLES
     int cycles_per_sample = 10;  // >= 1, HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE
     int max_samples = 20;        // >= 1, the budget of scored samples
@@ -140,7 +145,8 @@ class ParameterManager {
   bool tuning() const { return tuning_; }
 
  private:
-  static constexpr int kCoords = 3;  // fusion threshold, cycle time, cache
+  // Fusion threshold, cycle time, cache, hierarchical allreduce.
+  static constexpr int kCoords = 4;
   using Point = std::array<int, kCoords>;  // an index into each grid
 
   struct FileCloser {
@@ -167,6 +173,7 @@ class ParameterManager {
   std::vector<int64_t> fusion_grid_;
   std::vector<std::chrono::microseconds> cycle_grid_;
   std::vector<bool> cache_grid_;
+  std::vector<bool> hierarchical_grid_;
   std::unique_ptr<std::FILE, FileCloser> log_;
 
   TunableParams current_;

@@ -73,6 +73,13 @@ class Runtime::Impl {
     options.tune_fusion_threshold = !config_.fusion_threshold_set;
     options.tune_cycle_time = !config_.cycle_time_set;
     options.tune_cache = config_.cache_capacity > 0;
+    // Only where every rank has the shared-memory stage (agreed at init),
+    // and not against an explicit HOROVOD_HIERARCHICAL_ALLREDUCE.
+    const auto& host = sets_.Find(0)->host;
+    options.initial.hierarchical_allreduce = host && host->allreduce_on();
+    options.tune_hierarchical_allreduce =
+        options.initial.hierarchical_allreduce &&
+        !config_.hierarchical_allreduce_set;
     options.warmup_samples = config_.autotune_warmup_samples;
     options.cycles_per_sample = config_.autotune_cycles_per_sample;
     options.max_samples = config_.autotune_max_samples;

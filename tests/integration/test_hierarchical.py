@@ -103,8 +103,9 @@ def test_hvdrun_killed_mid_job_leaves_no_segment(hvdrun, tmp_path):
                  payload=1 << 20)
     job = hvdrun.start(["-np", "4", "--host-discovery-script",
                         str(s.discover), *s.command()])
-    wait_until(lambda: any(r["event"] == "payload" for r in s.records()),
-               "the first payload allreduce")
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "payload"}) == 4,
+               "every rank's first payload allreduce")
     pids = {int(os.path.basename(p).split(".")[-2])
             for p in s.log.glob("*.jsonl")}
     assert len(pids) == 4

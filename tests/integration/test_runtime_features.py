@@ -243,14 +243,17 @@ def test_autotune_tries_settings_logs_them_and_keeps_results_right(
     assert stats[0]["coordinator_rounds"] == stats[1]["coordinator_rounds"]
     lines = log.read_text().splitlines()
     assert lines[0] == ("trial,fusion_threshold_bytes,cycle_time_ms,"
-                        "cache_enabled,throughput_bytes_per_s,best"), lines
+                        "cache_enabled,hierarchical_allreduce,"
+                        "throughput_bytes_per_s,best"), lines
     trials = [l.split(",") for l in lines[1:]]
     assert 2 <= len(trials) <= 5, lines
     assert [t[-1] for t in trials[:-1]] == ["0"] * (len(trials) - 1), lines
     assert trials[-1][-1] == "1", "the chosen settings close the log"
-    settings = {tuple(t[1:4]) for t in trials[:-1]}
+    # Two ranks on one host: the shared-memory allreduce starts on.
+    assert trials[0][4] == "1", lines
+    settings = {tuple(t[1:5]) for t in trials[:-1]}
     assert len(settings) == len(trials) - 1, "each trial tries new settings"
-    assert tuple(trials[-1][1:4]) in settings
+    assert tuple(trials[-1][1:5]) in settings
 
 
 def elastic_sets_job(hvdrun, tmp_path, sets):

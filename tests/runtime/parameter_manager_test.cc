@@ -111,6 +111,32 @@ const std::vector<int64_t> kFusionGrid = {
     16 * kMiB, 32 * kMiB, 64 * kMiB, 128 * kMiB, 256 * kMiB};
 const std::vector<int64_t> kCycleGridUs = {500, 1000, 2500, 5000, 10000};
 
+TEST(ParameterManagerTest, HierarchicalAllreduceIsTunedOnlyWhereOffered) {
+  // Shared memory helps up to 32 MiB fusion buffers here, hurts above.
+  Throughput mixed = [](const TunableParams& p) {
+    const bool big = p.fusion_threshold > 32 * kMiB;
+    return Peaked(p) * (p.hierarchical_allreduce == big ? 0.5 : 1.0);
+  };
+  ParameterManager::Options options;
+  options.tune_hierarchical_allreduce = true;
+  auto manager = Make(options);
+  Drive(*manager, mixed);
+  ASSERT_FALSE(manager->tuning());
+  EXPECT_TRUE(manager->current().hierarchical_allreduce);
+  EXPECT_EQ(manager->current().fusion_threshold, 32 * kMiB);
+
+  Throughput off_wins = [](const TunableParams& p) {
+    return Peaked(p) * (p.hierarchical_allreduce ? 0.5 : 1.0);
+  };
+  manager = Make(options);
+  Drive(*manager, off_wins);
+  EXPECT_FALSE(manager->current().hierarchical_allreduce);
+  options.tune_hierarchical_allreduce = false;
+  manager = Make(options);
+  Drive(*manager, off_wins);
+  EXPECT_TRUE(manager->current().hierarchical_allreduce);
+}
+
 TEST(ParameterManagerTest, FindsTheOptimumOfASmoothResponse) {
   ParameterManager::Options options;
   auto manager = Make(options);
@@ -236,7 +262,7 @@ TEST(ParameterManagerTest, WarmupSamplesAreNotScored) {
   auto lines = ReadLines(options.log_path);
   ASSERT_GE(lines.size(), 3u);
   // The first scored trial is the initial parameters at their true speed.
-  double first = std::stod(Split(lines[1])[4]);
+  double first = std::stod(Split(lines[1])[5]);
   EXPECT_NEAR(first, Peaked(options.initial), 1e-5 * first);
 }
 
@@ -302,7 +328,7 @@ TEST(ParameterManagerTest, LogHasHeaderTrialsAndTheBest) {
   ASSERT_GE(lines.size(), 3u);
   EXPECT_EQ(lines[0],
             "trial,fusion_threshold_bytes,cycle_time_ms,cache_enabled,"
-            "throughput_bytes_per_s,best");
+            "hierarchical_allreduce,throughput_bytes_per_s,best");
   size_t trials = lines.size() - 2;
   EXPECT_LE(trials, static_cast<size_t>(options.max_samples));
   // Trial lines, numbered from 0; every trial a different point, each at the
@@ -312,16 +338,18 @@ TEST(ParameterManagerTest, LogHasHeaderTrialsAndTheBest) {
   std::set<std::string> points;
   for (size_t i = 1; i <= trials; ++i) {
     auto fields = Split(lines[i]);
-    ASSERT_EQ(fields.size(), 6u) << lines[i];
+    ASSERT_EQ(fields.size(), 7u) << lines[i];
     EXPECT_EQ(fields[0], std::to_string(i - 1));
-    EXPECT_EQ(fields[5], "0");
+    // Not offered: stays at its initial value.
+    EXPECT_EQ(fields[4], "1");
+    EXPECT_EQ(fields[6], "0");
     TunableParams p;
     p.fusion_threshold = std::stoll(fields[1]);
     p.cycle_time = microseconds(std::llround(std::stod(fields[2]) * 1000));
     p.cache_enabled = fields[3] == "1";
     EXPECT_TRUE(points.insert(fields[1] + fields[2] + fields[3]).second)
         << "measured twice: " << lines[i];
-    double throughput = std::stod(fields[4]);
+    double throughput = std::stod(fields[5]);
     EXPECT_NEAR(throughput, Peaked(p), 1e-5 * throughput) << lines[i];
     if (i == 1) {
       EXPECT_EQ(p, options.initial);
@@ -334,7 +362,7 @@ TEST(ParameterManagerTest, LogHasHeaderTrialsAndTheBest) {
   // The last line repeats the best trial, marked.
   std::string expected_best = best_line.substr(0, best_line.size() - 1) + "1";
   EXPECT_EQ(lines.back(), expected_best);
-  EXPECT_EQ(lines.back(), "7,33554432,2.5,0,1000000000,1");
+  EXPECT_EQ(lines.back(), "7,33554432,2.5,0,1,1000000000,1");
   // Changes: one per trial after the first, plus the best applied at the
   // end if the last trial was not it.
   EXPECT_GE(run.changes, static_cast<int>(trials) - 1);

@@ -59,6 +59,8 @@ class HostGroup {
   ~HostGroup();
 
   bool allreduce_on() const { return allreduce_on_; }
+  // Autotune's choice (the same on every rank, in the same cycle).
+  void set_allreduce_on(bool on) { allreduce_on_ = on; }
   bool allgather_on() const { return allgather_on_; }
 
   // Every rank of the job with the same arguments but `data`.
@@ -96,7 +98,7 @@ class HostGroup {
   const int local_size_;
   const int cross_rank_;
   const int cross_size_;
-  const bool allreduce_on_;
+  bool allreduce_on_;
   const bool allgather_on_;
   std::unique_ptr<Segment> segment_;
   const size_t chunk_bytes_;

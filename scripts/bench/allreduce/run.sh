@@ -12,6 +12,10 @@
 #   scripts/bench/allreduce/run.sh [repeats]      (default 3)
 # Environment: HVD_BENCH_NP (default "2 4"), HVD_BENCH_SIZES (bytes, comma
 # separated), HVD_BENCH_MIN_SECONDS (timed seconds per size, default 0.5).
+# HVD_BENCH_BED=1 (root): instead, 2 hosts x 2 ranks of the test bed
+# (scripts/cluster/, prefix "arb", net 10.231.0), raw Gloo, hvd and
+# hvd-flat over real links between network namespaces (torch is left out:
+# its rendezvous address would have to be a bed host's).
 # Results: bench-results/allreduce/<timestamp>/{results.jsonl,report.md,...}
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,6 +68,17 @@ s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
 }
 
+where=()  # hvdrun's hosts: -np N here, the bed's with HVD_BENCH_BED
+if [ -n "${HVD_BENCH_BED:-}" ]; then
+  export HVD_BED_PREFIX=arb HVD_BED_NET=10.231.0
+  mapfile -t bed_hosts < <("$hvd_root/scripts/cluster/up.sh" 2)
+  trap '"$hvd_root/scripts/cluster/down.sh" >/dev/null' EXIT
+  where=(-H "${bed_hosts[0]}:2,${bed_hosts[1]}:2")
+  nps=4
+  impls=("${impls[@]/torch/}")
+  echo "bed: ${bed_hosts[*]}, 2 ranks each" >>"$dir/machine.txt"
+fi
+
 failed=0
 # run_one IMPL NP: one hvdrun job; rank 0's JSON lines go to results.jsonl.
 run_one() {
@@ -80,7 +95,9 @@ run_one() {
                    "$here/hvd_allreduce_bench.py") ;;
   esac
   echo "== $impl np=$np" >>"$log"
-  if ! "$hvdrun" -np "$np" "${cmd[@]}" "${flags[@]}" 2>>"$log" |
+  local hosts=(-np "$np")
+  [ ${#where[@]} -gt 0 ] && hosts=("${where[@]}")
+  if ! "$hvdrun" "${hosts[@]}" "${cmd[@]}" "${flags[@]}" 2>>"$log" |
       sed -n 's/^\[0\]<stdout>:\({.*\)$/\1/p' >>"$results"; then
     echo "warning: $impl at np=$np failed; see $log" >&2
     failed=1
@@ -95,6 +112,7 @@ for np in $nps; do
   for ((r = 1; r <= repeats; r++)); do
     /usr/bin/python3 "$here/memcpy_bench.py" >>"$results"
     for impl in "${impls[@]}"; do
+      [ -n "$impl" ] || continue
       echo "np=$np repeat $r/$repeats: $impl"
       run_one "$impl" "$np"
     done

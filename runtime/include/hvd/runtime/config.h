@@ -56,6 +56,7 @@ struct RuntimeConfig {
   // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank).
   bool hierarchical_allreduce = true;
   bool hierarchical_allgather = true;
+  bool hierarchical_allreduce_set = false;  // autotune leaves it alone
   size_t shm_chunk_bytes = 1 << 20;
   // Tensors of a grouped op fuse only with each other
   // (HOROVOD_DISABLE_GROUP_FUSION=1).
