@@ -89,7 +89,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     if (!value.ok()) return value.status();
     *field = *value;
   }
-  // At least a page; at most 1 GiB per buffer.
+  // At least a page; at most 1 GiB per buffer; unset: 0, the runtime's
+  // choice.
   auto chunk = common::GetEnvInt(ev::kHvdShmChunkBytes,
                                  static_cast<int64_t>(config.shm_chunk_bytes),
                                  4096, int64_t(1) << 30);

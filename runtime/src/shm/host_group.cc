@@ -6,6 +6,8 @@
 #include <gloo/gather.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -44,9 +46,22 @@ std::string SegmentName(const RuntimeConfig& config, int64_t generation) {
          std::to_string(config.rank - config.local_rank);
 }
 
+// One rank's slot per buffer. Measured on a 2-core machine
+// (docs/benchmarks.md): 1 MiB is best when every local rank has a core;
+// with more local ranks than the host has cores, a barrier usually waits
+// for a peer that is not running, so 4 MiB chunks (a quarter of the
+// barriers) win. The host's online CPUs, not this process's affinity: every
+// local rank must compute the same size.
+size_t ChunkBytes(const RuntimeConfig& config) {
+  if (config.shm_chunk_bytes > 0) return RoundUp(config.shm_chunk_bytes, kPage);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const bool crowded = cpus > 0 && config.local_size > cpus;
+  return size_t{1} << (crowded ? 22 : 20);
+}
+
 size_t SegmentBytes(const RuntimeConfig& config) {
   return kPage + 2 * static_cast<size_t>(config.local_size) *
-                     RoundUp(config.shm_chunk_bytes, kPage);
+                     ChunkBytes(config);
 }
 
 // Elementwise minimum over every rank of the job: how the ranks agree.
@@ -171,7 +186,7 @@ HostGroup::HostGroup(const RuntimeConfig& config, bool allreduce_on,
       allreduce_on_(allreduce_on),
       allgather_on_(allgather_on),
       segment_(std::move(segment)),
-      chunk_bytes_(RoundUp(config.shm_chunk_bytes, kPage)),
+      chunk_bytes_(ChunkBytes(config)),
       barrier_(std::make_unique<HostBarrier>(
           reinterpret_cast<BarrierWords*>(segment_->data()), local_size_,
           config.gloo_timeout, &aborted_)),
@@ -202,8 +217,12 @@ Status HostGroup::Cross(const std::string& what, F&& call) {
   return status;
 }
 
+// One host: per chunk, local rank k reduces slice k of the chunk in its
+// own slot and every rank copies every slice out, so a chunk crosses
+// memory four times per rank.
 Status HostGroup::Allreduce(DataType dtype, ReduceOp op, void* data,
                             size_t count, const std::string& what) {
+  if (cross_) return AllreduceAcrossHosts(dtype, op, data, count, what);
   const size_t element = DataTypeSize(dtype);
   const size_t chunk = chunk_bytes_ / element;
   ReduceFn reduce = WithCppType(
@@ -223,18 +242,6 @@ Status HostGroup::Allreduce(DataType dtype, ReduceOp op, void* data,
       const int peer = (local_rank_ + k) % local_size_;
       reduce(out, out, Slot(peer) + slice.begin * element, slice.count);
     }
-    if (cross_ && slice.count > 0) {
-      status = Cross(what, [&] {
-        WithCppType(dtype, [&](auto type) {
-          using T = decltype(type);
-          gloo::AllreduceOptions opts(cross_);
-          opts.setOutput(reinterpret_cast<T*>(out), slice.count);
-          opts.setReduceFunction(ReduceFunction<T>(op));
-          gloo::allreduce(opts);
-        });
-      });
-      if (!status.ok()) return status;
-    }
     status = barrier_->Wait(what);
     if (!status.ok()) return status;
     for (int k = 0; k < local_size_; ++k) {
@@ -245,6 +252,84 @@ Status HostGroup::Allreduce(DataType dtype, ReduceOp op, void* data,
     }
     parity_ ^= 1;
     done += n;
+  }
+  return Status::Ok();
+}
+
+// Several hosts: a Gloo call per chunk would pay the network's latency
+// per chunk, so the stage across hosts takes each rank's whole region at
+// once. Local rank k owns region k of the tensor (SliceOf over the whole
+// count): per chunk, every rank copies a piece of every region into its
+// slot and rank k reduces its piece from every slot into its own `data`;
+// then one allreduce of the region across hosts; then, per chunk, rank k
+// shares its piece through its slot and every rank copies every piece.
+Status HostGroup::AllreduceAcrossHosts(DataType dtype, ReduceOp op,
+                                       void* data, size_t count,
+                                       const std::string& what) {
+  const size_t element = DataTypeSize(dtype);
+  ReduceFn reduce = WithCppType(
+      dtype, [&](auto type) { return ReduceFunction<decltype(type)>(op); });
+  auto* bytes = static_cast<uint8_t*>(data);
+  // Elements of each region per chunk: a slot holds one piece of each.
+  const size_t per = std::max<size_t>(1, chunk_bytes_ / element / local_size_);
+  const Slice mine = SliceOf(count, element, local_rank_, local_size_);
+  // Region 0 is the longest.
+  const size_t longest = SliceOf(count, element, 0, local_size_).count;
+  auto piece = [&](const Slice& region, size_t done) {
+    return region.count > done ? std::min(per, region.count - done) : 0;
+  };
+  for (size_t done = 0; done < longest; done += per) {
+    uint8_t* slot = Slot(local_rank_);
+    for (int k = 0; k < local_size_; ++k) {
+      const Slice region = SliceOf(count, element, k, local_size_);
+      const size_t n = piece(region, done);
+      if (n > 0) {
+        std::memcpy(slot + k * per * element,
+                    bytes + (region.begin + done) * element, n * element);
+      }
+    }
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    const size_t n = piece(mine, done);
+    uint8_t* out = bytes + (mine.begin + done) * element;
+    const size_t at = local_rank_ * per * element;
+    for (int k = 1; k < local_size_ && n > 0; ++k) {
+      const int peer = (local_rank_ + k) % local_size_;
+      reduce(out, k == 1 ? slot + at : out, Slot(peer) + at, n);
+    }
+    parity_ ^= 1;
+  }
+  if (mine.count > 0) {
+    Status status = Cross(what, [&] {
+      WithCppType(dtype, [&](auto type) {
+        using T = decltype(type);
+        gloo::AllreduceOptions opts(cross_);
+        opts.setOutput(reinterpret_cast<T*>(bytes + mine.begin * element),
+                       mine.count);
+        opts.setReduceFunction(ReduceFunction<T>(op));
+        gloo::allreduce(opts);
+      });
+    });
+    if (!status.ok()) return status;
+  }
+  for (size_t done = 0; done < longest; done += per) {
+    const size_t n = piece(mine, done);
+    if (n > 0) {
+      std::memcpy(Slot(local_rank_), bytes + (mine.begin + done) * element,
+                  n * element);
+    }
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    for (int k = 0; k < local_size_; ++k) {
+      if (k == local_rank_) continue;
+      const Slice region = SliceOf(count, element, k, local_size_);
+      const size_t m = piece(region, done);
+      if (m > 0) {
+        std::memcpy(bytes + (region.begin + done) * element, Slot(k),
+                    m * element);
+      }
+    }
+    parity_ ^= 1;
   }
   return Status::Ok();
 }

@@ -4,14 +4,17 @@
 // context (the ranks with the same local rank, one per host), every local
 // rank on its own slice at once so every host's links carry data.
 //
-// Allreduce: each local rank copies a chunk into its slot, reduces its
-// slice of the chunk from every slot (Gloo's reduction functions), reduces
-// the slice across hosts, and copies every slice back (a reduce-scatter,
-// an allreduce of slices, an allgather). Broadcast: across hosts among
-// the root's local rank, then through the root's slot. Allgather: across
-// hosts among equal local ranks, then through the slots. Data moves in
-// chunks through two buffers per rank, so each chunk costs two barriers
-// and the segment stays small however large the tensor.
+// Allreduce on one host: each local rank copies a chunk into its slot,
+// reduces its slice of the chunk from every slot (Gloo's reduction
+// functions), and every rank copies every slice back (a reduce-scatter and
+// an allgather). With several hosts, local rank k reduces its region of the
+// whole tensor chunk by chunk, allreduces it across hosts in one Gloo call
+// (per chunk, the network's latency would dominate), and shares it back.
+// Broadcast: across hosts among the root's local rank, then through the
+// root's slot. Allgather: across hosts among equal local ranks, then
+// through the slots. Data moves in chunks through two buffers per rank, so
+// each chunk costs two barriers and the segment stays small however large
+// the tensor.
 //
 // docs/design.md ("runtime/src/shm/") says when it is used and why.
 #pragma once
@@ -87,6 +90,10 @@ class HostGroup {
             std::unique_ptr<Segment> segment,
             std::shared_ptr<AbortSwitch> abort_switch);
 
+  // Allreduce with more than one host (see Allreduce in host_group.cc).
+  common::Status AllreduceAcrossHosts(DataType dtype, ReduceOp op,
+                                      void* data, size_t count,
+                                      const std::string& what);
   // Rank `local_rank`'s slot in the buffer this step uses.
   uint8_t* Slot(int local_rank) const;
   // A Gloo call on the cross context; a failure breaks the segment so the

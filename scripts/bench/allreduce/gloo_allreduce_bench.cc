@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "hvd/common/env.h"
+#include "hvd/common/network_interfaces.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/rendezvous/http_store.h"
 
@@ -129,6 +130,17 @@ Job JobFromEnv() {
   job.rank = static_cast<int>(Ok(hvd::common::GetEnvInt(ev::kRank, 0, 0)));
   job.size = static_cast<int>(Ok(hvd::common::GetEnvInt(ev::kSize, 1, 1)));
   job.hostname = hvd::common::GetEnvString(ev::kHostname, "127.0.0.1");
+  // As hvd's workers: the address of the first interface of
+  // HOROVOD_GLOO_IFACE this host has (the test bed's hosts resolve their
+  // own names to 127.0.1.1, which peers cannot reach).
+  const std::string iface = hvd::common::GetEnvString(ev::kGlooIface, "");
+  if (!iface.empty()) {
+    auto found = hvd::common::FirstListedInterface(
+        hvd::common::SplitInterfaceList(iface),
+        hvd::common::LocalInterfaces());
+    if (!found) Die("no interface of " + iface + " on this host");
+    job.hostname = found->address;
+  }
   job.store.host = hvd::common::GetEnvString(ev::kGlooRendezvousAddr, "");
   job.store.port = static_cast<int>(
       Ok(hvd::common::GetEnvInt(ev::kGlooRendezvousPort, 0, 1, 65535)));

@@ -73,7 +73,8 @@ if [ -n "${HVD_BENCH_BED:-}" ]; then
   export HVD_BED_PREFIX=arb HVD_BED_NET=10.231.0
   mapfile -t bed_hosts < <("$hvd_root/scripts/cluster/up.sh" 2)
   trap '"$hvd_root/scripts/cluster/down.sh" >/dev/null' EXIT
-  where=(-H "${bed_hosts[0]}:2,${bed_hosts[1]}:2")
+  # Every implementation binds to the bed's link (eth0 in each host).
+  where=(-H "${bed_hosts[0]}:2,${bed_hosts[1]}:2" -x HOROVOD_GLOO_IFACE=eth0)
   nps=4
   impls=("${impls[@]/torch/}")
   echo "bed: ${bed_hosts[*]}, 2 ranks each" >>"$dir/machine.txt"

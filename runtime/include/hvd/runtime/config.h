@@ -53,11 +53,12 @@ struct RuntimeConfig {
   // over Gloo across hosts (runtime/src/shm/host_group.h). On unless
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER is 0; broadcast goes the
   // same way while either is on. Each rank's slot moves data in chunks of
-  // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank).
+  // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank); 0, the
+  // default: the runtime chooses (shm/host_group.cc, ChunkBytes).
   bool hierarchical_allreduce = true;
   bool hierarchical_allgather = true;
   bool hierarchical_allreduce_set = false;  // autotune leaves it alone
-  size_t shm_chunk_bytes = 1 << 20;
+  size_t shm_chunk_bytes = 0;
   // Tensors of a grouped op fuse only with each other
   // (HOROVOD_DISABLE_GROUP_FUSION=1).
   bool disable_group_fusion = false;
