@@ -1,6 +1,7 @@
 #include "host_barrier.h"
 
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,6 +78,15 @@ Status HostBarrier::Wait(const std::string& what) {
                                    "same collective (it most likely exited; "
                                    "hvdrun's output names it)"));
     }
+    for (size_t k = 0; k < pidfds_.size(); ++k) {
+      if (pidfds_[k] < 0) continue;
+      pollfd exited{pidfds_[k], POLLIN, 0};
+      if (poll(&exited, 1, 0) > 0) {
+        return Failed(Status::Transport(
+            what + ": local rank " + std::to_string(k) +
+            " on this host exited (hvdrun's output says why)"));
+      }
+    }
     if (aborted_->load(std::memory_order_acquire)) {
       return Failed(Status::Transport(what +
                                       ": this generation's collectives were "
@@ -85,14 +95,24 @@ Status HostBarrier::Wait(const std::string& what) {
     if (std::chrono::steady_clock::now() > deadline) {
       return Failed(Status::Timeout(
           what +
-          ": a rank on this host did not reach the shared-memory "
-          "stage within the Gloo timeout "
-          "(--gloo-timeout-seconds / HOROVOD_GLOO_TIMEOUT_SECONDS; "
-          "it may be hung, stopped or overloaded)"));
+          ": Timed out waiting for a rank on this host in the "
+          "shared-memory stage (the Gloo timeout, --gloo-timeout-seconds / "
+          "HOROVOD_GLOO_TIMEOUT_SECONDS: it may be hung, stopped or "
+          "overloaded)"));
     }
     FutexWait(&words_->phase, phase, kNap);
   }
   return Status::Ok();
+}
+
+void HostBarrier::WatchPeers(std::vector<int> pidfds) {
+  pidfds_ = std::move(pidfds);
+}
+
+HostBarrier::~HostBarrier() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
 }
 
 Status HostBarrier::Failed(Status status) {

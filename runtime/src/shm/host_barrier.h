@@ -3,13 +3,16 @@
 // briefly (a peer usually arrives within microseconds) and then sleeping
 // on a futex. Every wait is bounded: by the deadline, by the segment's
 // "broken" flag (a local rank gave up: the others follow at once instead
-// of waiting out the timeout) and by this process's abort flag.
+// of waiting out the timeout), by this process's abort flag, and by the
+// local peers' lives (a pidfd per peer: a peer killed by a signal never
+// sets the flag, and in a static job nobody sends the Abort).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hvd/common/status.h"
 
@@ -35,6 +38,14 @@ class HostBarrier {
   // one; kTimeout, kTransport (a peer broke the segment) or kAborted
   // otherwise, naming `what`.
   common::Status Wait(const std::string& what);
+  // Watches the peers' processes from now on: `pidfds[k]` of local rank k,
+  // or -1 (this rank, or a peer that cannot be watched); closed by the
+  // destructor.
+  void WatchPeers(std::vector<int> pidfds);
+  ~HostBarrier();
+  HostBarrier(const HostBarrier&) = delete;
+  HostBarrier& operator=(const HostBarrier&) = delete;
+
   // Marks the segment broken and wakes every waiter on the host.
   void Break();
   // Wakes this host's waiters so that they look at their flags again.
@@ -48,6 +59,7 @@ class HostBarrier {
   int size_;
   std::chrono::milliseconds timeout_;
   const std::atomic<bool>* aborted_;
+  std::vector<int> pidfds_;
 };
 
 }  // namespace hvd::runtime::shm

@@ -6,6 +6,8 @@
 #include <gloo/gather.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +34,46 @@ constexpr size_t kPage = 4096;
 constexpr size_t kLine = 64;
 
 size_t RoundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+// Who maps the segment, after the barrier words in its first page: each
+// local rank's pid and pid namespace, so that the others can watch its
+// process (HostBarrier::WatchPeers).
+struct Member {
+  std::atomic<int32_t> pid{0};
+  std::atomic<uint64_t> pid_namespace{0};
+};
+constexpr size_t kMembersOffset = 256;
+static_assert(sizeof(BarrierWords) <= kMembersOffset);
+constexpr int kMaxWatched =
+    static_cast<int>((kPage - kMembersOffset) / sizeof(Member));
+
+Member* Members(Segment& segment) {
+  return reinterpret_cast<Member*>(segment.data() + kMembersOffset);
+}
+
+// The inode of this process's pid namespace; 0 if /proc does not say.
+uint64_t PidNamespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
+}
+
+// Local rank k's pidfd for every peer this process can watch (same pid
+// namespace, an open pidfd), else -1.
+std::vector<int> WatchablePeers(Segment& segment, int local_rank,
+                                int local_size) {
+  std::vector<int> pidfds(local_size, -1);
+  const uint64_t mine = PidNamespace();
+  Member* members = Members(segment);
+  for (int k = 0; k < std::min(local_size, kMaxWatched); ++k) {
+    const int32_t pid = members[k].pid.load(std::memory_order_acquire);
+    if (k == local_rank || pid <= 0 || mine == 0 ||
+        members[k].pid_namespace.load(std::memory_order_acquire) != mine) {
+      continue;
+    }
+    pidfds[k] = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  }
+  return pidfds;
+}
 
 // Names: "/hvd-<job>-g<generation>-h<host's first rank>". <job> is derived
 // from the job's secret, so only its workers can name the segment and two
@@ -150,6 +192,11 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
       made = opened.status();
     }
   }
+  if (segment && config.local_rank < kMaxWatched) {
+    Member& me = Members(*segment)[config.local_rank];
+    me.pid_namespace.store(PidNamespace(), std::memory_order_release);
+    me.pid.store(getpid(), std::memory_order_release);
+  }
   std::vector<int64_t> mapped = {made.ok()};
   status = AgreeMin(setup.global, &mapped);
   // Every local rank has mapped it, or given up: the name can go.
@@ -161,9 +208,12 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
                            "segment (its log says why)")
                      : made;
   }
+  std::vector<int> pidfds =
+      WatchablePeers(*segment, config.local_rank, config.local_size);
   std::unique_ptr<HostGroup> group(
       new HostGroup(config, agreed[0] != 0, agreed[1] != 0, std::move(segment),
                     setup.abort_switch));
+  group->barrier_->WatchPeers(std::move(pidfds));
   if (config.cross_size > 1) {
     auto cross = setup.connect_cross();
     if (!cross.ok()) return cross.status();
