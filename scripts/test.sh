@@ -70,7 +70,8 @@ stage_setup() {
 }
 
 # The layering the linker cannot check (docs/design.md, "Components"): the
-# rendezvous server side and the launcher never include Gloo or the runtime.
+# rendezvous server side and the launcher never include Gloo or the runtime;
+# the runtime's private headers never include its front door runtime.h.
 stage_layering() {
   if grep -rnE '#include [<"](gloo/|hvd/runtime)' "$hvd_root/launcher" \
        "$hvd_root/rendezvous/src/server.cc" "$hvd_root/rendezvous/src/kv_store.cc" \
@@ -82,6 +83,13 @@ stage_layering() {
   fi
   if grep -rnE '#include .*launcher' "$hvd_root/runtime"; then
     echo "error: the runtime must not include launcher code" >&2
+    return 1
+  fi
+  # The runtime's private headers take its value types from types.h; only
+  # .cc files may open the front door.
+  if grep -rnE '#include [<"]hvd/runtime/runtime\.h' --include='*.h' \
+       "$hvd_root/runtime/src"; then
+    echo "error: a header in runtime/src includes hvd/runtime/runtime.h (use hvd/runtime/types.h)" >&2
     return 1
   fi
 }

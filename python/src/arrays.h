@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "hvd/runtime/runtime.h"
+#include "hvd/runtime/types.h"
 
 namespace hvd::python {
 

@@ -18,7 +18,7 @@
 #include "control_plane.h"
 #include "deadlock_detector.h"
 #include "hvd/common/status.h"
-#include "hvd/runtime/runtime.h"
+#include "hvd/runtime/types.h"
 #include "message.h"
 #include "negotiator.h"
 #include "response_cache.h"

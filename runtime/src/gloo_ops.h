@@ -11,7 +11,7 @@
 
 #include <gloo/context.h>
 
-#include "hvd/runtime/runtime.h"
+#include "hvd/runtime/types.h"
 #include "shm/host_group.h"
 #include "tensor_queue.h"
 

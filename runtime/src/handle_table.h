@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hvd/runtime/runtime.h"
+#include "hvd/runtime/types.h"
 
 namespace hvd::runtime {
 

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hvd/runtime/runtime.h"
+#include "hvd/runtime/types.h"
 #include "message.h"
 
 namespace hvd::runtime {

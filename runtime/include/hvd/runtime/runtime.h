@@ -22,60 +22,10 @@
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
-#include "hvd/runtime/types.h"
+#include "hvd/runtime/types.h"  // Handle, TensorSpec, OpResult, ...
 #include "hvd/runtime/worker_stats.h"
 
 namespace hvd::runtime {
-
-using Handle = int64_t;
-
-// What a caller describes about one tensor. `data` is read (and for in-place
-// ops written) by the background thread until the handle completes; the
-// caller keeps it alive until then.
-struct TensorSpec {
-  // Unique among this rank's in-flight collectives; empty: a generated name
-  // "<op>.noname.<n>", which requires the same call order on every rank.
-  std::string name;
-  DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
-  // The process set the collective runs in (0: every rank); this rank must
-  // be a member.
-  int32_t process_set = 0;
-};
-
-struct AllreduceArgs {
-  ReduceOp op = ReduceOp::kAverage;
-  double prescale = 1.0;
-  double postscale = 1.0;
-};
-
-// A completed handle's result. `data`/`shape` are set for allgather,
-// alltoall and reducescatter, whose output size is known only after
-// negotiation.
-struct OpResult {
-  common::Status status;
-  std::shared_ptr<std::vector<uint8_t>> data;
-  std::vector<int64_t> shape;
-  // Alltoall: rows received from each rank of the set. Join: the rank that
-  // joined last. Adding a process set: its id.
-  std::vector<int64_t> sizes;
-};
-
-// How a process set's negotiation went so far on this rank.
-struct NegotiationStats {
-  int64_t cycles = 0;
-  int64_t coordinator_rounds = 0;  // cycles that went to the coordinator
-  int64_t cache_hits = 0;          // responses run from the response cache
-  // Time in negotiation, waiting for the other members included.
-  double negotiation_seconds = 0;
-};
-
-// An elastic generation as the driver formed it (the check-in answer): why,
-// and on which hosts ("a:2", rank order).
-struct GenerationInfo {
-  std::string reason;
-  std::vector<std::string> hosts;
-};
 
 class Runtime {
  public:
