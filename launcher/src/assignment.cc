@@ -25,9 +25,9 @@ common::Result<std::vector<SlotAssignment>> AssignRanks(
     for (int local = 0; local < here; ++local) {
       SlotAssignment slot;
       slot.host = host.host;
-      slot.rank = static_cast<int>(ranks.size());
-      slot.local_rank = local;
-      slot.local_size = here;
+      slot.layout.rank = static_cast<int>(ranks.size());
+      slot.layout.local_rank = local;
+      slot.layout.local_size = here;
       ranks.push_back(slot);
     }
   }
@@ -37,15 +37,15 @@ common::Result<std::vector<SlotAssignment>> AssignRanks(
         std::to_string(ranks.size()) + " the hosts offer");
   }
   for (SlotAssignment& slot : ranks) {
-    slot.size = num_proc;
+    slot.layout.size = num_proc;
     int cross_rank = 0, cross_size = 0;
     for (size_t h = 0; h < hosts.size(); ++h) {
-      if (used[h] <= slot.local_rank) continue;
+      if (used[h] <= slot.layout.local_rank) continue;
       if (hosts[h].host == slot.host) cross_rank = cross_size;
       ++cross_size;
     }
-    slot.cross_rank = cross_rank;
-    slot.cross_size = cross_size;
+    slot.layout.cross_rank = cross_rank;
+    slot.layout.cross_size = cross_size;
   }
   return ranks;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 #include "launch_config.h"
 
@@ -11,19 +12,13 @@ namespace hvd::launcher {
 
 struct SlotAssignment {
   std::string host;
-  int rank = 0;
-  int size = 0;
-  int local_rank = 0;
-  int local_size = 0;
-  int cross_rank = 0;
-  int cross_size = 0;
+  common::RankLayout layout;
 };
 
 // Fills hosts in the given order, each up to its slots, until `num_proc`
-// ranks are placed: ranks on one host are contiguous. cross_rank is the
-// host's index among the hosts that run a rank with the same local_rank,
-// cross_size how many such hosts there are (Horovod's definition). A host
-// listed twice counts once, with its slots added.
+// ranks are placed: ranks on one host are contiguous; cross ranks as
+// RankLayout defines them. A host listed twice counts once, with its slots
+// added.
 common::Result<std::vector<SlotAssignment>> AssignRanks(
     const std::vector<HostSlots>& hosts, int num_proc);
 

@@ -455,8 +455,8 @@ void Driver::Start(const StartWorker& action) {
   auto tail = std::make_shared<OutputTail>();
   record_.OnWorkerProcess(action.worker, process->pid, tail);
   auto relay = OutputRelay::Start(
-      {{process->stdout_fd, action.slot.rank, false, tail},
-       {process->stderr_fd, action.slot.rank, true, tail}},
+      {{process->stdout_fd, action.slot.layout.rank, false, tail},
+       {process->stderr_fd, action.slot.layout.rank, true, tail}},
       RelayOptionsFor(config_, action.slot, action.generation));
   if (relay.ok()) {
     running.relay = std::move(*relay);
@@ -464,7 +464,7 @@ void Driver::Start(const StartWorker& action) {
     spdlog::error("hvdrun: {}", relay.status().message());
   }
   spdlog::info("hvdrun: slot {} (rank {}) is pid {}", SlotNameOf(action.slot),
-               action.slot.rank, process->pid);
+               action.slot.layout.rank, process->pid);
   pids_[process->pid] = action.worker;
   workers_[action.worker] = std::move(running);
   // Only this process may report for the slot from now on.

@@ -30,7 +30,7 @@ std::string Seconds(milliseconds duration) {
 std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
   std::set<std::string> key;
   for (const auto& [name, a] : plan.slots) {
-    key.insert(name + "#" + std::to_string(a.rank));
+    key.insert(name + "#" + std::to_string(a.layout.rank));
   }
   return key;
 }
@@ -38,7 +38,7 @@ std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
 std::set<std::string> Key(const std::vector<SlotAssignment>& slots) {
   std::set<std::string> key;
   for (const auto& slot : slots) {
-    key.insert(SlotNameOf(slot) + "#" + std::to_string(slot.rank));
+    key.insert(SlotNameOf(slot) + "#" + std::to_string(slot.layout.rank));
   }
   return key;
 }
@@ -67,7 +67,7 @@ void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
 }  // namespace
 
 std::string SlotNameOf(const SlotAssignment& slot) {
-  return rendezvous::SlotName(slot.host, slot.local_rank);
+  return rendezvous::SlotName(slot.host, slot.layout.local_rank);
 }
 
 PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
@@ -294,7 +294,7 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
     Worker* w = RunningIn(name);
     if (w && w->joined < plan_.generation) {
       w->joined = plan_.generation;
-      w->joined_rank = a.rank;
+      w->joined_rank = a.layout.rank;
       joined_.insert(plan_.generation);
     }
   }
@@ -502,7 +502,7 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
                            int exit_code, int signal, Actions& out) {
   auto in_plan = plan_.slots.find(w.slot);
   const int rank = w.joined > 0                   ? w.joined_rank
-                   : in_plan != plan_.slots.end() ? in_plan->second.rank
+                   : in_plan != plan_.slots.end() ? in_plan->second.layout.rank
                                                   : w.start_rank;
   failures_.push_back({w.joined, "slot " + w.slot + " (rank " +
                                      std::to_string(rank) + ") " + what});
@@ -605,16 +605,11 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     plan.workers[SlotNameOf(slot)] = RunningIn(SlotNameOf(slot))->id;
     rendezvous::WorkerAssignment a;
     a.generation = plan.generation;
-    a.rank = slot.rank;
-    a.size = slot.size;
-    a.local_rank = slot.local_rank;
-    a.local_size = slot.local_size;
-    a.cross_rank = slot.cross_rank;
-    a.cross_size = slot.cross_size;
+    a.layout = slot.layout;
     a.sync = sync;
     plan.slots[SlotNameOf(slot)] = a;
-    summary += (summary.empty() ? "" : ", ") + std::to_string(slot.rank) + "=" +
-               SlotNameOf(slot);
+    summary += (summary.empty() ? "" : ", ") +
+               std::to_string(slot.layout.rank) + "=" + SlotNameOf(slot);
   }
   PushHostsUpdated push{plan.generation, {}, {}, {}};
   for (const auto& host : new_hosts) {
@@ -728,7 +723,7 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
   w.id = next_id_++;
   w.slot = SlotNameOf(slot);
   w.host = slot.host;
-  w.start_rank = slot.rank;
+  w.start_rank = slot.layout.rank;
   w.started = now;
   workers_[w.id] = w;
   out.push_back(StartWorker{w.id, slot, generation});

@@ -96,7 +96,7 @@ void JobRecord::OnActions(TimePoint now, const Actions& actions) {
       w.id = start->worker;
       w.slot = SlotNameOf(start->slot);
       w.host = start->slot.host;
-      w.local_rank = start->slot.local_rank;
+      w.local_rank = start->slot.layout.local_rank;
       w.started = now;
       if (!facts_.elastic) AddStaticRank(now, *start);
     } else if (auto* published = std::get_if<PublishGeneration>(&action)) {
@@ -167,18 +167,13 @@ void JobRecord::AddStaticRank(TimePoint now, const StartWorker& start) {
   Generation& g = generations_.back();
   rendezvous::WorkerAssignment a;
   a.generation = 1;
-  a.rank = start.slot.rank;
-  a.size = start.slot.size;
-  a.local_rank = start.slot.local_rank;
-  a.local_size = start.slot.local_size;
-  a.cross_rank = start.slot.cross_rank;
-  a.cross_size = start.slot.cross_size;
+  a.layout = start.slot.layout;
   a.sync = false;
   const std::string slot = SlotNameOf(start.slot);
   g.plan.slots[slot] = a;
   g.plan.workers[slot] = start.worker;
   g.published = now;
-  if (static_cast<int>(g.plan.slots.size()) == start.slot.size)
+  if (static_cast<int>(g.plan.slots.size()) == start.slot.layout.size)
     g.complete = now;
 }
 
@@ -342,7 +337,7 @@ json JobRecord::Snapshot(TimePoint now,
   if (newest) {
     std::vector<std::pair<int, std::string>> order;
     for (const auto& [slot, a] : newest->plan.slots) {
-      order.emplace_back(a.rank, slot);
+      order.emplace_back(a.layout.rank, slot);
     }
     std::sort(order.begin(), order.end());
     for (const auto& [rank, slot] : order) {
@@ -350,7 +345,7 @@ json JobRecord::Snapshot(TimePoint now,
       json entry{{"rank", rank},
                  {"slot", slot},
                  {"host", slot.substr(0, slot.rfind(':'))},
-                 {"local_rank", a.local_rank},
+                 {"local_rank", a.layout.local_rank},
                  {"checked_in", newest->missing.count(slot) == 0},
                  {"worker", nullptr},
                  {"pid", nullptr},

@@ -49,8 +49,9 @@ OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
   if (!elastic) {
     // Horovod's layout: the rank padded to the width of the largest one
     // (rank.07 of 12).
-    const std::string largest = std::to_string(std::max(slot.size - 1, 0));
-    std::string rank = std::to_string(slot.rank);
+    const std::string largest =
+        std::to_string(std::max(slot.layout.size - 1, 0));
+    std::string rank = std::to_string(slot.layout.rank);
     if (rank.size() < largest.size()) {
       rank.insert(0, largest.size() - rank.size(), '0');
     }
@@ -63,7 +64,8 @@ OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
   for (char& c : host) {
     if (c == '/') c = '_';
   }
-  files.dir = output_dir + "/" + host + "." + std::to_string(slot.local_rank);
+  files.dir =
+      output_dir + "/" + host + "." + std::to_string(slot.layout.local_rank);
   const std::string base = files.dir + "/gen." + std::to_string(generation);
   files.stdout_path = base + ".stdout";
   files.stderr_path = base + ".stderr";

@@ -81,8 +81,9 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
     }
   }
   if (!worker.ok()) {
-    return worker.status().WithContext(
-        "cannot start rank " + std::to_string(slot.rank) + " on " + slot.host);
+    return worker.status().WithContext("cannot start rank " +
+                                       std::to_string(slot.layout.rank) +
+                                       " on " + slot.host);
   }
   return worker;
 }

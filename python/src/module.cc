@@ -126,15 +126,16 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     if (config.rendezvous_addr == parent.rendezvous_addr &&
         config.rendezvous_port == parent.rendezvous_port) {
       RaiseForked(Status::InvalidArgument(
-          "this process is a fork of rank " + std::to_string(parent.rank) +
-          " of the job at " + parent.rendezvous_addr + ":" +
+          "this process is a fork of rank " +
+          std::to_string(parent.layout.rank) + " of the job at " +
+          parent.rendezvous_addr + ":" +
           std::to_string(parent.rendezvous_port) +
           ", whose place in the job it cannot take: use collectives only in "
           "the parent, or run hvd in the fork as a job of its own (without "
           "the HOROVOD_* variables hvdrun set)"));
     }
   }
-  Status logging = common::InitLogging("worker", config.rank);
+  Status logging = common::InitLogging("worker", config.layout.rank);
   if (!logging.ok()) Raise(logging);
   runtime::WorkerStats& stats = OwnStats();
   int64_t generation = g_state.starts;
@@ -161,7 +162,7 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
     generation = joined->generation;
     stats.GenerationJoined(generation, joined->sync);
     membership = runtime::GenerationInfo{joined->reason, joined->hosts};
-    (void)common::InitLogging("worker", config.rank);
+    (void)common::InitLogging("worker", config.layout.rank);
   }
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
@@ -170,7 +171,7 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
                              membership);
   }
   g_state.runtime = ValueOrRaise(std::move(started));
-  stats.RuntimeStarted(config.rank, config.size);
+  stats.RuntimeStarted(config.layout.rank, config.layout.size);
   StartReporter(config);
   if (config.elastic) {
     Status attached = g_state.elastic->Attach(g_state.runtime, generation);
@@ -292,12 +293,12 @@ PYBIND11_MODULE(_hvd_core, m) {
     py::gil_scoped_release release;
     g_state.reporter->Stop();
   });
-  m.def("rank", [] { return Current()->config().rank; });
-  m.def("size", [] { return Current()->config().size; });
-  m.def("local_rank", [] { return Current()->config().local_rank; });
-  m.def("local_size", [] { return Current()->config().local_size; });
-  m.def("cross_rank", [] { return Current()->config().cross_rank; });
-  m.def("cross_size", [] { return Current()->config().cross_size; });
+  m.def("rank", [] { return Current()->config().layout.rank; });
+  m.def("size", [] { return Current()->config().layout.size; });
+  m.def("local_rank", [] { return Current()->config().layout.local_rank; });
+  m.def("local_size", [] { return Current()->config().layout.local_size; });
+  m.def("cross_rank", [] { return Current()->config().layout.cross_rank; });
+  m.def("cross_size", [] { return Current()->config().layout.cross_size; });
 
   // `output` may be `input` (in place); it must have the same shape/dtype.
   m.def("allreduce_async", [](py::array input, py::array output,

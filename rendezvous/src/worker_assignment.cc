@@ -39,12 +39,12 @@ std::string EncodeAssignment(const WorkerAssignment& a) {
   // Host names come from the discovery script: invalid UTF-8 becomes
   // U+FFFD instead of an exception.
   return nlohmann::json{{"generation", a.generation},
-                        {"rank", a.rank},
-                        {"size", a.size},
-                        {"local_rank", a.local_rank},
-                        {"local_size", a.local_size},
-                        {"cross_rank", a.cross_rank},
-                        {"cross_size", a.cross_size},
+                        {"rank", a.layout.rank},
+                        {"size", a.layout.size},
+                        {"local_rank", a.layout.local_rank},
+                        {"local_size", a.layout.local_size},
+                        {"cross_rank", a.layout.cross_rank},
+                        {"cross_size", a.layout.cross_size},
                         {"sync", a.sync},
                         {"reason", a.reason},
                         {"hosts", a.hosts}}
@@ -57,12 +57,13 @@ Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
   auto generation = IntegerField<int64_t>(json, "generation");
   if (!generation) return MalformedAnswer("generation");
   a.generation = *generation;
-  const std::pair<const char*, int*> ints[] = {{"rank", &a.rank},
-                                               {"size", &a.size},
-                                               {"local_rank", &a.local_rank},
-                                               {"local_size", &a.local_size},
-                                               {"cross_rank", &a.cross_rank},
-                                               {"cross_size", &a.cross_size}};
+  const std::pair<const char*, int*> ints[] = {
+      {"rank", &a.layout.rank},
+      {"size", &a.layout.size},
+      {"local_rank", &a.layout.local_rank},
+      {"local_size", &a.layout.local_size},
+      {"cross_rank", &a.layout.cross_rank},
+      {"cross_size", &a.layout.cross_size}};
   for (const auto& [name, field] : ints) {
     auto value = IntegerField<int>(json, name);
     if (!value) return MalformedAnswer(name);

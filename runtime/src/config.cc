@@ -130,12 +130,12 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     int64_t min;
   };
   for (const IntField& f :
-       {IntField{ev::kSize, &config.size, 1},
-        IntField{ev::kRank, &config.rank, 0},
-        IntField{ev::kLocalSize, &config.local_size, 1},
-        IntField{ev::kLocalRank, &config.local_rank, 0},
-        IntField{ev::kCrossSize, &config.cross_size, 1},
-        IntField{ev::kCrossRank, &config.cross_rank, 0},
+       {IntField{ev::kSize, &config.layout.size, 1},
+        IntField{ev::kRank, &config.layout.rank, 0},
+        IntField{ev::kLocalSize, &config.layout.local_size, 1},
+        IntField{ev::kLocalRank, &config.layout.local_rank, 0},
+        IntField{ev::kCrossSize, &config.layout.cross_size, 1},
+        IntField{ev::kCrossRank, &config.layout.cross_rank, 0},
         IntField{ev::kGlooRendezvousPort, &config.rendezvous_port, 1}}) {
     auto value = common::GetEnvInt(f.name, -1, f.min, 1 << 30);
     if (!value.ok()) return value.status();
@@ -157,20 +157,23 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
     return Status::Ok();
   };
   for (Status status :
-       {check_below(config.rank, config.size, ev::kRank, ev::kSize),
-        check_below(config.local_rank, config.local_size, ev::kLocalRank,
-                    ev::kLocalSize),
-        check_below(config.cross_rank, config.cross_size, ev::kCrossRank,
-                    ev::kCrossSize)}) {
+       {check_below(config.layout.rank, config.layout.size, ev::kRank,
+                    ev::kSize),
+        check_below(config.layout.local_rank, config.layout.local_size,
+                    ev::kLocalRank, ev::kLocalSize),
+        check_below(config.layout.cross_rank, config.layout.cross_size,
+                    ev::kCrossRank, ev::kCrossSize)}) {
     if (!status.ok()) return status;
   }
   if (!config.thread_affinity.empty() &&
-      config.thread_affinity.size() < static_cast<size_t>(config.local_size)) {
+      config.thread_affinity.size() <
+          static_cast<size_t>(config.layout.local_size)) {
     return Status::InvalidArgument(
         std::string(ev::kThreadAffinity) + " names " +
         std::to_string(config.thread_affinity.size()) +
-        " core(s) but this host runs " + std::to_string(config.local_size) +
-        " local ranks (" + ev::kLocalSize + "): give one core per local rank");
+        " core(s) but this host runs " +
+        std::to_string(config.layout.local_size) + " local ranks (" +
+        ev::kLocalSize + "): give one core per local rank");
   }
   config.hostname = common::GetEnvString(ev::kHostname, "localhost");
   auto worker_id = common::GetEnvInt(ev::kHvdWorkerId, 0, 0, INT64_MAX);

@@ -20,7 +20,7 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
   options.secret = config.secret;
   rendezvous::RendezvousClient client(options);
   const std::string slot =
-      rendezvous::SlotName(config.hostname, config.local_rank);
+      rendezvous::SlotName(config.hostname, config.layout.local_rank);
   // The driver bounds this wait, not the worker: it fails the job when too
   // few slots remain for the elastic timeout, a new slot that does not
   // check in within the start timeout, and a joined one that stops
@@ -41,14 +41,10 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
       joined.reason = assignment->reason;
       joined.hosts = assignment->hosts;
       joined.config = config;
-      joined.config.rank = assignment->rank;
-      joined.config.size = assignment->size;
-      joined.config.local_rank = assignment->local_rank;
-      joined.config.local_size = assignment->local_size;
-      joined.config.cross_rank = assignment->cross_rank;
-      joined.config.cross_size = assignment->cross_size;
+      joined.config.layout = assignment->layout;
       spdlog::info("slot {} joined generation {} as rank {} of {}", slot,
-                   joined.generation, assignment->rank, assignment->size);
+                   joined.generation, assignment->layout.rank,
+                   assignment->layout.size);
       return joined;
     }
     if (assignment.status().code() == common::Code::kNotFound) {

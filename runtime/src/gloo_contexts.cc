@@ -60,7 +60,7 @@ Result<std::shared_ptr<gloo::Context>> Connect(
 
 std::string CrossPrefix(const RuntimeConfig& config, int64_t generation) {
   return "g" + std::to_string(generation) + "/cross/" +
-         std::to_string(config.local_rank) + "/";
+         std::to_string(config.layout.local_rank) + "/";
 }
 
 }  // namespace
@@ -83,7 +83,7 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   contexts.abort_switch = std::make_shared<AbortSwitch>();
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto global = Connect(config, device, contexts.abort_switch, gen + "global/",
-                        config.rank, config.size);
+                        config.layout.rank, config.layout.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
   // Connect() has closed its rendezvous connection by now: what is new and
@@ -93,13 +93,14 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   // Ranks on a host are contiguous, so the host's first rank names it.
   auto local = Connect(
       config, device, contexts.abort_switch,
-      gen + "local/" + std::to_string(config.rank - config.local_rank) + "/",
-      config.local_rank, config.local_size);
+      gen + "local/" +
+          std::to_string(config.layout.rank - config.layout.local_rank) + "/",
+      config.layout.local_rank, config.layout.local_size);
   if (!local.ok()) return local.status();
   contexts.local = *local;
   auto cross = Connect(config, device, contexts.abort_switch,
-                       CrossPrefix(config, generation), config.cross_rank,
-                       config.cross_size);
+                       CrossPrefix(config, generation),
+                       config.layout.cross_rank, config.layout.cross_size);
   if (!cross.ok()) return cross.status();
   contexts.cross = *cross;
   return contexts;
@@ -132,7 +133,7 @@ Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto context =
       Connect(config, device, abort_switch, CrossPrefix(config, generation),
-              config.cross_rank, config.cross_size);
+              config.layout.cross_rank, config.layout.cross_size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {
     sockets->push_back(socket);

@@ -59,7 +59,7 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   auto set = std::make_shared<ProcessSet>();
   set->id = id;
   set->ranks = std::move(ranks);
-  auto at = std::find(set->ranks.begin(), set->ranks.end(), config.rank);
+  auto at = std::find(set->ranks.begin(), set->ranks.end(), config.layout.rank);
   if (at == set->ranks.end()) return set;
   set->rank = static_cast<int>(at - set->ranks.begin());
   auto context = ConnectSetContext(config, device, abort_switch, generation, id,
@@ -70,7 +70,7 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   // A deadlock is proven only when every rank of the job waits: a rank
   // outside the set may still unblock a member through another set.
   ControllerOptions set_options = options;
-  if (set->size() != config.size) set_options.deadlock_after = {};
+  if (set->size() != config.layout.size) set_options.deadlock_after = {};
   set->controller = std::make_unique<Controller>(
       std::make_unique<GlooControlPlane>(set->context), set->ranks,
       set_options);

@@ -24,7 +24,8 @@ std::optional<ReporterOptions> ReporterOptions::For(
   options.host = config.rendezvous_addr;
   options.port = config.rendezvous_port;
   options.secret = config.secret;
-  options.slot = rendezvous::SlotName(config.hostname, config.local_rank);
+  options.slot =
+      rendezvous::SlotName(config.hostname, config.layout.local_rank);
   options.worker_id = config.worker_id;
   options.interval = config.report_interval;
   return options;

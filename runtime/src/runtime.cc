@@ -65,7 +65,7 @@ class Runtime::Impl {
 
   // Rank 0 with HOROVOD_AUTOTUNE: the tuner, handed to the loop.
   Status CreateTuner() {
-    if (!config_.autotune || config_.rank != 0) return Status::Ok();
+    if (!config_.autotune || config_.layout.rank != 0) return Status::Ok();
     ParameterManager::Options options;
     options.initial.fusion_threshold = config_.fusion_threshold;
     options.initial.cycle_time = config_.cycle_time;
@@ -93,11 +93,11 @@ class Runtime::Impl {
   // Builds the global set and the user's sets 1, 2, ...; connects the sets
   // this rank belongs to.
   Status CreateSets(const std::vector<std::vector<int>>& process_sets) {
-    std::vector<int> all(config_.size);
+    std::vector<int> all(config_.layout.size);
     std::iota(all.begin(), all.end(), 0);
     auto global = std::make_shared<ProcessSet>();
     global->ranks = all;
-    global->rank = config_.rank;
+    global->rank = config_.layout.rank;
     global->context = contexts_.global;
     global->queue = std::make_unique<TensorQueue>(&signal_);
     auto host = ConnectHostGroup();
@@ -114,7 +114,7 @@ class Runtime::Impl {
     sets_.Insert(global);
     for (size_t i = 0; i < process_sets.size(); ++i) {
       const int32_t id = static_cast<int32_t>(i + 1);
-      auto ranks = NormalizeRanks(process_sets[i], config_.size);
+      auto ranks = NormalizeRanks(process_sets[i], config_.layout.size);
       if (!ranks.ok()) {
         return ranks.status().WithContext("process set " + std::to_string(id));
       }
@@ -178,15 +178,15 @@ class Runtime::Impl {
     const auto& cores = config_.thread_affinity;
     if (cores.empty()) return Status::Ok();
     const char* name = common::env_vars::kThreadAffinity;
-    if (config_.local_rank >= static_cast<int>(cores.size())) {
+    if (config_.layout.local_rank >= static_cast<int>(cores.size())) {
       return Status::InvalidArgument(
           std::string(name) + " names " + std::to_string(cores.size()) +
           " core(s), but this worker is local rank " +
-          std::to_string(config_.local_rank) + " of " +
-          std::to_string(config_.local_size) +
+          std::to_string(config_.layout.local_rank) + " of " +
+          std::to_string(config_.layout.local_size) +
           ": give one core per local rank");
     }
-    const int core = cores[config_.local_rank];
+    const int core = cores[config_.layout.local_rank];
     cpu_set_t set;
     CPU_ZERO(&set);
     if (core < CPU_SETSIZE) CPU_SET(core, &set);
@@ -199,7 +199,7 @@ class Runtime::Impl {
           std::string(name) +
           ": cannot pin the background thread of local "
           "rank " +
-          std::to_string(config_.local_rank) + " to core " +
+          std::to_string(config_.layout.local_rank) + " to core " +
           std::to_string(core) + " (" + std::strerror(error) +
           "); name a core this process may run on (see nproc / taskset)");
     }
@@ -241,11 +241,12 @@ class Runtime::Impl {
     if (!set->member()) {
       std::vector<int64_t> ranks(set->ranks.begin(), set->ranks.end());
       return Status::InvalidArgument(
-          "rank " + std::to_string(config_.rank) + " is not in process set " +
-          std::to_string(set_id) + " (ranks " + RanksString(ranks) + ")");
+          "rank " + std::to_string(config_.layout.rank) +
+          " is not in process set " + std::to_string(set_id) + " (ranks " +
+          RanksString(ranks) + ")");
     }
     for (TensorEntry& entry : entries) {
-      Status valid = CheckRequest(*set, config_.size, &entry.request);
+      Status valid = CheckRequest(*set, config_.layout.size, &entry.request);
       if (!valid.ok()) return valid;
     }
     // Only valid requests take a number, so that every member counts alike.
@@ -315,15 +316,15 @@ class Runtime::Impl {
   }
 
   Status StartTimeline(const std::string& path, bool mark_cycles) {
-    if (config_.rank != 0) return Status::Ok();
+    if (config_.layout.rank != 0) return Status::Ok();
     timeline_.Set(nullptr);  // one writer per file: close the old one first
     auto timeline = Timeline::Open(path, mark_cycles);
     if (!timeline.ok()) return timeline.status();
     std::shared_ptr<Timeline> opened = std::move(*timeline);
     // Before anything of the generation: where its membership began.
     if (membership_) {
-      opened->MarkGeneration(generation_, config_.size, membership_->hosts,
-                             membership_->reason);
+      opened->MarkGeneration(generation_, config_.layout.size,
+                             membership_->hosts, membership_->reason);
     }
     timeline_.Set(std::move(opened));
     return Status::Ok();
@@ -365,7 +366,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
-                config.size, contexts->global_sockets.size());
+                config.layout.size, contexts->global_sockets.size());
   auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts),
                                      std::move(stats), std::move(membership));
   Status sets = impl->CreateSets(process_sets);
@@ -525,7 +526,7 @@ Result<Handle> Runtime::AddProcessSet(std::vector<int> ranks) {
         "HOROVOD_DYNAMIC_PROCESS_SETS=1; or pass it to hvd.init(process_sets="
         "[...])");
   }
-  auto sorted = NormalizeRanks(std::move(ranks), config.size);
+  auto sorted = NormalizeRanks(std::move(ranks), config.layout.size);
   if (!sorted.ok()) return sorted.status();
   TensorSpec spec;
   spec.dtype = DataType::kUInt8;

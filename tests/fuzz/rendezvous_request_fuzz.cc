@@ -83,11 +83,11 @@ void CheckCheckIn(const std::string& slot, const std::string& notify) {
   hvd::rendezvous::GenerationPlan plan;
   plan.generation = 1;
   const std::string member = hvd::rendezvous::SlotName("host-a", 0);
-  plan.slots[member].size = 1;
+  plan.slots[member].layout.size = 1;
   HVD_FUZZ_CHECK(board.Publish(plan).ok());
   auto answer = board.CheckIn(slot, 0, notify, std::chrono::milliseconds(0));
   if (slot == member) {
-    HVD_FUZZ_CHECK(answer.ok() && answer->size == 1);
+    HVD_FUZZ_CHECK(answer.ok() && answer->layout.size == 1);
     HVD_FUZZ_CHECK(notify.empty() ||
                    board.NotifyAddresses().at(slot) == notify);
   } else {
@@ -115,12 +115,12 @@ void CheckAssignment(const std::string& json) {
       hvd::rendezvous::EncodeAssignment(*assignment));
   HVD_FUZZ_CHECK(again.ok());
   HVD_FUZZ_CHECK(again->generation == assignment->generation);
-  HVD_FUZZ_CHECK(again->rank == assignment->rank);
-  HVD_FUZZ_CHECK(again->size == assignment->size);
-  HVD_FUZZ_CHECK(again->local_rank == assignment->local_rank);
-  HVD_FUZZ_CHECK(again->local_size == assignment->local_size);
-  HVD_FUZZ_CHECK(again->cross_rank == assignment->cross_rank);
-  HVD_FUZZ_CHECK(again->cross_size == assignment->cross_size);
+  HVD_FUZZ_CHECK(again->layout.rank == assignment->layout.rank);
+  HVD_FUZZ_CHECK(again->layout.size == assignment->layout.size);
+  HVD_FUZZ_CHECK(again->layout.local_rank == assignment->layout.local_rank);
+  HVD_FUZZ_CHECK(again->layout.local_size == assignment->layout.local_size);
+  HVD_FUZZ_CHECK(again->layout.cross_rank == assignment->layout.cross_rank);
+  HVD_FUZZ_CHECK(again->layout.cross_size == assignment->layout.cross_size);
   HVD_FUZZ_CHECK(again->sync == assignment->sync);
   HVD_FUZZ_CHECK(again->reason == assignment->reason);
   HVD_FUZZ_CHECK(assignment->reason.size() <= hvd::rendezvous::kMaxReasonBytes);

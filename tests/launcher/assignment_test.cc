@@ -13,12 +13,12 @@ TEST(AssignmentTest, ContiguousRanksPerHostInOrder) {
   for (int r = 0; r < 4; ++r) {
     const SlotAssignment& slot = (*ranks)[r];
     EXPECT_EQ(slot.host, hosts[r]);
-    EXPECT_EQ(slot.rank, r);
-    EXPECT_EQ(slot.size, 4);
-    EXPECT_EQ(slot.local_rank, r % 2);
-    EXPECT_EQ(slot.local_size, 2);
-    EXPECT_EQ(slot.cross_rank, r / 2);
-    EXPECT_EQ(slot.cross_size, 2);
+    EXPECT_EQ(slot.layout.rank, r);
+    EXPECT_EQ(slot.layout.size, 4);
+    EXPECT_EQ(slot.layout.local_rank, r % 2);
+    EXPECT_EQ(slot.layout.local_size, 2);
+    EXPECT_EQ(slot.layout.cross_rank, r / 2);
+    EXPECT_EQ(slot.layout.cross_size, 2);
   }
 }
 
@@ -27,19 +27,19 @@ TEST(AssignmentTest, UnevenHostsFollowHorovodsCrossRanks) {
   // ranks 1 and 2 only on a.
   auto ranks = AssignRanks({{"a", 3}, {"b", 2}}, 4);
   ASSERT_TRUE(ranks.ok());
-  EXPECT_EQ((*ranks)[0].cross_size, 2);
+  EXPECT_EQ((*ranks)[0].layout.cross_size, 2);
   EXPECT_EQ((*ranks)[3].host, "b");
-  EXPECT_EQ((*ranks)[3].local_size, 1);
-  EXPECT_EQ((*ranks)[3].cross_rank, 1);
-  EXPECT_EQ((*ranks)[1].cross_size, 1);
-  EXPECT_EQ((*ranks)[1].cross_rank, 0);
+  EXPECT_EQ((*ranks)[3].layout.local_size, 1);
+  EXPECT_EQ((*ranks)[3].layout.cross_rank, 1);
+  EXPECT_EQ((*ranks)[1].layout.cross_size, 1);
+  EXPECT_EQ((*ranks)[1].layout.cross_rank, 0);
 }
 
 TEST(AssignmentTest, RepeatedHostAddsSlots) {
   auto ranks = AssignRanks({{"a", 1}, {"b", 1}, {"a", 1}}, 3);
   ASSERT_TRUE(ranks.ok());
   EXPECT_EQ((*ranks)[1].host, "a");
-  EXPECT_EQ((*ranks)[1].local_rank, 1);
+  EXPECT_EQ((*ranks)[1].layout.local_rank, 1);
   EXPECT_EQ((*ranks)[2].host, "b");
 }
 

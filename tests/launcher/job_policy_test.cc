@@ -86,7 +86,9 @@ class Harness {
     return running_.count(slot) != 0;
   }
   const rendezvous::GenerationPlan& plan() const { return plan_; }
-  int rank(const std::string& slot) const { return plan_.slots.at(slot).rank; }
+  int rank(const std::string& slot) const {
+    return plan_.slots.at(slot).layout.rank;
+  }
   JobPolicy& policy() { return policy_; }
   TimePoint now() const { return now_; }
   int exit_code() const { return exit_code_; }
@@ -824,7 +826,7 @@ TEST(JobPolicyHostCheck, StaticChecksEveryHostOfItsRanksBeforeAnyWorker) {
   EXPECT_TRUE(All<StartWorker>(h.Tick()).empty());
   Actions go = h.On(Passed("a"));
   ASSERT_EQ(All<StartWorker>(go).size(), 3u);
-  EXPECT_EQ(All<StartWorker>(go)[0].slot.rank, 0);
+  EXPECT_EQ(All<StartWorker>(go)[0].slot.layout.rank, 0);
   EXPECT_FALSE(h.policy().NextDeadline().has_value());
   h.ExitSlot("a:0", Exit(0));
   h.ExitSlot("a:1", Exit(0));

@@ -62,9 +62,9 @@ SlotAssignment Slot(const std::string& host, int rank, int size,
                     int local_rank) {
   SlotAssignment slot;
   slot.host = host;
-  slot.rank = rank;
-  slot.size = size;
-  slot.local_rank = local_rank;
+  slot.layout.rank = rank;
+  slot.layout.size = size;
+  slot.layout.local_rank = local_rank;
   return slot;
 }
 

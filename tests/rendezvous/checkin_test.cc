@@ -35,12 +35,12 @@ GenerationPlan Plan(int64_t generation, const std::vector<std::string>& hosts,
   for (int h = 0; h < size; ++h) {
     WorkerAssignment a;
     a.generation = generation;
-    a.rank = h;
-    a.size = size;
-    a.local_rank = 0;
-    a.local_size = 1;
-    a.cross_rank = h;
-    a.cross_size = size;
+    a.layout.rank = h;
+    a.layout.size = size;
+    a.layout.local_rank = 0;
+    a.layout.local_size = 1;
+    a.layout.cross_rank = h;
+    a.layout.cross_size = size;
     a.sync = sync;
     plan.slots[SlotName(hosts[h], 0)] = a;
   }
@@ -123,10 +123,10 @@ TEST_F(CheckInTest, SingleSlotGetsItsAssignment) {
   auto result = client.CheckIn("a:0", 0, "127.0.0.1:4567", 5s);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->generation, 3);
-  EXPECT_EQ(result->rank, 0);
-  EXPECT_EQ(result->size, 1);
-  EXPECT_EQ(result->local_size, 1);
-  EXPECT_EQ(result->cross_size, 1);
+  EXPECT_EQ(result->layout.rank, 0);
+  EXPECT_EQ(result->layout.size, 1);
+  EXPECT_EQ(result->layout.local_size, 1);
+  EXPECT_EQ(result->layout.cross_size, 1);
   EXPECT_FALSE(result->sync);
   // The notification address travelled URL-encoded and arrived intact.
   EXPECT_EQ(server_->board().NotifyAddresses(),
@@ -171,8 +171,8 @@ TEST_F(CheckInTest, ThreeWorkersAnswerTogether) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(results[i].ok())
         << slots[i] << ": " << results[i].status().ToString();
-    EXPECT_EQ(results[i]->rank, i);
-    EXPECT_EQ(results[i]->size, 3);
+    EXPECT_EQ(results[i]->layout.rank, i);
+    EXPECT_EQ(results[i]->layout.size, 3);
     EXPECT_EQ(results[i]->generation, 1);
   }
 }
@@ -232,10 +232,10 @@ TEST_F(CheckInTest, IncompleteBarrierIs408Timeout) {
   RendezvousClient b(ClientOptions());
   auto b_result = b.CheckIn("b:0", 0, "", 5s);
   ASSERT_TRUE(b_result.ok()) << b_result.status().ToString();
-  EXPECT_EQ(b_result->rank, 1);
+  EXPECT_EQ(b_result->layout.rank, 1);
   auto again = client.CheckIn("a:0", 0, "", 5s);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(again->rank, 0);
+  EXPECT_EQ(again->layout.rank, 0);
 }
 
 TEST_F(CheckInTest, NoGenerationYetIs408) {

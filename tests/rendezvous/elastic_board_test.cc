@@ -30,12 +30,12 @@ GenerationPlan Plan(int64_t generation, const std::vector<std::string>& hosts,
     for (int l = 0; l < per_host; ++l) {
       WorkerAssignment a;
       a.generation = generation;
-      a.rank = static_cast<int>(h) * per_host + l;
-      a.size = size;
-      a.local_rank = l;
-      a.local_size = per_host;
-      a.cross_rank = static_cast<int>(h);
-      a.cross_size = static_cast<int>(hosts.size());
+      a.layout.rank = static_cast<int>(h) * per_host + l;
+      a.layout.size = size;
+      a.layout.local_rank = l;
+      a.layout.local_size = per_host;
+      a.layout.cross_rank = static_cast<int>(h);
+      a.layout.cross_size = static_cast<int>(hosts.size());
       a.sync = sync;
       plan.slots[SlotName(hosts[h], l)] = a;
     }
@@ -82,22 +82,22 @@ TEST(WorkerAssignmentTest, SlotNameIsHostColonLocalRank) {
 TEST(WorkerAssignmentTest, EncodeDecodeRoundTrip) {
   WorkerAssignment a;
   a.generation = 1234567890123;  // beyond 32 bits
-  a.rank = 5;
-  a.size = 8;
-  a.local_rank = 1;
-  a.local_size = 2;
-  a.cross_rank = 2;
-  a.cross_size = 4;
+  a.layout.rank = 5;
+  a.layout.size = 8;
+  a.layout.local_rank = 1;
+  a.layout.local_size = 2;
+  a.layout.cross_rank = 2;
+  a.layout.cross_size = 4;
   a.sync = false;
   auto decoded = DecodeAssignment(EncodeAssignment(a));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->generation, 1234567890123);
-  EXPECT_EQ(decoded->rank, 5);
-  EXPECT_EQ(decoded->size, 8);
-  EXPECT_EQ(decoded->local_rank, 1);
-  EXPECT_EQ(decoded->local_size, 2);
-  EXPECT_EQ(decoded->cross_rank, 2);
-  EXPECT_EQ(decoded->cross_size, 4);
+  EXPECT_EQ(decoded->layout.rank, 5);
+  EXPECT_EQ(decoded->layout.size, 8);
+  EXPECT_EQ(decoded->layout.local_rank, 1);
+  EXPECT_EQ(decoded->layout.local_size, 2);
+  EXPECT_EQ(decoded->layout.cross_rank, 2);
+  EXPECT_EQ(decoded->layout.cross_size, 4);
   EXPECT_FALSE(decoded->sync);
   a.sync = true;
   auto synced = DecodeAssignment(EncodeAssignment(a));
@@ -257,8 +257,8 @@ TEST(ElasticBoardTest, SingleSlotGenerationAnswersAtOnce) {
   auto result = board.CheckIn("a:0", 0, "a:9000", 5s);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->generation, 1);
-  EXPECT_EQ(result->rank, 0);
-  EXPECT_EQ(result->size, 1);
+  EXPECT_EQ(result->layout.rank, 0);
+  EXPECT_EQ(result->layout.size, 1);
   EXPECT_FALSE(result->sync);
   EXPECT_TRUE(board.Missing().empty());
   // Checking in again for the same generation answers again.
@@ -354,10 +354,10 @@ TEST(ElasticBoardTest, FourSlotsFromFourThreadsAnswerOnlyAfterTheLast) {
     ASSERT_TRUE(results[i].ok())
         << slots[i] << ": " << results[i].status().ToString();
     EXPECT_EQ(results[i]->generation, 1);
-    EXPECT_EQ(results[i]->rank, i) << slots[i];
-    EXPECT_EQ(results[i]->size, 4);
-    EXPECT_EQ(results[i]->local_rank, i % 2) << slots[i];
-    EXPECT_EQ(results[i]->cross_rank, i / 2) << slots[i];
+    EXPECT_EQ(results[i]->layout.rank, i) << slots[i];
+    EXPECT_EQ(results[i]->layout.size, 4);
+    EXPECT_EQ(results[i]->layout.local_rank, i % 2) << slots[i];
+    EXPECT_EQ(results[i]->layout.cross_rank, i / 2) << slots[i];
   }
   EXPECT_TRUE(board.Missing().empty());
   EXPECT_EQ(board.NotifyAddresses(),
@@ -421,9 +421,9 @@ TEST(ElasticBoardTest, NewerGenerationMovesWaitersOn) {
   ASSERT_TRUE(b_result.ok()) << b_result.status().ToString();
   EXPECT_EQ(a_result->generation, 2);
   EXPECT_EQ(b_result->generation, 2);
-  EXPECT_EQ(b_result->rank, 0);
-  EXPECT_EQ(a_result->rank, 1);
-  EXPECT_EQ(a_result->size, 2);
+  EXPECT_EQ(b_result->layout.rank, 0);
+  EXPECT_EQ(a_result->layout.rank, 1);
+  EXPECT_EQ(a_result->layout.size, 2);
   EXPECT_TRUE(board.Missing().empty());
   // c learns it was removed.
   EXPECT_EQ(board.CheckIn("c:0", 0, "", 5s).status().code(), Code::kNotFound);
@@ -509,7 +509,8 @@ TEST(ElasticBoardTest, ManyRoundsOfConcurrentCheckIns) {
       int64_t after = 0;
       for (int round = 1; round <= kRounds; ++round) {
         auto result = board.CheckIn(slot, after, "", 30s);
-        if (!result.ok() || result->generation != round || result->rank != w) {
+        if (!result.ok() || result->generation != round ||
+            result->layout.rank != w) {
           ++wrong;
         }
         after = round;

@@ -67,15 +67,15 @@ Status Publish(rdv::RendezvousServer& server, std::istringstream& words) {
     const std::string host = slot.substr(0, slot.rfind(':'));
     rdv::WorkerAssignment a;
     a.generation = generation;
-    a.rank = static_cast<int>(rank);
-    a.size = static_cast<int>(slots.size());
-    a.local_rank = std::atoi(slot.c_str() + slot.rfind(':') + 1);
-    a.local_size = local_size[host];
-    a.cross_rank = 0;
+    a.layout.rank = static_cast<int>(rank);
+    a.layout.size = static_cast<int>(slots.size());
+    a.layout.local_rank = std::atoi(slot.c_str() + slot.rfind(':') + 1);
+    a.layout.local_size = local_size[host];
+    a.layout.cross_rank = 0;
     for (size_t h = 0; h < hosts.size(); ++h) {
-      if (hosts[h] == host) a.cross_rank = static_cast<int>(h);
+      if (hosts[h] == host) a.layout.cross_rank = static_cast<int>(h);
     }
-    a.cross_size = static_cast<int>(hosts.size());
+    a.layout.cross_size = static_cast<int>(hosts.size());
     a.sync = sync != 0;
     plan.slots[slot] = a;
     plan.workers[slot] = worker;

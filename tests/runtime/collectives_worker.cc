@@ -139,11 +139,12 @@ void RunGeneration(const hvd::runtime::RuntimeConfig& config,
                    "start of generation " + std::to_string(generation))) {
     return;
   }
-  if (config.rank == 0 && !timeline.empty()) {
+  if (config.layout.rank == 0 && !timeline.empty()) {
     CheckStatus((*runtime)->StartTimeline(timeline, true), "timeline");
   }
-  std::thread other([&] { RunOps(**runtime, 1, config.rank, config.size); });
-  RunOps(**runtime, 0, config.rank, config.size);
+  std::thread other(
+      [&] { RunOps(**runtime, 1, config.layout.rank, config.layout.size); });
+  RunOps(**runtime, 0, config.layout.rank, config.layout.size);
   other.join();
   if (failures.any()) return;
   auto barrier = (*runtime)->Barrier();
@@ -165,13 +166,13 @@ int main(int argc, char** argv) {
   hvd::runtime::RuntimeConfig config;
   config.rendezvous_addr = "127.0.0.1";
   config.rendezvous_port = std::atoi(argv[1]);
-  config.rank = std::atoi(argv[2]);
-  config.size = std::atoi(argv[3]);
-  config.local_rank = config.rank;
-  config.local_size = config.size;
+  config.layout.rank = std::atoi(argv[2]);
+  config.layout.size = std::atoi(argv[3]);
+  config.layout.local_rank = config.layout.rank;
+  config.layout.local_size = config.layout.size;
   config.hostname = "127.0.0.1";
   config.secret = secret ? secret : "";
-  failures.set_rank(config.rank);
+  failures.set_rank(config.layout.rank);
   RunGeneration(config, 1, argv[4]);
   if (!failures.any()) RunGeneration(config, 2, "");
   return failures.any() ? 1 : 0;

@@ -94,8 +94,8 @@ TEST_F(ConfigTest, TooFewAffinityCoresForTheLocalRanksIsAnError) {
 TEST_F(ConfigTest, AloneWithoutLauncher) {
   auto config = RuntimeConfig::FromEnv();
   ASSERT_TRUE(config.ok());
-  EXPECT_EQ(config->rank, 0);
-  EXPECT_EQ(config->size, 1);
+  EXPECT_EQ(config->layout.rank, 0);
+  EXPECT_EQ(config->layout.size, 1);
 }
 
 TEST_F(ConfigTest, ReadsTheLaunchersVariables) {
@@ -103,9 +103,9 @@ TEST_F(ConfigTest, ReadsTheLaunchersVariables) {
   setenv("HOROVOD_GLOO_TIMEOUT_SECONDS", "7", 1);
   auto config = RuntimeConfig::FromEnv();
   ASSERT_TRUE(config.ok()) << config.status().ToString();
-  EXPECT_EQ(config->rank, 3);
-  EXPECT_EQ(config->local_size, 2);
-  EXPECT_EQ(config->cross_rank, 1);
+  EXPECT_EQ(config->layout.rank, 3);
+  EXPECT_EQ(config->layout.local_size, 2);
+  EXPECT_EQ(config->layout.cross_rank, 1);
   EXPECT_EQ(config->hostname, "127.0.0.2");
   EXPECT_EQ(config->rendezvous_port, 4000);
   EXPECT_EQ(config->gloo_timeout, std::chrono::seconds(7));

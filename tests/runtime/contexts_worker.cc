@@ -37,9 +37,10 @@ int main() {
     return 1;
   }
   std::printf("global=%d local=%d cross=%d sizes=%d/%d/%d\n",
-              SumOfRanks(contexts->global, config->rank),
-              SumOfRanks(contexts->local, config->rank),
-              SumOfRanks(contexts->cross, config->rank), contexts->global->size,
-              contexts->local->size, contexts->cross->size);
+              SumOfRanks(contexts->global, config->layout.rank),
+              SumOfRanks(contexts->local, config->layout.rank),
+              SumOfRanks(contexts->cross, config->layout.rank),
+              contexts->global->size, contexts->local->size,
+              contexts->cross->size);
   return 0;
 }

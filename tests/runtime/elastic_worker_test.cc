@@ -51,12 +51,12 @@ rendezvous::GenerationPlan Plan(int64_t generation, std::vector<int> ranks,
   for (int slot = 0; slot < size; ++slot) {
     rendezvous::WorkerAssignment a;
     a.generation = generation;
-    a.rank = ranks[slot];
-    a.size = size;
-    a.local_rank = ranks[slot];
-    a.local_size = size;
-    a.cross_rank = 0;
-    a.cross_size = 1;
+    a.layout.rank = ranks[slot];
+    a.layout.size = size;
+    a.layout.local_rank = ranks[slot];
+    a.layout.local_size = size;
+    a.layout.cross_rank = 0;
+    a.layout.cross_size = 1;
     a.sync = sync;
     plan.slots[rendezvous::SlotName(kHost, slot)] = a;
   }
@@ -77,7 +77,7 @@ class ElasticWorkerTest : public ::testing::Test {
   RuntimeConfig Config(int slot, std::chrono::milliseconds gloo_timeout = 60s) {
     RuntimeConfig config;
     config.hostname = kHost;
-    config.local_rank = slot;
+    config.layout.local_rank = slot;
     config.rendezvous_addr = kHost;
     config.rendezvous_port = server_->port();
     config.secret = kSecret;
@@ -153,8 +153,8 @@ TEST_F(ElasticWorkerTest, JoinsGenerationsAcrossAResetWithOneServer) {
   ASSERT_TRUE(server_->board().Publish(Plan(1, {0, 1}, false)).ok());
   auto runtimes = JoinAll(workers);
   ASSERT_TRUE(runtimes[0] && runtimes[1]);
-  EXPECT_EQ(runtimes[1]->config().rank, 1);
-  EXPECT_EQ(runtimes[1]->config().size, 2);
+  EXPECT_EQ(runtimes[1]->config().layout.rank, 1);
+  EXPECT_EQ(runtimes[1]->config().layout.size, 2);
   for (const auto& worker : workers) {
     EXPECT_EQ(worker->generation(), 1);
     EXPECT_FALSE(worker->sync());
@@ -181,8 +181,8 @@ TEST_F(ElasticWorkerTest, JoinsGenerationsAcrossAResetWithOneServer) {
   ASSERT_TRUE(server_->board().Publish(Plan(2, {1, 0}, true)).ok());
   runtimes = JoinAll(workers);
   ASSERT_TRUE(runtimes[0] && runtimes[1]);
-  EXPECT_EQ(runtimes[0]->config().rank, 1);
-  EXPECT_EQ(runtimes[1]->config().rank, 0);
+  EXPECT_EQ(runtimes[0]->config().layout.rank, 1);
+  EXPECT_EQ(runtimes[1]->config().layout.rank, 0);
   for (const auto& worker : workers) {
     EXPECT_EQ(worker->generation(), 2);
     EXPECT_TRUE(worker->sync());
@@ -242,7 +242,7 @@ TEST_F(ElasticWorkerTest, EachGenerationsRankZeroMarksItOnOneTimeline) {
   ASSERT_TRUE(server_->board().Publish(second).ok());
   runtimes = JoinAll(workers);
   ASSERT_TRUE(runtimes[0] && runtimes[1]);
-  EXPECT_EQ(runtimes[1]->config().rank, 0);
+  EXPECT_EQ(runtimes[1]->config().layout.rank, 0);
   for (auto& runtime : runtimes) runtime->Shutdown();
   events = MembershipEvents(timeline_);
   ASSERT_EQ(events.size(), 2u);

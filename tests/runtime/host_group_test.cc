@@ -95,12 +95,12 @@ void OnRanks(const Layout& layout, size_t chunk_bytes,
         cv.wait(lock, [&] { return finished == layout.size(); });
       }};
       RuntimeConfig& c = env.config;
-      c.rank = rank;
-      c.size = layout.size();
-      c.local_rank = rank % layout.per_host;
-      c.local_size = layout.per_host;
-      c.cross_rank = rank / layout.per_host;
-      c.cross_size = layout.hosts;
+      c.layout.rank = rank;
+      c.layout.size = layout.size();
+      c.layout.local_rank = rank % layout.per_host;
+      c.layout.local_size = layout.per_host;
+      c.layout.cross_rank = rank / layout.per_host;
+      c.layout.cross_size = layout.hosts;
       c.secret = secret;
       c.gloo_timeout = std::chrono::seconds(20);
       c.shm_chunk_bytes = chunk_bytes;
@@ -121,8 +121,8 @@ void OnRanks(const Layout& layout, size_t chunk_bytes,
       setup.abort_switch = env.abort_switch;
       setup.connect_cross =
           [&]() -> common::Result<std::shared_ptr<gloo::Context>> {
-        return connect("cross" + std::to_string(c.local_rank), c.cross_rank,
-                       c.cross_size);
+        return connect("cross" + std::to_string(c.layout.local_rank),
+                       c.layout.cross_rank, c.layout.cross_size);
       };
       auto group = HostGroup::Connect(setup);
       ASSERT_TRUE(group.ok()) << group.status().ToString();
@@ -180,7 +180,7 @@ constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
 // Every type and op at sizes around the chunk (4 KiB) and the slices.
 void CheckAllreduce(RankEnv& env) {
   ASSERT_NE(env.group, nullptr);
-  const int size = env.config.size;
+  const int size = env.config.layout.size;
   for (DataType dtype : kTypes) {
     for (ReduceOp op : kOps) {
       for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1001},
@@ -190,7 +190,7 @@ void CheckAllreduce(RankEnv& env) {
           const bool unsigned_type = dtype == DataType::kUInt8;
           std::vector<T> data(count);
           for (size_t i = 0; i < count; ++i) {
-            const double v = Input(env.config.rank, i);
+            const double v = Input(env.config.layout.rank, i);
             data[i] = Cast<T>(unsigned_type ? std::fabs(v) : v);
           }
           Status status = env.group->Allreduce(dtype, op, data.data(), count,
@@ -205,7 +205,8 @@ void CheckAllreduce(RankEnv& env) {
             }
             ASSERT_EQ(Back(data[i]), Back(Cast<T>(want)))
                 << DataTypeName(dtype) << " " << ReduceOpName(op) << " count "
-                << count << " element " << i << " on rank " << env.config.rank;
+                << count << " element " << i << " on rank "
+                << env.config.layout.rank;
           }
         });
       }
@@ -222,11 +223,11 @@ TEST_P(HostGroupLayoutTest, AllreduceMatchesASerialReduction) {
 TEST_P(HostGroupLayoutTest, BroadcastFromEveryRoot) {
   OnRanks(GetParam(), 4096, [](RankEnv& env) {
     ASSERT_NE(env.group, nullptr);
-    for (int root = 0; root < env.config.size; ++root) {
+    for (int root = 0; root < env.config.layout.size; ++root) {
       for (size_t bytes : {size_t{1}, size_t{4095}, size_t{4096 * 2 + 3}}) {
         std::vector<uint8_t> data(bytes);
         for (size_t i = 0; i < bytes; ++i) {
-          data[i] = static_cast<uint8_t>(i * 7 + env.config.rank);
+          data[i] = static_cast<uint8_t>(i * 7 + env.config.layout.rank);
         }
         Status status =
             env.group->Broadcast(data.data(), bytes, root, "test broadcast");
@@ -243,7 +244,7 @@ TEST_P(HostGroupLayoutTest, BroadcastFromEveryRoot) {
 TEST_P(HostGroupLayoutTest, AllgatherOfUnevenContributions) {
   OnRanks(GetParam(), 4096, [](RankEnv& env) {
     ASSERT_NE(env.group, nullptr);
-    const int size = env.config.size;
+    const int size = env.config.layout.size;
     // Rank 0 gives nothing; some give more than a chunk.
     for (size_t unit : {size_t{3}, size_t{3001}}) {
       std::vector<size_t> bytes(size);
@@ -251,9 +252,9 @@ TEST_P(HostGroupLayoutTest, AllgatherOfUnevenContributions) {
       auto byte_of = [](int r, size_t i) {
         return static_cast<uint8_t>(r * 31 + i % 251);
       };
-      std::vector<uint8_t> mine(bytes[env.config.rank]);
+      std::vector<uint8_t> mine(bytes[env.config.layout.rank]);
       for (size_t i = 0; i < mine.size(); ++i) {
-        mine[i] = byte_of(env.config.rank, i);
+        mine[i] = byte_of(env.config.layout.rank, i);
       }
       size_t total = 0;
       for (size_t b : bytes) total += b;
@@ -274,19 +275,19 @@ TEST_P(HostGroupLayoutTest, AllgatherOfUnevenContributions) {
 TEST_P(HostGroupLayoutTest, GatherToRankZero) {
   OnRanks(GetParam(), 4096, [](RankEnv& env) {
     ASSERT_NE(env.group, nullptr);
-    const int size = env.config.size;
-    EXPECT_EQ(env.group->rank(), env.config.rank);
+    const int size = env.config.layout.size;
+    EXPECT_EQ(env.group->rank(), env.config.layout.rank);
     EXPECT_EQ(env.group->size(), size);
     for (size_t bytes : {size_t{1}, size_t{100}, size_t{4096 + 17}}) {
       std::vector<uint8_t> mine(bytes);
       for (size_t i = 0; i < bytes; ++i) {
-        mine[i] = static_cast<uint8_t>(env.config.rank * 13 + i);
+        mine[i] = static_cast<uint8_t>(env.config.layout.rank * 13 + i);
       }
-      std::vector<uint8_t> out(env.config.rank == 0 ? bytes * size : 0);
+      std::vector<uint8_t> out(env.config.layout.rank == 0 ? bytes * size : 0);
       Status status =
           env.group->Gather(mine.data(), bytes, out.data(), "test gather");
       ASSERT_TRUE(status.ok()) << status.ToString();
-      if (env.config.rank != 0) continue;
+      if (env.config.layout.rank != 0) continue;
       for (int r = 0; r < size; ++r) {
         for (size_t i = 0; i < bytes; ++i) {
           ASSERT_EQ(out[r * bytes + i], static_cast<uint8_t>(r * 13 + i))
@@ -322,7 +323,7 @@ TEST(HostGroupTest, FlatWhenSwitchedOffOnAnyRank) {
   OnRanks(
       {1, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); },
       [](RuntimeConfig& c) {
-        if (c.rank == 1) {
+        if (c.layout.rank == 1) {
           c.hierarchical_allreduce = false;
           c.hierarchical_allgather = false;
         }
@@ -338,7 +339,7 @@ TEST(HostGroupTest, OneKindOffOnOneRankIsOffEverywhere) {
         EXPECT_FALSE(env.group->allgather_on());
       },
       [](RuntimeConfig& c) {
-        if (c.rank == 1) c.hierarchical_allgather = false;
+        if (c.layout.rank == 1) c.hierarchical_allgather = false;
       });
 }
 
@@ -347,10 +348,10 @@ TEST(HostGroupTest, FlatWhenHostsHaveDifferentNumbersOfRanks) {
   OnRanks(
       {1, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); },
       [](RuntimeConfig& c) {
-        c.local_size = c.rank < 2 ? 2 : 1;
-        c.local_rank = c.rank < 2 ? c.rank : 0;
-        c.cross_size = c.local_rank == 0 ? 2 : 1;
-        c.cross_rank = c.rank < 2 ? 0 : 1;
+        c.layout.local_size = c.layout.rank < 2 ? 2 : 1;
+        c.layout.local_rank = c.layout.rank < 2 ? c.layout.rank : 0;
+        c.layout.cross_size = c.layout.local_rank == 0 ? 2 : 1;
+        c.layout.cross_rank = c.layout.rank < 2 ? 0 : 1;
       });
 }
 
@@ -363,7 +364,7 @@ TEST(HostGroupTest, ARankThatNeverComesIsABoundedErrorOnTheOthers) {
       {1, 3}, 4096,
       [](RankEnv& env) {
         ASSERT_NE(env.group, nullptr);
-        if (env.config.rank == 2) return;  // never takes part
+        if (env.config.layout.rank == 2) return;  // never takes part
         std::vector<float> data(100, 1.0f);
         Status status =
             env.group->Allreduce(DataType::kFloat32, ReduceOp::kSum,
@@ -386,7 +387,7 @@ TEST(HostGroupTest, AbortEndsAWaitOnTheSegment) {
   // the status to say "aborted".
   OnRanks({1, 3}, 4096, [](RankEnv& env) {
     ASSERT_NE(env.group, nullptr);
-    if (env.config.rank == 2) {
+    if (env.config.layout.rank == 2) {
       // Aborts its own generation instead of taking part, as a worker
       // told by the driver that a peer died does.
       env.abort_switch->Abort("a peer died");

@@ -205,7 +205,7 @@ TEST(ReporterOptionsTest, OnlyWorkersHvdrunStartedReport) {
   config.rendezvous_port = 4000;
   config.secret = "s";
   config.hostname = "host-a";
-  config.local_rank = 2;
+  config.layout.local_rank = 2;
   config.worker_id = 11;
   config.report_interval = 250ms;
   auto options = ReporterOptions::For(config);

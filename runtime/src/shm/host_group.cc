@@ -85,7 +85,7 @@ std::string JobPrefix(const RuntimeConfig& config) {
 
 std::string SegmentName(const RuntimeConfig& config, int64_t generation) {
   return JobPrefix(config) + std::to_string(generation) + "-h" +
-         std::to_string(config.rank - config.local_rank);
+         std::to_string(config.layout.rank - config.layout.local_rank);
 }
 
 // One rank's slot per buffer. Measured on a 2-core machine
@@ -97,13 +97,13 @@ std::string SegmentName(const RuntimeConfig& config, int64_t generation) {
 size_t ChunkBytes(const RuntimeConfig& config) {
   if (config.shm_chunk_bytes > 0) return RoundUp(config.shm_chunk_bytes, kPage);
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  const bool crowded = cpus > 0 && config.local_size > cpus;
+  const bool crowded = cpus > 0 && config.layout.local_size > cpus;
   return size_t{1} << (crowded ? 22 : 20);
 }
 
 size_t SegmentBytes(const RuntimeConfig& config) {
-  return kPage + 2 * static_cast<size_t>(config.local_size) *
-                     ChunkBytes(config);
+  return kPage +
+         2 * static_cast<size_t>(config.layout.local_size) * ChunkBytes(config);
 }
 
 // Elementwise minimum over every rank of the job: how the ranks agree.
@@ -135,20 +135,21 @@ Slice SliceOf(size_t n, size_t element, int k, int local_size) {
 Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     const HostGroupSetup& setup) {
   const RuntimeConfig& config = *setup.config;
+  const common::RankLayout& place = config.layout;
   const bool wanted =
       config.hierarchical_allreduce || config.hierarchical_allgather;
   // Ranks on a host are contiguous and hosts in cross-rank order: the
   // layout every stage below relies on.
   const bool layout =
-      config.local_size > 1 && config.size % config.local_size == 0 &&
-      config.cross_size == config.size / config.local_size &&
-      config.rank == config.cross_rank * config.local_size + config.local_rank;
-  if (config.size == 1) return std::unique_ptr<HostGroup>();
+      place.local_size > 1 && place.size % place.local_size == 0 &&
+      place.cross_size == place.size / place.local_size &&
+      place.rank == place.cross_rank * place.local_size + place.local_rank;
+  if (place.size == 1) return std::unique_ptr<HostGroup>();
   const std::string name = SegmentName(config, setup.generation);
   const size_t bytes = SegmentBytes(config);
   std::unique_ptr<Segment> segment;
   Status made;
-  if (wanted && layout && config.local_rank == 0) {
+  if (wanted && layout && place.local_rank == 0) {
     Segment::UnlinkEarlierGenerations(JobPrefix(config), setup.generation);
     auto created = Segment::Create(name, bytes);
     if (created.ok()) {
@@ -163,8 +164,8 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
   std::vector<int64_t> agreed = {config.hierarchical_allreduce,
                                  config.hierarchical_allgather,
                                  layout,
-                                 config.local_size,
-                                 -config.local_size,
+                                 place.local_size,
+                                 -place.local_size,
                                  made.ok()};
   Status status = AgreeMin(setup.global, &agreed);
   if (!status.ok()) {
@@ -184,7 +185,7 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     }
     return std::unique_ptr<HostGroup>();
   }
-  if (config.local_rank != 0) {
+  if (place.local_rank != 0) {
     auto opened = Segment::Open(name, bytes);
     if (opened.ok()) {
       segment = std::move(*opened);
@@ -192,8 +193,8 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
       made = opened.status();
     }
   }
-  if (segment && config.local_rank < kMaxWatched) {
-    Member& me = Members(*segment)[config.local_rank];
+  if (segment && place.local_rank < kMaxWatched) {
+    Member& me = Members(*segment)[place.local_rank];
     me.pid_namespace.store(PidNamespace(), std::memory_order_release);
     me.pid.store(getpid(), std::memory_order_release);
   }
@@ -209,12 +210,12 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
                      : made;
   }
   std::vector<int> pidfds =
-      WatchablePeers(*segment, config.local_rank, config.local_size);
+      WatchablePeers(*segment, place.local_rank, place.local_size);
   std::unique_ptr<HostGroup> group(
       new HostGroup(config, agreed[0] != 0, agreed[1] != 0, std::move(segment),
                     setup.abort_switch));
   group->barrier_->WatchPeers(std::move(pidfds));
-  if (config.cross_size > 1) {
+  if (place.cross_size > 1) {
     auto cross = setup.connect_cross();
     if (!cross.ok()) return cross.status();
     group->cross_ = *cross;
@@ -229,10 +230,10 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
 HostGroup::HostGroup(const RuntimeConfig& config, bool allreduce_on,
                      bool allgather_on, std::unique_ptr<Segment> segment,
                      std::shared_ptr<AbortSwitch> abort_switch)
-    : local_rank_(config.local_rank),
-      local_size_(config.local_size),
-      cross_rank_(config.cross_rank),
-      cross_size_(config.cross_size),
+    : local_rank_(config.layout.local_rank),
+      local_size_(config.layout.local_size),
+      cross_rank_(config.layout.cross_rank),
+      cross_size_(config.layout.cross_size),
       allreduce_on_(allreduce_on),
       allgather_on_(allgather_on),
       segment_(std::move(segment)),

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 
 namespace hvd::rendezvous {
@@ -16,12 +17,9 @@ std::string SlotName(const std::string& host, int local_rank);
 
 struct WorkerAssignment {
   int64_t generation = 0;
-  int rank = 0;
-  int size = 0;
-  int local_rank = 0;
-  int local_size = 0;
-  int cross_rank = 0;
-  int cross_size = 0;
+  // On the wire as the top-level fields "rank", "size", "local_rank",
+  // "local_size", "cross_rank" and "cross_size".
+  common::RankLayout layout;
   // Every rank restores rank 0's state at the start of this generation
   // (some slot is new to the job).
   bool sync = true;

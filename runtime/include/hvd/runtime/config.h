@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 
 namespace hvd::runtime {
@@ -14,12 +15,9 @@ namespace hvd::runtime {
 inline constexpr char kDynamicTimeline[] = "DYNAMIC";
 
 struct RuntimeConfig {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+  // This worker's place in the job (HOROVOD_RANK, _SIZE, ...; in elastic
+  // mode the check-in's answer).
+  common::RankLayout layout;
   // This worker's host as the launcher named it (HOROVOD_HOSTNAME).
   std::string hostname = "localhost";
   // Where Gloo and the notification server listen: the address of the

@@ -23,7 +23,7 @@ struct JoinedGeneration {
   std::vector<std::string> hosts;
 };
 
-// Checks slot (config.hostname, config.local_rank) in for the first
+// Checks slot (config.hostname, config.layout.local_rank) in for the first
 // generation after `after` and waits until every slot of it checked in, for
 // as long as the driver keeps the generation forming (elastic.cc says how
 // the driver bounds it). kNotFound: the slot is not part of the job any

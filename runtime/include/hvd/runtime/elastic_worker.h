@@ -47,8 +47,8 @@ class ElasticWorker {
   ElasticWorker(const ElasticWorker&) = delete;
   ElasticWorker& operator=(const ElasticWorker&) = delete;
 
-  // Checks the slot (config.hostname, config.local_rank) in for the first
-  // generation after generation(), registering the notification address,
+  // Checks the slot (config.hostname, config.layout.local_rank) in for the
+  // first generation after generation(), registering the notification address,
   // and waits for every slot of it, with no deadline of its own: the driver
   // bounds the wait (docs/design.md, "Check-in") by publishing a newer
   // generation or closing the board; a driver that is gone fails it. Records
