@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "hvd/runtime/config.h"
 #include "message.h"
 
 namespace hvd::runtime {
@@ -13,7 +14,7 @@ namespace hvd::runtime {
 struct FusionOptions {
   // Fused units grow up to this many bytes (HOROVOD_FUSION_THRESHOLD); 0:
   // only the tensors of one grouped op run together.
-  size_t threshold = 128 << 20;
+  size_t threshold = static_cast<size_t>(kDefaultFusionThreshold);
   // Grouped ops' tensors may join other ready tensors (false with
   // HOROVOD_DISABLE_GROUP_FUSION=1). A group always runs as one unit.
   bool group_fusion = true;

@@ -85,11 +85,12 @@
 #include <vector>
 
 #include "hvd/common/status.h"
+#include "hvd/runtime/config.h"
 
 namespace hvd::runtime {
 
 struct TunableParams {
-  int64_t fusion_threshold = int64_t{128} << 20;  // bytes; 0: no fusion
+  int64_t fusion_threshold = kDefaultFusionThreshold;  // bytes; 0: no fusion
   std::chrono::microseconds cycle_time{1000};
   bool cache_enabled = true;
   // Allreduce through the host group's shared memory (docs/design.md,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ namespace hvd::runtime {
 
 // HOROVOD_TIMELINE=DYNAMIC: no timeline file at hvd.init(), as in Horovod.
 inline constexpr char kDynamicTimeline[] = "DYNAMIC";
+
+// HOROVOD_FUSION_THRESHOLD's default in bytes: 128 MiB, as Horovod. The one
+// place it is written; the fusion plan and autotune start from it too.
+inline constexpr int64_t kDefaultFusionThreshold = int64_t{128} << 20;
 
 struct RuntimeConfig {
   // This worker's place in the job (HOROVOD_RANK, _SIZE, ...; in elastic
@@ -45,7 +50,7 @@ struct RuntimeConfig {
   // Allreduces ready in the same cycle with the same dtype, op and scale
   // factors are packed into one buffer of up to this many bytes and reduced
   // with one Gloo call (HOROVOD_FUSION_THRESHOLD, bytes; 0 turns it off).
-  int64_t fusion_threshold = 128 << 20;
+  int64_t fusion_threshold = kDefaultFusionThreshold;
   // On a host with more than one rank, allreduce (and reducescatter) and
   // allgather run hierarchically: through shared memory inside the host,
   // over Gloo across hosts (runtime/src/shm/host_group.h). On unless
