@@ -319,6 +319,18 @@ TEST(HostGroupTest, NoSegmentIsLeftOnceConnected) {
       {}, secret);
 }
 
+TEST(HostGroupTest, TwoStartsOfOneJobAndGenerationNeverShareASegment) {
+  // As two tests of one job's secret running at once (ctest -j) did.
+  const std::string secret = UniqueSecret();
+  auto job = [&] {
+    OnRanks(
+        {1, 3}, 4096, [](RankEnv& env) { CheckAllreduce(env); }, {}, secret);
+  };
+  std::thread other(job);
+  job();
+  other.join();
+}
+
 TEST(HostGroupTest, FlatWhenSwitchedOffOnAnyRank) {
   OnRanks(
       {1, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); },

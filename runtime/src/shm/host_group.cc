@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
+#include <random>
 
 #include "dtype_dispatch.h"
 #include "gloo_call.h"
@@ -75,16 +77,19 @@ std::vector<int> WatchablePeers(Segment& segment, int local_rank,
   return pidfds;
 }
 
-// Names: "/hvd-<job>-g<generation>-h<host's first rank>". <job> is derived
-// from the job's secret, so only its workers can name the segment and two
-// jobs on one host never meet.
+// Names: "/hvd-<job>-g<generation>-<nonce>-h<host's first rank>". <job> is
+// derived from the job's secret, so only its workers can name the segment
+// and two jobs on one host never meet; the nonce (rank 0's, per start) keeps
+// apart two starts of one job and generation.
 std::string JobPrefix(const RuntimeConfig& config) {
   return "/hvd-" + common::Sha256Hex("shm:" + config.secret).substr(0, 16) +
          "-g";
 }
 
-std::string SegmentName(const RuntimeConfig& config, int64_t generation) {
-  return JobPrefix(config) + std::to_string(generation) + "-h" +
+std::string SegmentName(const RuntimeConfig& config, int64_t generation,
+                        int64_t nonce) {
+  return JobPrefix(config) + std::to_string(generation) + "-" +
+         std::to_string(nonce) + "-h" +
          std::to_string(config.layout.rank - config.layout.local_rank);
 }
 
@@ -136,8 +141,6 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     const HostGroupSetup& setup) {
   const RuntimeConfig& config = *setup.config;
   const common::RankLayout& place = config.layout;
-  const bool wanted =
-      config.hierarchical_allreduce || config.hierarchical_allgather;
   // Ranks on a host are contiguous and hosts in cross-rank order: the
   // layout every stage below relies on.
   const bool layout =
@@ -145,11 +148,31 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
       place.cross_size == place.size / place.local_size &&
       place.rank == place.cross_rank * place.local_size + place.local_rank;
   if (place.size == 1) return std::unique_ptr<HostGroup>();
-  const std::string name = SegmentName(config, setup.generation);
+  // Every rank learns the same: whether every host wants it, has the
+  // layout and the same number of ranks; and rank 0's nonce, which makes
+  // the segment's name this start's own (two runtimes of one job and
+  // generation, as tests start them, never meet on a name).
+  std::random_device random;
+  const int64_t nonce =
+      place.rank == 0
+          ? static_cast<int64_t>((uint64_t{random()} << 31) ^ random())
+          : std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> agreed = {config.hierarchical_allreduce,
+                                 config.hierarchical_allgather,
+                                 layout,
+                                 place.local_size,
+                                 -place.local_size,
+                                 nonce};
+  Status status = AgreeMin(setup.global, &agreed);
+  if (!status.ok()) return status;
+  const bool use =
+      (agreed[0] || agreed[1]) && agreed[2] && agreed[3] == -agreed[4];
+  if (!use) return std::unique_ptr<HostGroup>();
+  const std::string name = SegmentName(config, setup.generation, agreed[5]);
   const size_t bytes = SegmentBytes(config);
   std::unique_ptr<Segment> segment;
   Status made;
-  if (wanted && layout && place.local_rank == 0) {
+  if (place.local_rank == 0) {
     Segment::UnlinkEarlierGenerations(JobPrefix(config), setup.generation);
     auto created = Segment::Create(name, bytes);
     if (created.ok()) {
@@ -159,30 +182,25 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
       made = created.status();
     }
   }
-  // Every rank learns the same: whether every host wants it, has the
-  // layout, the same number of ranks, and (local rank 0) its segment.
-  std::vector<int64_t> agreed = {config.hierarchical_allreduce,
-                                 config.hierarchical_allgather,
-                                 layout,
-                                 place.local_size,
-                                 -place.local_size,
-                                 made.ok()};
-  Status status = AgreeMin(setup.global, &agreed);
-  if (!status.ok()) {
+  // A step fails on some host: the flat path on every rank, with a warning
+  // (a job runs without shared memory rather than not at all).
+  auto everywhere = [&](const char* step) -> Result<bool> {
+    std::vector<int64_t> ok = {made.ok()};
+    Status agreement = AgreeMin(setup.global, &ok);
+    if (!agreement.ok()) return agreement;
+    if (ok[0] != 0) return true;
+    spdlog::warn("hierarchical collectives are off: {}",
+                 made.ok()
+                     ? std::string("another host's rank could not ") + step +
+                           " its shared-memory segment (its "
+                           "log says why)"
+                     : made.ToString());
+    return false;
+  };
+  auto created = everywhere("create");
+  if (!created.ok() || !*created) {
     if (segment) Segment::Unlink(name);
-    return status;
-  }
-  const bool use = (agreed[0] || agreed[1]) && agreed[2] &&
-                   agreed[3] == -agreed[4] && agreed[5];
-  if (!use) {
-    if (segment) Segment::Unlink(name);
-    if (!made.ok()) {
-      spdlog::warn("hierarchical collectives are off: {}", made.ToString());
-    } else if (wanted && agreed[5] == 0) {
-      spdlog::warn(
-          "hierarchical collectives are off: some host could not make its "
-          "shared-memory segment (its rank's log says why)");
-    }
+    if (!created.ok()) return created.status();
     return std::unique_ptr<HostGroup>();
   }
   if (place.local_rank != 0) {
@@ -198,17 +216,11 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     me.pid_namespace.store(PidNamespace(), std::memory_order_release);
     me.pid.store(getpid(), std::memory_order_release);
   }
-  std::vector<int64_t> mapped = {made.ok()};
-  status = AgreeMin(setup.global, &mapped);
+  auto mapped = everywhere("map");
   // Every local rank has mapped it, or given up: the name can go.
   Segment::Unlink(name);
-  if (!status.ok()) return status;
-  if (mapped[0] == 0) {
-    return made.ok() ? Status::Internal(
-                           "a rank could not map its host's shared-memory "
-                           "segment (its log says why)")
-                     : made;
-  }
+  if (!mapped.ok()) return mapped.status();
+  if (!*mapped) return std::unique_ptr<HostGroup>();
   std::vector<int> pidfds =
       WatchablePeers(*segment, place.local_rank, place.local_size);
   std::unique_ptr<HostGroup> group(
