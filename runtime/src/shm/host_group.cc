@@ -501,12 +501,13 @@ Status HostGroup::Gather(const void* input, size_t bytes, void* output,
   const auto* in = static_cast<const uint8_t*>(input);
   // Local rank 0 collects its host's block: in place on one host, for the
   // gather across hosts otherwise.
-  std::vector<uint8_t> block;
   uint8_t* host_block = nullptr;
+  const size_t block = static_cast<size_t>(local_size_) * bytes;
   if (local_rank_ == 0) {
     if (cross_) {
-      block.resize(static_cast<size_t>(local_size_) * bytes);
-      host_block = block.data();
+      // Every negotiation cycle gathers: reuse the buffer.
+      if (host_block_.size() < block) host_block_.resize(block);
+      host_block = host_block_.data();
     } else {
       host_block = static_cast<uint8_t*>(output);
     }
@@ -527,10 +528,9 @@ Status HostGroup::Gather(const void* input, size_t bytes, void* output,
   if (!cross_ || local_rank_ != 0 || bytes == 0) return Status::Ok();
   return Cross(what, [&] {
     gloo::GatherOptions opts(cross_);
-    opts.setInput(host_block, block.size());
+    opts.setInput(host_block, block);
     if (cross_rank_ == 0) {
-      opts.setOutput(static_cast<uint8_t*>(output),
-                     block.size() * cross_size_);
+      opts.setOutput(static_cast<uint8_t*>(output), block * cross_size_);
     }
     opts.setRoot(0);
     gloo::gather(opts);

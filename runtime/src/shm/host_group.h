@@ -114,6 +114,8 @@ class HostGroup {
   std::unique_ptr<HostBarrier> barrier_;
   std::shared_ptr<AbortSwitch> abort_switch_;
   int abort_subscription_ = -1;
+  // Local rank 0 with several hosts: its host's part of a Gather.
+  std::vector<uint8_t> host_block_;
   // Which of the two buffers the next step writes.
   int parity_ = 0;
 };
