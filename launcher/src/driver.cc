@@ -590,8 +590,8 @@ int RunJob(const LaunchConfig& config) {
   if (!status_server.ok()) return Fail(status_server.status().message());
   const std::string url = (*status_server)->url();
   common::Announce("hvdrun: status page: " + url);
-  auto job_file =
-      WriteJobFile({getpid(), url, FactsOf(config).command, WallClockMs()});
+  auto job_file = WriteJobFile({getpid(), url, FactsOf(config).command,
+                                WallClockMs(), OwnProcessStart()});
   if (!job_file.ok()) {
     spdlog::warn("hvdrun: `hvdrun status` will not find this job: {}",
                  job_file.status().message());

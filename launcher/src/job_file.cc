@@ -42,7 +42,48 @@ Status CheckDirectory(const std::string& dir, bool create) {
   return Status::Ok();
 }
 
+std::optional<ProcessStat> ReadProcessStat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseProcessStat(text.str());
+}
+
 }  // namespace
+
+std::optional<ProcessStat> ParseProcessStat(const std::string& text) {
+  // "PID (COMM) S ..." where COMM may hold spaces and parentheses: the
+  // fields after the last ')' are plain, state first and start time the
+  // 20th of them (field 22 of proc(5)).
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(close + 1));
+  ProcessStat stat;
+  std::string field;
+  if (!(fields >> stat.state)) return std::nullopt;
+  for (int i = 0; i < 18; ++i) {
+    if (!(fields >> field)) return std::nullopt;
+  }
+  if (!(fields >> stat.start) || stat.start < 0) return std::nullopt;
+  return stat;
+}
+
+int64_t OwnProcessStart() {
+  auto stat = ReadProcessStat(getpid());
+  return stat ? stat->start : 0;
+}
+
+bool StillRuns(const JobFile& job) {
+  if (job.pid <= 0) return false;
+  auto stat = ReadProcessStat(job.pid);
+  if (!stat) {
+    // No /proc entry: gone, unless /proc is not there to ask.
+    return kill(job.pid, 0) == 0 || errno != ESRCH;
+  }
+  if (stat->state == 'Z' || stat->state == 'X') return false;
+  return job.process_start == 0 || stat->start == job.process_start;
+}
 
 std::string JobFileDirectory() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
@@ -59,7 +100,8 @@ common::Result<std::string> WriteJobFile(const JobFile& job) {
   nlohmann::json body{{"pid", job.pid},
                       {"url", job.url},
                       {"command", job.command},
-                      {"started_ms", job.started_ms}};
+                      {"started_ms", job.started_ms},
+                      {"process_start", job.process_start}};
   const std::string text =
       body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   int fd = open(temporary.c_str(),
@@ -119,8 +161,9 @@ common::Result<std::vector<JobFile>> RunningJobs() {
     job.url = body["url"].get<std::string>();
     job.command = body.value("command", "");
     job.started_ms = body.value("started_ms", int64_t{0});
-    if (job.pid <= 0 || (kill(job.pid, 0) != 0 && errno == ESRCH)) {
-      unlink(path.c_str());  // its hvdrun is gone
+    job.process_start = body.value("process_start", int64_t{0});
+    if (!StillRuns(job)) {
+      unlink(path.c_str());  // its hvdrun is gone (its pid may live on)
       continue;
     }
     jobs.push_back(std::move(job));

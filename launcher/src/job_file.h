@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,26 @@ struct JobFile {
   std::string url;
   std::string command;
   int64_t started_ms = 0;
+  // The kernel's start time of the process (/proc/PID/stat, clock ticks
+  // since boot): pids are reused (32768 of them on a busy machine), so a
+  // file names its hvdrun by pid and start time together. 0: unknown.
+  int64_t process_start = 0;
 };
+
+// The start time and whether the process is a zombie, from the text of
+// /proc/PID/stat; nullopt for text that is not such a line.
+struct ProcessStat {
+  char state = '?';
+  int64_t start = 0;
+};
+std::optional<ProcessStat> ParseProcessStat(const std::string& text);
+
+// Whether JOB's hvdrun still runs: its pid lives, is no zombie, and started
+// when the file says.
+bool StillRuns(const JobFile& job);
+
+// This process's start time (0 when /proc cannot tell).
+int64_t OwnProcessStart();
 
 std::string JobFileDirectory();
 

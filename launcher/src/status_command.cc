@@ -54,8 +54,7 @@ common::Result<nlohmann::json> Fetch(const std::string& url) {
   return body;
 }
 
-int Show(const std::string& url, bool as_json) {
-  auto status = Fetch(url);
+int Print(const common::Result<nlohmann::json>& status, bool as_json) {
   if (!status.ok()) {
     std::fprintf(stderr, "hvdrun status: %s\n",
                  status.status().message().c_str());
@@ -68,6 +67,10 @@ int Show(const std::string& url, bool as_json) {
               : StatusText(*status);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
+}
+
+int Show(const std::string& url, bool as_json) {
+  return Print(Fetch(url), as_json);
 }
 
 }  // namespace
@@ -109,7 +112,14 @@ int StatusMain(const std::vector<std::string>& args) {
       std::printf("%shvdrun pid %d: %s\n", &job == &jobs->front() ? "" : "\n",
                   static_cast<int>(job.pid), job.url.c_str());
     }
-    code = std::max(code, Show(job.url, as_json));
+    auto status = Fetch(job.url);
+    if (!status.ok() && !StillRuns(job)) {
+      // It ended between the listing and the question: not running, and so
+      // not an error.
+      if (!as_json) std::printf("ended\n");
+      continue;
+    }
+    code = std::max(code, Print(status, as_json));
   }
   return code;
 }
