@@ -4,7 +4,7 @@
 
 #include <new>
 
-#include "gloo_ops.h"
+#include "ops/op_table.h"
 
 namespace hvd::runtime {
 
@@ -207,10 +207,8 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     }
     UnitTrace trace(timeline_.get(), std::move(rows));
     Status status;
-    if (head.kind == Response::Kind::kRun &&
-        (head.request.type == OpType::kAllreduce ||
-         head.request.type == OpType::kReducescatter ||
-         head.request.type == OpType::kAllgather)) {
+    const FusedExecutor fused = OpInfoOf(head.request.type).fused;
+    if (head.kind == Response::Kind::kRun && fused != nullptr) {
       std::vector<const TensorEntry*> unit_entries;
       std::vector<const Response*> unit_responses;
       for (size_t i : unit) {
@@ -218,9 +216,9 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
         unit_responses.push_back(&responses[i]);
       }
       std::vector<OpResult> results;
-      status = RunFusable(set.context, set.host.get(), unit_entries,
-                          unit_responses, &fusion_buffer_, &results,
-                          [&](const char* activity) { trace.Step(activity); });
+      status = fused(Backends{set.context, set.host.get()}, unit_entries,
+                     unit_responses, &fusion_buffer_, &results,
+                     [&](const char* activity) { trace.Step(activity); });
       if (status.ok()) {
         std::vector<Handle> handles;
         for (size_t k = 0; k < unit.size(); ++k) {
@@ -259,27 +257,10 @@ Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
                                             {}});
     return Status::Ok();
   }
-  OpResult result;
-  switch (response.request.type) {
-    case OpType::kBroadcast:
-      result = RunBroadcast(set.context, set.host.get(), entry);
-      break;
-    case OpType::kAlltoall:
-      result = RunAlltoall(set.context, entry, response.sizes);
-      break;
-    case OpType::kBarrier:
-      result = RunBarrier(set.context);
-      break;
-    case OpType::kJoin:
-      result.sizes = response.sizes;
-      break;
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:
-      return ChangeSets(response, entry);
-    default:
-      return Status::Internal(std::string("no executor for ") +
-                              OpTypeName(response.request.type));
-  }
+  const SingleExecutor single = OpInfoOf(response.request.type).single;
+  if (single == nullptr) return ChangeSets(response, entry);
+  OpResult result =
+      single(Backends{set.context, set.host.get()}, response, entry);
   if (!result.status.ok()) return result.status;
   Count(entry);
   handles.Complete(entry.handle, std::move(result));
@@ -291,19 +272,10 @@ void BackgroundLoop::Count(const TensorEntry& entry) {
   // (handle 0): not its own collectives.
   if (!parts_.stats || entry.handle == 0) return;
   const Request& r = entry.request;
-  int64_t bytes = 0;
-  switch (r.type) {
-    case OpType::kAllreduce:
-    case OpType::kAllgather:
-    case OpType::kBroadcast:
-    case OpType::kAlltoall:
-    case OpType::kReducescatter:
-      bytes =
-          static_cast<int64_t>(ElementCount(r.shape) * DataTypeSize(r.dtype));
-      break;
-    default:  // barrier, join, process set changes: no payload
-      break;
-  }
+  const int64_t bytes =
+      OpInfoOf(r.type).payload
+          ? static_cast<int64_t>(ElementCount(r.shape) * DataTypeSize(r.dtype))
+          : 0;
   parts_.stats->OpCompleted(r.type, bytes);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/op_table.h"
+
 namespace hvd::runtime {
 
 using common::Result;
@@ -24,17 +26,7 @@ void BitwiseAnd(void* out, const void* a, const void* b, size_t words) {
 }
 
 bool Cacheable(const Response& r) {
-  if (r.kind != Response::Kind::kRun) return false;
-  switch (r.request.type) {
-    case OpType::kAllreduce:
-    case OpType::kAllgather:
-    case OpType::kBroadcast:
-    case OpType::kAlltoall:
-    case OpType::kReducescatter:
-      return true;
-    default:
-      return false;
-  }
+  return r.kind == Response::Kind::kRun && OpInfoOf(r.request.type).payload;
 }
 
 }  // namespace

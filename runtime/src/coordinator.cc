@@ -5,6 +5,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "ops/op_table.h"
+
 namespace hvd::runtime {
 
 using common::Code;
@@ -78,36 +80,33 @@ std::vector<std::pair<const char*, Field>> FieldsOf(OpType type) {
       return std::to_string(r.postscale);
     });
   };
-  switch (type) {
-    case OpType::kAllreduce:
-    case OpType::kReducescatter:
+  switch (OpInfoOf(type).agreement) {
+    case Agreement::kReduction:
       fields.emplace_back("the data type", dtype);
       reduction();
       fields.emplace_back("the shape", shape);
       break;
-    case OpType::kAllgather:
-    case OpType::kAlltoall:
+    case Agreement::kRows:
       fields.emplace_back("the data type", dtype);
       fields.emplace_back("the shape after dimension 0", trailing);
       break;
-    case OpType::kBroadcast:
+    case Agreement::kRoot:
       fields.emplace_back("the data type", dtype);
       fields.emplace_back("the root rank", [](const Request& r) {
         return std::to_string(r.root);
       });
       fields.emplace_back("the shape", shape);
       break;
-    case OpType::kAddProcessSet:
+    case Agreement::kRanks:
       fields.emplace_back(
           "the ranks", [](const Request& r) { return ShapeString(r.splits); });
       break;
-    case OpType::kRemoveProcessSet:
+    case Agreement::kSetId:
       fields.emplace_back("the process set id", [](const Request& r) {
         return std::to_string(r.root);
       });
       break;
-    case OpType::kBarrier:
-    case OpType::kJoin:
+    case Agreement::kNothing:
       break;
   }
   fields.emplace_back("the group", [](const Request& r) {
@@ -116,11 +115,10 @@ std::vector<std::pair<const char*, Field>> FieldsOf(OpType type) {
   return fields;
 }
 
-// Ops that run while some ranks have joined, as in Horovod: an allreduce
-// with zeros from the joined ranks, a barrier with them taking part.
-// Horovod refuses allgather, broadcast, alltoall and reducescatter then.
+// An allreduce runs with zeros from the joined ranks, a barrier with them
+// taking part; Horovod refuses the others then.
 bool RunsWithJoinedRanks(OpType type) {
-  return type == OpType::kAllreduce || type == OpType::kBarrier;
+  return OpInfoOf(type).runs_with_joined_ranks;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "fusion_plan.h"
 
-#include "gloo_ops.h"
+#include "ops/op_table.h"
 
 namespace hvd::runtime {
 
@@ -8,9 +8,7 @@ namespace {
 
 bool Fusable(const Response& r) {
   return r.kind == Response::Kind::kRun &&
-         (r.request.type == OpType::kAllreduce ||
-          r.request.type == OpType::kReducescatter ||
-          r.request.type == OpType::kAllgather);
+         OpInfoOf(r.request.type).fused != nullptr;
 }
 
 bool Compatible(const Response& a, const Response& b) {

@@ -20,7 +20,7 @@
 #include "controller.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
-#include "shm/host_group.h"
+#include "ops/shm/host_group.h"
 #include "socket_watch.h"
 #include "tensor_queue.h"
 
@@ -35,7 +35,7 @@ struct ProcessSet {
   std::unique_ptr<TensorQueue> queue;
   std::unique_ptr<Controller> controller;
   // The shared-memory stage of hierarchical collectives, which also carries
-  // the controller's exchange (shm/host_control_plane.h); null: flat Gloo.
+  // the controller's exchange (ops/shm/host_control_plane.h); null: flat Gloo.
   // Only the global set has one so far (docs/design.md).
   std::shared_ptr<shm::HostGroup> host;
   // Unnamed collectives get "<op>.noname.<n>" from this: every member

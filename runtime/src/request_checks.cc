@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "adasum.h"
+#include "ops/adasum.h"
+#include "ops/op_table.h"
 
 namespace hvd::runtime {
 
@@ -55,10 +56,8 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
   for (int64_t dim : r->shape) {
     if (dim < 0) return Status::InvalidArgument(what + ": negative dimension");
   }
-  const bool needs_rows = r->type == OpType::kAllgather ||
-                          r->type == OpType::kAlltoall ||
-                          r->type == OpType::kReducescatter;
-  if (needs_rows && r->shape.empty()) {
+  const OpInfo& op = OpInfoOf(r->type);
+  if (op.needs_rows && r->shape.empty()) {
     return Status::InvalidArgument(
         what + ": " + OpTypeName(r->type) +
         " needs at least one dimension to split or concatenate along; "
@@ -70,8 +69,7 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
                                    ": reducescatter supports Sum, Average "
                                    "and Adasum only");
   }
-  if (r->op == ReduceOp::kAdasum &&
-      (r->type == OpType::kAllreduce || r->type == OpType::kReducescatter) &&
+  if (r->op == ReduceOp::kAdasum && op.agreement == Agreement::kReduction &&
       !AdasumSupports(r->dtype)) {
     return Status::InvalidArgument(
         what +

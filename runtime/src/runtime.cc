@@ -12,13 +12,12 @@
 
 #include "background_loop.h"
 #include "gloo_contexts.h"
-#include "gloo_ops.h"
 #include "handle_table.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/runtime/owner_process.h"
+#include "ops/shm/host_control_plane.h"
 #include "process_set.h"
 #include "request_checks.h"
-#include "shm/host_control_plane.h"
 #include "tensor_queue.h"
 
 namespace hvd::runtime {

@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ops/op_table.h"
+
 namespace hvd::runtime {
 namespace {
 
@@ -100,52 +102,10 @@ void TakeRow(const std::string& line,
 
 }  // namespace
 
-const char* OpActivityName(OpType type) {
-  switch (type) {
-    case OpType::kAllreduce:
-      return kActivityAllreduce;
-    case OpType::kAllgather:
-      return kActivityAllgather;
-    case OpType::kBroadcast:
-      return kActivityBroadcast;
-    case OpType::kBarrier:
-      return kActivityBarrier;
-    case OpType::kAlltoall:
-      return kActivityAlltoall;
-    case OpType::kReducescatter:
-      return kActivityReducescatter;
-    case OpType::kJoin:
-      return kActivityJoin;
-    case OpType::kAddProcessSet:
-      return kActivityAddProcessSet;
-    case OpType::kRemoveProcessSet:
-      return kActivityRemoveProcessSet;
-  }
-  return "UNKNOWN";
-}
+const char* OpActivityName(OpType type) { return OpInfoOf(type).activity; }
 
 const char* NegotiateActivityName(OpType type) {
-  switch (type) {
-    case OpType::kAllreduce:
-      return kActivityNegotiateAllreduce;
-    case OpType::kAllgather:
-      return kActivityNegotiateAllgather;
-    case OpType::kBroadcast:
-      return kActivityNegotiateBroadcast;
-    case OpType::kBarrier:
-      return kActivityNegotiateBarrier;
-    case OpType::kAlltoall:
-      return kActivityNegotiateAlltoall;
-    case OpType::kReducescatter:
-      return kActivityNegotiateReducescatter;
-    case OpType::kJoin:
-      return kActivityNegotiateJoin;
-    case OpType::kAddProcessSet:
-      return kActivityNegotiateAddProcessSet;
-    case OpType::kRemoveProcessSet:
-      return kActivityNegotiateRemoveProcessSet;
-  }
-  return "NEGOTIATE_UNKNOWN";
+  return OpInfoOf(type).negotiate_activity;
 }
 
 common::Result<std::unique_ptr<Timeline>> Timeline::Open(

@@ -1,5 +1,7 @@
 #include "hvd/runtime/types.h"
 
+#include "ops/op_table.h"
+
 namespace hvd::runtime {
 
 size_t DataTypeSize(DataType type) {
@@ -58,27 +60,8 @@ const char* ReduceOpName(ReduceOp op) {
 }
 
 const char* OpTypeName(OpType type) {
-  switch (type) {
-    case OpType::kAllreduce:
-      return "allreduce";
-    case OpType::kAllgather:
-      return "allgather";
-    case OpType::kBroadcast:
-      return "broadcast";
-    case OpType::kBarrier:
-      return "barrier";
-    case OpType::kAlltoall:
-      return "alltoall";
-    case OpType::kReducescatter:
-      return "reducescatter";
-    case OpType::kJoin:
-      return "join";
-    case OpType::kAddProcessSet:
-      return "add_process_set";
-    case OpType::kRemoveProcessSet:
-      return "remove_process_set";
-  }
-  return "unknown";
+  if (static_cast<int>(type) >= kOpTypeCount) return "unknown";
+  return OpInfoOf(type).name;
 }
 
 }  // namespace hvd::runtime

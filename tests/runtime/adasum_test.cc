@@ -1,6 +1,6 @@
 // Adasum's pair rule and tree on vectors small enough to work out by hand
 // (every expected value below is exact in binary floating point).
-#include "adasum.h"
+#include "ops/adasum.h"
 
 #include <gloo/types.h>
 #include <gtest/gtest.h>

@@ -23,9 +23,9 @@
 
 #include "dtype_dispatch.h"
 #include "hvd/common/hmac.h"
-#include "shm/host_barrier.h"
-#include "shm/host_group.h"
-#include "shm/segment.h"
+#include "ops/shm/host_barrier.h"
+#include "ops/shm/host_group.h"
+#include "ops/shm/segment.h"
 
 namespace hvd::runtime::shm {
 namespace {

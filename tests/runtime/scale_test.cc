@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gloo_ops.h"
+#include "ops/executor.h"
 
 namespace hvd::runtime {
 namespace {

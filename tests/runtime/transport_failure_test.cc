@@ -2,7 +2,7 @@
 // test forks three ranks, each connects a real Gloo context over loopback
 // TCP (through a FileStore in a temporary folder) as the runtime does, and
 // runs the runtime's op path in a loop: a Controller cycle over
-// GlooControlPlane, then the answered allreduce through RunFusable. Once
+// GlooControlPlane, then the answered allreduce through RunAllreduce. Once
 // every rank is running, the test kills one (SIGKILL) or stops it
 // (SIGSTOP); every other rank must come out of that path with an error
 // status within twice the Gloo timeout (Gloo's own bound in its tests),
@@ -31,7 +31,7 @@
 #include "child_processes.h"
 #include "control_plane.h"
 #include "controller.h"
-#include "gloo_ops.h"
+#include "ops/executor.h"
 
 namespace hvd::runtime {
 namespace {
@@ -106,8 +106,9 @@ int RunRank(int rank, const std::string& store_dir,
         entry.input = data.data();
         entry.output = data.data();
         // No shared-memory stage: the Gloo path.
-        Status status = RunFusable(context, /*host=*/nullptr, {&entry},
-                                   {&response}, &fusion, &results);
+        Status status = RunAllreduce(Backends{context, /*host=*/nullptr},
+                                     {&entry}, {&response}, &fusion, &results,
+                                     /*phase=*/{});
         if (!status.ok()) {
           WriteLine(report, ErrorLine(status));
           return 0;

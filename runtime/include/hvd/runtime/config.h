@@ -57,7 +57,7 @@ struct RuntimeConfig {
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER is 0; broadcast goes the
   // same way while either is on. Each rank's slot moves data in chunks of
   // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank); 0, the
-  // default: the runtime chooses (shm/host_group.cc, ChunkBytes).
+  // default: the runtime chooses (ops/shm/host_group.cc, ChunkBytes).
   bool hierarchical_allreduce = true;
   bool hierarchical_allgather = true;
   bool hierarchical_allreduce_set = false;  // autotune leaves it alone

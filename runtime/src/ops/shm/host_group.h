@@ -91,15 +91,14 @@ class HostGroup {
             std::shared_ptr<AbortSwitch> abort_switch);
 
   // Allreduce with more than one host (see Allreduce in host_group.cc).
-  common::Status AllreduceAcrossHosts(DataType dtype, ReduceOp op,
-                                      void* data, size_t count,
-                                      const std::string& what);
+  common::Status AllreduceAcrossHosts(DataType dtype, ReduceOp op, void* data,
+                                      size_t count, const std::string& what);
   // Rank `local_rank`'s slot in the buffer this step uses.
   uint8_t* Slot(int local_rank) const;
   // A Gloo call on the cross context; a failure breaks the segment so the
   // other local ranks stop waiting at once.
-  template <typename F>
-  common::Status Cross(const std::string& what, F&& call);
+  common::Status Cross(const std::string& what,
+                       const std::function<void()>& call);
 
   const int local_rank_;
   const int local_size_;

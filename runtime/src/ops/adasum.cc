@@ -1,4 +1,4 @@
-#include "adasum.h"
+#include "ops/adasum.h"
 
 #include <cstdint>
 #include <type_traits>

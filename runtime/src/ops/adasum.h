@@ -1,7 +1,7 @@
 // Adasum, the adaptive summation of Maleki et al. ("Scaling Distributed
 // Training with Adaptive Summation", MLSys 2021), as a pure computation on
 // host memory: the network part (every rank gets every rank's tensors) is
-// gloo_ops.cc's. Two vectors a and b combine to
+// ops/gloo/allreduce.cc. Two vectors a and b combine to
 //   (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b,
 // the sum when they are orthogonal, their average when they are equal.
 // Many vectors combine pairwise up a binary tree. Only floating-point data

@@ -1,0 +1,15 @@
+#include <gloo/barrier.h>
+
+#include "gloo_call.h"
+#include "gloo_ops.h"
+
+namespace hvd::runtime::gloo_ops {
+
+common::Status Barrier(const ContextPtr& context, const std::string& what) {
+  return GlooCall(what, [&] {
+    gloo::BarrierOptions opts(context);
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace hvd::runtime::gloo_ops

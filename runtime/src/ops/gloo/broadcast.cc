@@ -1,0 +1,18 @@
+#include <gloo/broadcast.h>
+
+#include "gloo_call.h"
+#include "gloo_ops.h"
+
+namespace hvd::runtime::gloo_ops {
+
+common::Status Broadcast(const ContextPtr& context, void* data, size_t bytes,
+                         int root, const std::string& what) {
+  return GlooCall(what, [&] {
+    gloo::BroadcastOptions opts(context);
+    opts.setOutput(static_cast<uint8_t*>(data), bytes);
+    opts.setRoot(root);
+    gloo::broadcast(opts);
+  });
+}
+
+}  // namespace hvd::runtime::gloo_ops

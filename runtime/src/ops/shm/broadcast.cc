@@ -1,0 +1,42 @@
+// Broadcast: across hosts among the root's local rank, then through its
+// slot.
+#include <gloo/broadcast.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "chunking.h"
+#include "host_barrier.h"
+#include "host_group.h"
+
+namespace hvd::runtime::shm {
+
+using common::Status;
+
+Status HostGroup::Broadcast(void* data, size_t bytes, int root,
+                            const std::string& what) {
+  const int root_local = root % local_size_;
+  const int root_host = root / local_size_;
+  auto* at = static_cast<uint8_t*>(data);
+  if (cross_ && local_rank_ == root_local && bytes > 0) {
+    Status status = Cross(what, [&] {
+      gloo::BroadcastOptions opts(cross_);
+      opts.setOutput(at, bytes);
+      opts.setRoot(root_host);
+      gloo::broadcast(opts);
+    });
+    if (!status.ok()) return status;
+  }
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk_bytes_, bytes - done);
+    if (local_rank_ == root_local) std::memcpy(Slot(root_local), at + done, n);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    if (local_rank_ != root_local) std::memcpy(at + done, Slot(root_local), n);
+    parity_ ^= 1;
+    done += n;
+  }
+  return Status::Ok();
+}
+
+}  // namespace hvd::runtime::shm

@@ -1,0 +1,57 @@
+// Gather to rank 0: through the segment to each host's local rank 0, then
+// across hosts.
+#include <gloo/gather.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "chunking.h"
+#include "host_barrier.h"
+#include "host_group.h"
+
+namespace hvd::runtime::shm {
+
+using common::Status;
+
+Status HostGroup::Gather(const void* input, size_t bytes, void* output,
+                         const std::string& what) {
+  const auto* in = static_cast<const uint8_t*>(input);
+  // Local rank 0 collects its host's block: in place on one host, for the
+  // gather across hosts otherwise.
+  uint8_t* host_block = nullptr;
+  const size_t block = static_cast<size_t>(local_size_) * bytes;
+  if (local_rank_ == 0) {
+    if (cross_) {
+      // Every negotiation cycle gathers: reuse the buffer.
+      if (host_block_.size() < block) host_block_.resize(block);
+      host_block = host_block_.data();
+    } else {
+      host_block = static_cast<uint8_t*>(output);
+    }
+  }
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk_bytes_, bytes - done);
+    std::memcpy(Slot(local_rank_), in + done, n);
+    Status status = barrier_->Wait(what);
+    if (!status.ok()) return status;
+    if (host_block) {
+      for (int k = 0; k < local_size_; ++k) {
+        std::memcpy(host_block + k * bytes + done, Slot(k), n);
+      }
+    }
+    parity_ ^= 1;
+    done += n;
+  }
+  if (!cross_ || local_rank_ != 0 || bytes == 0) return Status::Ok();
+  return Cross(what, [&] {
+    gloo::GatherOptions opts(cross_);
+    opts.setInput(host_block, block);
+    if (cross_rank_ == 0) {
+      opts.setOutput(static_cast<uint8_t*>(output), block * cross_size_);
+    }
+    opts.setRoot(0);
+    gloo::gather(opts);
+  });
+}
+
+}  // namespace hvd::runtime::shm
