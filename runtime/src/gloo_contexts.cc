@@ -111,12 +111,12 @@ Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const std::shared_ptr<gloo::transport::Device>& device,
     const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, int rank, int size,
-    std::vector<SocketId>* sockets) {
+    std::vector<SocketId>* sockets, const std::string& part) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto context =
       Connect(config, device, abort_switch,
               "g" + std::to_string(generation) + "/set" + std::to_string(id) +
-                  "." + std::to_string(serial) + "/",
+                  "." + std::to_string(serial) + "/" + part,
               rank, size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {

@@ -55,12 +55,14 @@ common::Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
 // same cycle; `rank` and `size` are within the set) on `device`, with keys
 // under "g<generation>/set<id>.<serial>/": `serial` tells apart sets that
 // get the same id in one generation (a removed set's id is given again).
-// Appends its connections to `sockets`.
+// Appends its connections to `sockets`. A non-empty `part` connects a
+// context of some of the set's ranks under ".../set<id>.<serial>/<part>"
+// (the set's cross contexts).
 common::Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device,
     const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     int32_t id, int64_t serial, int rank, int size,
-    std::vector<SocketId>* sockets);
+    std::vector<SocketId>* sockets, const std::string& part = "");
 
 }  // namespace hvd::runtime

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gloo_contexts.h"
+#include "ops/shm/host_control_plane.h"
 
 namespace hvd::runtime {
 
@@ -67,13 +68,35 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   if (!context.ok()) return context.status();
   set->context = *context;
   set->queue = std::make_unique<TensorQueue>(signal);
+  // Its own shared-memory stage, when its ranks share hosts evenly.
+  shm::HostGroupSetup setup;
+  setup.config = &config;
+  setup.generation = generation;
+  setup.place = shm::SetPlace(config.layout, set->ranks);
+  setup.context = set->context;
+  setup.set_tag = "s" + std::to_string(id) + "." + std::to_string(serial);
+  setup.abort_switch = abort_switch;
+  setup.connect_cross = [&] {
+    return ConnectSetContext(
+        config, device, abort_switch, generation, id, serial,
+        setup.place.cross_rank, setup.place.cross_size, sockets,
+        "cross/" + std::to_string(setup.place.local_rank) + "/");
+  };
+  auto host = shm::HostGroup::Connect(setup);
+  if (!host.ok()) return host.status();
+  set->host = std::move(*host);
   // A deadlock is proven only when every rank of the job waits: a rank
   // outside the set may still unblock a member through another set.
   ControllerOptions set_options = options;
   if (set->size() != config.layout.size) set_options.deadlock_after = {};
-  set->controller = std::make_unique<Controller>(
-      std::make_unique<GlooControlPlane>(set->context), set->ranks,
-      set_options);
+  std::unique_ptr<ControlPlane> plane;
+  if (set->host) {
+    plane = std::make_unique<shm::HostControlPlane>(set->host);
+  } else {
+    plane = std::make_unique<GlooControlPlane>(set->context);
+  }
+  set->controller =
+      std::make_unique<Controller>(std::move(plane), set->ranks, set_options);
   return set;
 }
 

@@ -36,7 +36,6 @@ struct ProcessSet {
   std::unique_ptr<Controller> controller;
   // The shared-memory stage of hierarchical collectives, which also carries
   // the controller's exchange (ops/shm/host_control_plane.h); null: flat Gloo.
-  // Only the global set has one so far (docs/design.md).
   std::shared_ptr<shm::HostGroup> host;
   // Unnamed collectives get "<op>.noname.<n>" from this: every member
   // issues the set's unnamed collectives in the same order.
@@ -57,9 +56,9 @@ std::string RanksString(const std::vector<int64_t>& ranks);
 common::Result<std::vector<int>> NormalizeRanks(std::vector<int> ranks,
                                                 int world_size);
 
-// Builds set `id`; a member connects its context (every member calls this
-// in the same cycle, with the same `serial`, ProcessSetTable::inserted())
-// and records its connections in `sockets`.
+// Builds set `id`; a member connects its context and its host group (every
+// member calls this in the same cycle, with the same `serial`,
+// ProcessSetTable::inserted()) and records its connections in `sockets`.
 common::Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device,

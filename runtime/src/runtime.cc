@@ -138,7 +138,8 @@ class Runtime::Impl {
     shm::HostGroupSetup setup;
     setup.config = &config_;
     setup.generation = generation_;
-    setup.global = contexts_.global;
+    setup.place = config_.layout;
+    setup.context = contexts_.global;
     setup.abort_switch = contexts_.abort_switch;
     setup.connect_cross = [this] {
       std::vector<SocketId> sockets;

@@ -1,5 +1,5 @@
 """Hierarchical collectives through hvdrun: the shared-memory stage inside
-a host (runtime/src/shm/) checked against numpy at 2 and 4 ranks on one
+a host (runtime/src/ops/shm/) checked against numpy at 2 and 4 ranks on one
 host and 2 "hosts" x 2 ranks, the flat path when switched off, and what a
 kill -9 leaves behind: survivors recover with right results, and no
 segment stays in /dev/shm."""
@@ -113,4 +113,21 @@ def test_hvdrun_killed_mid_job_leaves_no_segment(hvdrun, tmp_path):
     job.wait(timeout=30)
     wait_until(lambda: not any(_alive(p) for p in pids),
                f"workers {sorted(pids)} to die with hvdrun", timeout=10)
+    assert segments() <= before
+
+
+def test_process_sets_have_their_own_groups(hvdrun):
+    """A set with two ranks on each of two hosts goes through its own
+    segments and cross contexts, one on one host through its segment, one
+    with a rank per host flat; every result checked against numpy."""
+    before = segments()
+    result = hvdrun(["-H", "localhost:3,127.0.0.1:3", PYTHON,
+                     str(WORKERS / "hierarchical_sets_worker.py")],
+                    timeout=180, env=debug_env(HVD_SHM_CHUNK_BYTES="4096"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    passed_everywhere(result, 6)
+    # Set ids 1, 2, 3 in SETS' order; the global set's group on every rank.
+    groups = re.findall(r"shared memory for set (s\d+)", result.stderr)
+    assert sorted(groups) == sorted(["s0"] * 6 + ["s1"] * 4 + ["s2"] * 2), \
+        result.stderr
     assert segments() <= before

@@ -1,4 +1,4 @@
-// The shared-memory stage (runtime/src/shm/): ranks are threads of this
+// The shared-memory stage (runtime/src/ops/shm/): ranks are threads of this
 // process, each with its own mapping of its host's segment and real Gloo
 // contexts over loopback TCP (an in-process store), so every result is
 // checked against a serial reduction without starting processes. "Hosts"
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "dtype_dispatch.h"
@@ -67,11 +69,14 @@ struct RankEnv {
 };
 
 // Connects `layout`'s ranks (one thread each) and runs `body` on each.
-// `adjust` may change a rank's config before it connects.
+// `adjust` may change a rank's config before it connects. With `set`, the
+// group is that process set's (ascending job ranks): its members connect
+// the set's context and group, and only they run `body`.
 void OnRanks(const Layout& layout, size_t chunk_bytes,
              const std::function<void(RankEnv&)>& body,
              const std::function<void(RuntimeConfig&)>& adjust = {},
-             const std::string& secret = UniqueSecret()) {
+             const std::string& secret = UniqueSecret(),
+             const std::vector<int>& set = {}) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
@@ -112,17 +117,27 @@ void OnRanks(const Layout& layout, size_t chunk_bytes,
         context->connectFullMesh(prefixed, device);
         return std::shared_ptr<gloo::Context>(context);
       };
-      env.global = connect("global", rank, layout.size());
       env.abort_switch = std::make_shared<AbortSwitch>();
       HostGroupSetup setup;
       setup.config = &c;
       setup.generation = 1;
-      setup.global = env.global;
       setup.abort_switch = env.abort_switch;
+      if (set.empty()) {
+        env.global = connect("global", rank, layout.size());
+        setup.place = c.layout;
+      } else {
+        auto at = std::find(set.begin(), set.end(), rank);
+        if (at == set.end()) return;
+        env.global = connect("set", static_cast<int>(at - set.begin()),
+                             static_cast<int>(set.size()));
+        setup.place = SetPlace(c.layout, set);
+        setup.set_tag = "s1.1";
+      }
+      setup.context = env.global;
       setup.connect_cross =
           [&]() -> common::Result<std::shared_ptr<gloo::Context>> {
-        return connect("cross" + std::to_string(c.layout.local_rank),
-                       c.layout.cross_rank, c.layout.cross_size);
+        return connect("cross" + std::to_string(setup.place.local_rank),
+                       setup.place.cross_rank, setup.place.cross_size);
       };
       auto group = HostGroup::Connect(setup);
       ASSERT_TRUE(group.ok()) << group.status().ToString();
@@ -369,6 +384,91 @@ TEST(HostGroupTest, FlatWhenHostsHaveDifferentNumbersOfRanks) {
 
 TEST(HostGroupTest, FlatWithOneRankPerHost) {
   OnRanks({3, 1}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); });
+}
+
+common::RankLayout JobPlace(int rank, int hosts, int per_host) {
+  return {rank,     hosts * per_host, rank % per_host,
+          per_host, rank / per_host,  hosts};
+}
+
+TEST(SetPlaceTest, RanksAmongTheSetsRanksOnTheSameHostsInOrder) {
+  // Three hosts of three ranks; the set has two ranks on hosts 0 and 2.
+  const std::vector<int> set = {1, 2, 7, 8};
+  common::RankLayout place = SetPlace(JobPlace(7, 3, 3), set);
+  EXPECT_EQ(place.rank, 2);
+  EXPECT_EQ(place.size, 4);
+  EXPECT_EQ(place.local_rank, 0);
+  EXPECT_EQ(place.local_size, 2);
+  EXPECT_EQ(place.cross_rank, 1);
+  EXPECT_EQ(place.cross_size, 2);
+  place = SetPlace(JobPlace(2, 3, 3), set);
+  EXPECT_EQ(place.rank, 1);
+  EXPECT_EQ(place.local_rank, 1);
+  EXPECT_EQ(place.cross_rank, 0);
+  // Uneven: host 0 has one rank of the set, host 1 two.
+  place = SetPlace(JobPlace(4, 3, 3), {2, 3, 4});
+  EXPECT_EQ(place.rank, 2);
+  EXPECT_EQ(place.local_rank, 1);
+  EXPECT_EQ(place.local_size, 2);
+  EXPECT_EQ(place.cross_rank, 1);
+  EXPECT_EQ(place.cross_size, 2);
+  // The whole job: its own layout.
+  const common::RankLayout job = JobPlace(4, 2, 3);
+  place = SetPlace(job, {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(
+      std::make_tuple(place.rank, place.size, place.local_rank,
+                      place.local_size, place.cross_rank, place.cross_size),
+      std::make_tuple(job.rank, job.size, job.local_rank, job.local_size,
+                      job.cross_rank, job.cross_size));
+}
+
+// A set with two of its ranks on each of two hosts of three: its own
+// segments and cross contexts, its sums over its members only.
+TEST(HostGroupTest, AProcessSetsGroupReducesAndGathersOverItsMembers) {
+  const std::vector<int> set = {0, 1, 3, 4};
+  OnRanks(
+      {2, 3}, 4096,
+      [&](RankEnv& env) {
+        ASSERT_NE(env.group, nullptr);
+        const int me = env.config.layout.rank;
+        EXPECT_EQ(env.group->size(), 4);
+        EXPECT_EQ(set[env.group->rank()], me);
+        const size_t count = 4096 * 2 + 3;
+        std::vector<float> data(count);
+        for (size_t i = 0; i < count; ++i) data[i] = Input(me, i);
+        Status status = env.group->Allreduce(DataType::kFloat32, ReduceOp::kSum,
+                                             data.data(), count, "sum");
+        ASSERT_TRUE(status.ok()) << status.ToString();
+        for (size_t i = 0; i < count; ++i) {
+          double want = 0;
+          for (int r : set) want += Input(r, i);
+          ASSERT_EQ(data[i], static_cast<float>(want)) << "element " << i;
+        }
+        // Set rank k gives k + 1 bytes of value 10 * (its job rank).
+        std::vector<size_t> bytes_by_rank = {1, 2, 3, 4};
+        std::vector<uint8_t> mine(env.group->rank() + 1,
+                                  static_cast<uint8_t>(10 * me));
+        std::vector<uint8_t> all(10), want;
+        for (int k = 0; k < 4; ++k) {
+          want.insert(want.end(), k + 1, static_cast<uint8_t>(10 * set[k]));
+        }
+        status = env.group->Allgather(mine.data(), bytes_by_rank, all.data(),
+                                      "gather");
+        ASSERT_TRUE(status.ok()) << status.ToString();
+        EXPECT_EQ(all, want);
+      },
+      {}, UniqueSecret(), set);
+}
+
+TEST(HostGroupTest, ProcessSetsFlatOrNotByHowTheirRanksShareHosts) {
+  // One host: a group. One rank per host, or hosts with different numbers
+  // of the set's ranks: flat.
+  OnRanks({2, 3}, 4096, [](RankEnv& env) { EXPECT_NE(env.group, nullptr); }, {},
+          UniqueSecret(), {1, 2});
+  OnRanks({2, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); }, {},
+          UniqueSecret(), {0, 3});
+  OnRanks({2, 3}, 4096, [](RankEnv& env) { EXPECT_EQ(env.group, nullptr); }, {},
+          UniqueSecret(), {0, 1, 3});
 }
 
 TEST(HostGroupTest, ARankThatNeverComesIsABoundedErrorOnTheOthers) {

@@ -67,28 +67,29 @@ std::vector<int> WatchablePeers(Segment& segment, int local_rank,
   return pidfds;
 }
 
-// Names: "/hvd-<job>-g<generation>-<nonce>-h<host's first rank>". <job> is
-// derived from the job's secret, so only its workers can name the segment
-// and two jobs on one host never meet; the nonce (rank 0's, per start) keeps
-// apart two starts of one job and generation.
+// Names: "/hvd-<job>-g<generation>-<nonce>-<set>-h<host's first rank in
+// the set>". <job> is derived from the job's secret, so only its workers
+// can name the segment and two jobs on one host never meet; the nonce (the
+// set's rank 0's, per start) keeps apart two starts of one job and
+// generation.
 std::string JobPrefix(const RuntimeConfig& config) {
   return "/hvd-" + common::Sha256Hex("shm:" + config.secret).substr(0, 16) +
          "-g";
 }
 
-std::string SegmentName(const RuntimeConfig& config, int64_t generation,
-                        int64_t nonce) {
-  return JobPrefix(config) + std::to_string(generation) + "-" +
-         std::to_string(nonce) + "-h" +
-         std::to_string(config.layout.rank - config.layout.local_rank);
+std::string SegmentName(const HostGroupSetup& setup, int64_t nonce) {
+  return JobPrefix(*setup.config) + std::to_string(setup.generation) + "-" +
+         std::to_string(nonce) + "-" + setup.set_tag + "-h" +
+         std::to_string(setup.place.rank - setup.place.local_rank);
 }
 
 // One rank's slot per buffer. Measured on a 2-core machine
 // (docs/benchmarks.md): 1 MiB is best when every local rank has a core;
 // with more local ranks than the host has cores, a barrier usually waits
 // for a peer that is not running, so 4 MiB chunks (a quarter of the
-// barriers) win. The host's online CPUs, not this process's affinity: every
-// local rank must compute the same size.
+// barriers) win. The host's online CPUs and the job's ranks on it, not this
+// process's affinity or the set's ranks: every rank of every set on every
+// host must compute the same size.
 size_t ChunkBytes(const RuntimeConfig& config) {
   if (config.shm_chunk_bytes > 0) return RoundUp(config.shm_chunk_bytes, kPage);
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -96,17 +97,16 @@ size_t ChunkBytes(const RuntimeConfig& config) {
   return size_t{1} << (crowded ? 22 : 20);
 }
 
-size_t SegmentBytes(const RuntimeConfig& config) {
-  return kPage +
-         2 * static_cast<size_t>(config.layout.local_size) * ChunkBytes(config);
+size_t SegmentBytes(const RuntimeConfig& config, int local_size) {
+  return kPage + 2 * static_cast<size_t>(local_size) * ChunkBytes(config);
 }
 
-// Elementwise minimum over every rank of the job: how the ranks agree.
-Status AgreeMin(const std::shared_ptr<gloo::Context>& global,
+// Elementwise minimum over every rank of the set: how the ranks agree.
+Status AgreeMin(const std::shared_ptr<gloo::Context>& context,
                 std::vector<int64_t>* values) {
-  if (global->size == 1) return Status::Ok();
+  if (context->size == 1) return Status::Ok();
   return GlooCall("agreeing on hierarchical collectives", [&] {
-    gloo::AllreduceOptions opts(global);
+    gloo::AllreduceOptions opts(context);
     opts.setOutput(values->data(), values->size());
     opts.setReduceFunction(ReduceFunction<int64_t>(ReduceOp::kMin));
     gloo::allreduce(opts);
@@ -115,16 +115,51 @@ Status AgreeMin(const std::shared_ptr<gloo::Context>& global,
 
 }  // namespace
 
+common::RankLayout SetPlace(const common::RankLayout& job,
+                            const std::vector<int>& ranks) {
+  const auto host_of = [&](int rank) { return rank / job.local_size; };
+  const int my_host = host_of(job.rank);
+  common::RankLayout place;
+  place.size = static_cast<int>(ranks.size());
+  place.local_size = 0;
+  place.cross_size = 0;
+  int last_host = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    // Ascending ranks: hosts come in order, each once.
+    const int host = host_of(ranks[i]);
+    if (host != last_host) {
+      ++place.cross_size;
+      last_host = host;
+      if (host < my_host) place.cross_rank = place.cross_size;
+    }
+    if (host != my_host) continue;
+    if (ranks[i] == job.rank) {
+      place.rank = static_cast<int>(i);
+      place.local_rank = place.local_size;
+    }
+    ++place.local_size;
+  }
+  return place;
+}
+
+namespace {
+
+// Ranks on a host are contiguous and hosts in cross-rank order: the layout
+// every stage relies on, in the job (SetPlace reads hosts off it) and in
+// the set.
+bool HostByHost(const common::RankLayout& l) {
+  return l.size % l.local_size == 0 && l.cross_size == l.size / l.local_size &&
+         l.rank == l.cross_rank * l.local_size + l.local_rank;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     const HostGroupSetup& setup) {
   const RuntimeConfig& config = *setup.config;
-  const common::RankLayout& place = config.layout;
-  // Ranks on a host are contiguous and hosts in cross-rank order: the
-  // layout every stage below relies on.
+  const common::RankLayout& place = setup.place;
   const bool layout =
-      place.local_size > 1 && place.size % place.local_size == 0 &&
-      place.cross_size == place.size / place.local_size &&
-      place.rank == place.cross_rank * place.local_size + place.local_rank;
+      place.local_size > 1 && HostByHost(config.layout) && HostByHost(place);
   if (place.size == 1) return std::unique_ptr<HostGroup>();
   // Every rank learns the same: whether every host wants it, has the
   // layout and the same number of ranks; and rank 0's nonce, which makes
@@ -141,13 +176,13 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
                                  place.local_size,
                                  -place.local_size,
                                  nonce};
-  Status status = AgreeMin(setup.global, &agreed);
+  Status status = AgreeMin(setup.context, &agreed);
   if (!status.ok()) return status;
   const bool use =
       (agreed[0] || agreed[1]) && agreed[2] && agreed[3] == -agreed[4];
   if (!use) return std::unique_ptr<HostGroup>();
-  const std::string name = SegmentName(config, setup.generation, agreed[5]);
-  const size_t bytes = SegmentBytes(config);
+  const std::string name = SegmentName(setup, agreed[5]);
+  const size_t bytes = SegmentBytes(config, place.local_size);
   std::unique_ptr<Segment> segment;
   Status made;
   if (place.local_rank == 0) {
@@ -164,7 +199,7 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
   // (a job runs without shared memory rather than not at all).
   auto everywhere = [&](const char* step) -> Result<bool> {
     std::vector<int64_t> ok = {made.ok()};
-    Status agreement = AgreeMin(setup.global, &ok);
+    Status agreement = AgreeMin(setup.context, &ok);
     if (!agreement.ok()) return agreement;
     if (ok[0] != 0) return true;
     spdlog::warn("hierarchical collectives are off: {}",
@@ -202,8 +237,8 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
   std::vector<int> pidfds =
       WatchablePeers(*segment, place.local_rank, place.local_size);
   std::unique_ptr<HostGroup> group(
-      new HostGroup(config, agreed[0] != 0, agreed[1] != 0, std::move(segment),
-                    setup.abort_switch));
+      new HostGroup(config, place, agreed[0] != 0, agreed[1] != 0,
+                    std::move(segment), setup.abort_switch));
   group->barrier_->WatchPeers(std::move(pidfds));
   if (place.cross_size > 1) {
     auto cross = setup.connect_cross();
@@ -211,19 +246,20 @@ Result<std::unique_ptr<HostGroup>> HostGroup::Connect(
     group->cross_ = *cross;
   }
   spdlog::debug(
-      "hierarchical collectives through {} bytes of shared memory "
-      "(allreduce {}, allgather {})",
-      bytes, group->allreduce_on_, group->allgather_on_);
+      "hierarchical collectives through {} bytes of shared memory for set "
+      "{} (allreduce {}, allgather {})",
+      bytes, setup.set_tag, group->allreduce_on_, group->allgather_on_);
   return group;
 }
 
-HostGroup::HostGroup(const RuntimeConfig& config, bool allreduce_on,
+HostGroup::HostGroup(const RuntimeConfig& config,
+                     const common::RankLayout& place, bool allreduce_on,
                      bool allgather_on, std::unique_ptr<Segment> segment,
                      std::shared_ptr<AbortSwitch> abort_switch)
-    : local_rank_(config.layout.local_rank),
-      local_size_(config.layout.local_size),
-      cross_rank_(config.layout.cross_rank),
-      cross_size_(config.layout.cross_size),
+    : local_rank_(place.local_rank),
+      local_size_(place.local_size),
+      cross_rank_(place.cross_rank),
+      cross_size_(place.cross_size),
       allreduce_on_(allreduce_on),
       allgather_on_(allgather_on),
       segment_(std::move(segment)),

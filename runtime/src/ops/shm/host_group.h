@@ -30,6 +30,7 @@
 #include <gloo/context.h>
 
 #include "abortable_context.h"
+#include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
 #include "hvd/runtime/types.h"
@@ -39,24 +40,41 @@ namespace hvd::runtime::shm {
 class Segment;
 class HostBarrier;
 
-// What a generation's runtime hands to HostGroup::Connect.
+// What a generation's runtime hands to HostGroup::Connect for one process
+// set.
 struct HostGroupSetup {
   const RuntimeConfig* config = nullptr;
   int64_t generation = 0;
-  // The global context: the ranks agree on it whether to use the group.
-  std::shared_ptr<gloo::Context> global;
+  // This rank's place in the set (SetPlace; the job's layout for the
+  // global set).
+  common::RankLayout place;
+  // The set's context: its ranks agree on it whether to use the group.
+  std::shared_ptr<gloo::Context> context;
+  // Names the set in the segment's name: "s0" for the global set,
+  // "s<id>.<serial>" for the others (see ConnectSetContext).
+  std::string set_tag = "s0";
   std::shared_ptr<AbortSwitch> abort_switch;
-  // Connects the cross context; called only when hosts are more than one
-  // and the group is used, by every rank at once.
+  // Connects the set's cross context (its ranks with this rank's
+  // place.local_rank, one per host); called only when hosts are more than
+  // one and the group is used, by every rank of the set at once.
   std::function<common::Result<std::shared_ptr<gloo::Context>>()> connect_cross;
 };
 
+// Where job rank `job.rank` sits in the process set of `ranks` (ascending
+// global ranks, holding job.rank), with hosts as the job's layout has them
+// when it is host by host (host h runs ranks h * local_size and on): rank
+// and size in the set, local rank and size among the set's ranks on its
+// host, cross rank and size among the hosts that run some of the set.
+common::RankLayout SetPlace(const common::RankLayout& job,
+                            const std::vector<int>& ranks);
+
 class HostGroup {
  public:
-  // Every rank of the job calls this once per generation. Null (on every
-  // rank: they agree) when the flat path serves: one rank per host, hosts
-  // with different numbers of ranks, both kinds switched off, or a segment
-  // that could not be made on some host (logged).
+  // Every rank of the set calls this once per generation (for the global
+  // set) or when the set is made. Null (on every rank: they agree) when the
+  // flat path serves: one of the set's ranks per host, hosts with different
+  // numbers of them, a job not laid out host by host, both kinds switched
+  // off, or a segment that could not be made on some host (logged).
   static common::Result<std::unique_ptr<HostGroup>> Connect(
       const HostGroupSetup& setup);
   ~HostGroup();
@@ -86,7 +104,8 @@ class HostGroup {
   int size() const { return cross_size_ * local_size_; }
 
  private:
-  HostGroup(const RuntimeConfig& config, bool allreduce_on, bool allgather_on,
+  HostGroup(const RuntimeConfig& config, const common::RankLayout& place,
+            bool allreduce_on, bool allgather_on,
             std::unique_ptr<Segment> segment,
             std::shared_ptr<AbortSwitch> abort_switch);
 
