@@ -89,15 +89,14 @@ Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
   // outside the set may still unblock a member through another set.
   ControllerOptions set_options = options;
   if (set->size() != config.layout.size) set_options.deadlock_after = {};
-  std::unique_ptr<ControlPlane> plane;
-  if (set->host) {
-    plane = std::make_unique<shm::HostControlPlane>(set->host);
-  } else {
-    plane = std::make_unique<GlooControlPlane>(set->context);
-  }
-  set->controller =
-      std::make_unique<Controller>(std::move(plane), set->ranks, set_options);
+  set->controller = std::make_unique<Controller>(ControlPlaneOf(*set),
+                                                 set->ranks, set_options);
   return set;
+}
+
+std::unique_ptr<ControlPlane> ControlPlaneOf(const ProcessSet& set) {
+  if (set.host) return std::make_unique<shm::HostControlPlane>(set.host);
+  return std::make_unique<GlooControlPlane>(set.context);
 }
 
 void ProcessSetTable::Insert(std::shared_ptr<ProcessSet> set) {

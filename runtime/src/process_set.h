@@ -66,6 +66,10 @@ common::Result<std::shared_ptr<ProcessSet>> ConnectProcessSet(
     int32_t id, int64_t serial, std::vector<int> ranks, WorkSignal* signal,
     const ControllerOptions& options, std::vector<SocketId>* sockets);
 
+// How a member's controller exchanges its lists: through the set's host
+// group when it has one, else over its Gloo context.
+std::unique_ptr<ControlPlane> ControlPlaneOf(const ProcessSet& set);
+
 // The table, read by the threads that enqueue and changed by the background
 // thread only.
 class ProcessSetTable {

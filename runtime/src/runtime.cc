@@ -15,7 +15,6 @@
 #include "handle_table.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/runtime/owner_process.h"
-#include "ops/shm/host_control_plane.h"
 #include "process_set.h"
 #include "request_checks.h"
 #include "tensor_queue.h"
@@ -102,14 +101,8 @@ class Runtime::Impl {
     auto host = ConnectHostGroup();
     if (!host.ok()) return host.status();
     global->host = std::move(*host);
-    std::unique_ptr<ControlPlane> plane;
-    if (global->host) {
-      plane = std::make_unique<shm::HostControlPlane>(global->host);
-    } else {
-      plane = std::make_unique<GlooControlPlane>(contexts_.global);
-    }
-    global->controller = std::make_unique<Controller>(std::move(plane), all,
-                                                      options_.controller);
+    global->controller = std::make_unique<Controller>(ControlPlaneOf(*global),
+                                                      all, options_.controller);
     sets_.Insert(global);
     for (size_t i = 0; i < process_sets.size(); ++i) {
       const int32_t id = static_cast<int32_t>(i + 1);

@@ -16,7 +16,8 @@
 // each chunk costs two barriers and the segment stays small however large
 // the tensor.
 //
-// docs/design.md ("runtime/src/shm/") says when it is used and why.
+// docs/design.md ("Hierarchical collectives") says when it is used and
+// why; one file per collective, as ops/gloo/ has them.
 #pragma once
 
 #include <atomic>
@@ -84,13 +85,13 @@ class HostGroup {
   void set_allreduce_on(bool on) { allreduce_on_ = on; }
   bool allgather_on() const { return allgather_on_; }
 
-  // Every rank of the job with the same arguments but `data`.
+  // Every rank of the set with the same arguments but `data`.
   common::Status Allreduce(DataType dtype, ReduceOp op, void* data,
                            size_t count, const std::string& what);
   common::Status Broadcast(void* data, size_t bytes, int root,
                            const std::string& what);
-  // `bytes_by_rank[r]` from global rank r, concatenated in rank order into
-  // `output`.
+  // `bytes_by_rank[r]` from the set's rank r, concatenated in rank order
+  // into `output`.
   common::Status Allgather(const void* input,
                            const std::vector<size_t>& bytes_by_rank,
                            void* output, const std::string& what);
@@ -109,7 +110,7 @@ class HostGroup {
             std::unique_ptr<Segment> segment,
             std::shared_ptr<AbortSwitch> abort_switch);
 
-  // Allreduce with more than one host (see Allreduce in host_group.cc).
+  // Allreduce with more than one host (allreduce.cc).
   common::Status AllreduceAcrossHosts(DataType dtype, ReduceOp op, void* data,
                                       size_t count, const std::string& what);
   // Rank `local_rank`'s slot in the buffer this step uses.
