@@ -15,23 +15,14 @@
 #include <vector>
 
 #include "in_process_control_plane.h"
+#include "rank_script.h"
 
 namespace hvd::runtime {
 namespace {
 
 using common::Code;
-using common::Result;
 using common::Status;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-Request Allreduce(const std::string& name, std::vector<int64_t> shape = {4}) {
-  Request r;
-  r.type = OpType::kAllreduce;
-  r.name = name;
-  r.shape = std::move(shape);
-  return r;
-}
 
 ControllerOptions Options(size_t cache_capacity = 1024) {
   ControllerOptions options;
@@ -40,37 +31,9 @@ ControllerOptions Options(size_t cache_capacity = 1024) {
   return options;
 }
 
-// What a rank does in one cycle: run one with `requests`, stop answering
-// (its thread returns), or die.
-struct Step {
-  std::vector<Request> requests;
-  bool shutdown = false;
-  bool stop = false;
-  bool die = false;
-};
-Step Send(std::vector<Request> requests, bool shutdown = false) {
-  Step step;
-  step.requests = std::move(requests);
-  step.shutdown = shutdown;
-  return step;
-}
-Step StopAnswering() {
-  Step step;
-  step.stop = true;
-  return step;
-}
-Step Die() {
-  Step step;
-  step.die = true;
-  return step;
-}
-
-// One rank's cycles: each answer, until the first error; its negotiation
-// counts at the end; how long its last cycle took.
-struct RankLog {
-  std::vector<Result<ResponseList>> answers;
+// One rank's cycles (CycleLog) and its negotiation counts at the end.
+struct RankLog : CycleLog {
   NegotiationStats stats;
-  Clock::duration last_cycle{0};
 };
 
 // Runs every rank's steps (script[rank][cycle]) on its own thread, each
@@ -79,55 +42,20 @@ std::vector<RankLog> RunRanks(const std::vector<std::vector<Step>>& script,
                               const ControllerOptions& options = Options(),
                               std::chrono::milliseconds timeout = 30s) {
   const int size = static_cast<int>(script.size());
-  std::vector<int> ranks;
-  for (int rank = 0; rank < size; ++rank) ranks.push_back(rank);
   auto hub = std::make_shared<InProcessHub>(size, timeout);
   std::vector<RankLog> logs(size);
   OnEveryRank(size, [&](int rank) {
     Controller controller(std::make_unique<InProcessControlPlane>(hub, rank),
-                          ranks, options);
-    RankLog& log = logs[rank];
-    for (const Step& step : script[rank]) {
-      if (step.stop) break;
-      if (step.die) {
-        hub->Kill(rank, "killed by the test");
-        break;
-      }
-      const auto start = Clock::now();
-      log.answers.push_back(controller.Cycle(step.requests, step.shutdown));
-      log.last_cycle = Clock::now() - start;
-      if (!log.answers.back().ok()) break;
-    }
-    log.stats = controller.stats();
+                          Ranks(size), options);
+    Play(
+        *hub, rank, script[rank],
+        [&](const RequestList& list) {
+          return controller.Cycle(list.requests, list.shutdown);
+        },
+        &logs[rank]);
+    logs[rank].stats = controller.stats();
   });
   return logs;
-}
-
-// A response list in one line, for comparing ranks.
-std::string Summary(const ResponseList& list) {
-  std::string out = list.shutdown ? "shutdown;" : "";
-  for (const Response& r : list.responses) {
-    out += r.request.name + (r.kind == Response::Kind::kRun ? ":run" : ":err");
-    if (r.kind == Response::Kind::kError) {
-      out += "(" + std::string(common::CodeName(r.error_code)) + ")";
-    }
-    out += ";";
-  }
-  return out;
-}
-
-// Every rank's answers, which must be ok.
-std::vector<std::vector<std::string>> Summaries(
-    const std::vector<RankLog>& logs) {
-  std::vector<std::vector<std::string>> out;
-  for (const RankLog& log : logs) {
-    out.emplace_back();
-    for (const auto& answer : log.answers) {
-      EXPECT_TRUE(answer.ok()) << answer.status().ToString();
-      out.back().push_back(answer.ok() ? Summary(*answer) : "");
-    }
-  }
-  return out;
 }
 
 class ControllerAgreementTest : public ::testing::TestWithParam<size_t> {};

@@ -2,23 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "rank_script.h"
+
 namespace hvd::runtime {
 namespace {
-
-Request Allreduce(const std::string& name, std::vector<int64_t> shape = {4}) {
-  Request r;
-  r.type = OpType::kAllreduce;
-  r.op = ReduceOp::kSum;
-  r.name = name;
-  r.shape = std::move(shape);
-  return r;
-}
-
-std::vector<int> Ranks(int size) {
-  std::vector<int> ranks;
-  for (int rank = 0; rank < size; ++rank) ranks.push_back(rank);
-  return ranks;
-}
 
 RequestList List(std::vector<Request> requests, bool shutdown = false) {
   RequestList list;

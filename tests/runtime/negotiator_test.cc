@@ -15,31 +15,14 @@
 #include <vector>
 
 #include "in_process_control_plane.h"
+#include "rank_script.h"
 
 namespace hvd::runtime {
 namespace {
 
 using common::Code;
-using common::Result;
 using common::Status;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-Request Allreduce(const std::string& name, std::vector<int64_t> shape = {4},
-                  DataType dtype = DataType::kFloat32) {
-  Request r;
-  r.type = OpType::kAllreduce;
-  r.dtype = dtype;
-  r.name = name;
-  r.shape = std::move(shape);
-  return r;
-}
-
-std::vector<int> Ranks(int size) {
-  std::vector<int> ranks;
-  for (int rank = 0; rank < size; ++rank) ranks.push_back(rank);
-  return ranks;
-}
 
 // A plane that counts the calls it passes on.
 class CountingPlane : public ControlPlane {
@@ -64,37 +47,10 @@ class CountingPlane : public ControlPlane {
   std::unique_ptr<ControlPlane> inner_;
 };
 
-// What a rank does in one cycle: exchange `list`, stop answering (its
-// thread returns), or die.
-struct Step {
-  RequestList list;
-  bool stop = false;
-  bool die = false;
-};
-Step Send(std::vector<Request> requests, bool shutdown = false) {
-  Step step;
-  step.list.requests = std::move(requests);
-  step.list.shutdown = shutdown;
-  return step;
-}
-Step StopAnswering() {
-  Step step;
-  step.stop = true;
-  return step;
-}
-Step Die() {
-  Step step;
-  step.die = true;
-  return step;
-}
-
-// One rank's cycles: each answer, until the first error; the calls its
-// plane made; how long its last cycle took.
-struct RankLog {
-  std::vector<Result<ResponseList>> answers;
+// One rank's cycles (CycleLog) and the calls its plane made.
+struct RankLog : CycleLog {
   int gathers = 0;
   int broadcasts = 0;
-  Clock::duration last_cycle{0};
 };
 
 // Runs every rank's steps (script[rank][cycle]) on its own thread.
@@ -107,49 +63,14 @@ std::vector<RankLog> RunRanks(const std::vector<std::vector<Step>>& script,
     CountingPlane plane(std::make_unique<InProcessControlPlane>(hub, rank));
     Negotiator negotiator(plane, Ranks(size));
     RankLog& log = logs[rank];
-    for (const Step& step : script[rank]) {
-      if (step.stop) break;
-      if (step.die) {
-        hub->Kill(rank, "killed by the test");
-        break;
-      }
-      const auto start = Clock::now();
-      log.answers.push_back(negotiator.Exchange(step.list));
-      log.last_cycle = Clock::now() - start;
-      if (!log.answers.back().ok()) break;
-    }
+    Play(
+        *hub, rank, script[rank],
+        [&](const RequestList& list) { return negotiator.Exchange(list); },
+        &log);
     log.gathers = plane.gathers;
     log.broadcasts = plane.broadcasts;
   });
   return logs;
-}
-
-// A response list in one line, for comparing ranks.
-std::string Summary(const ResponseList& list) {
-  std::string out = list.shutdown ? "shutdown;" : "";
-  for (const Response& r : list.responses) {
-    out += r.request.name + (r.kind == Response::Kind::kRun ? ":run" : ":err");
-    if (r.kind == Response::Kind::kError) {
-      out += "(" + std::string(common::CodeName(r.error_code)) + ")";
-    }
-    for (int64_t s : r.sizes) out += "," + std::to_string(s);
-    out += ";";
-  }
-  return out;
-}
-
-// Every rank's answers, which must be ok; "" where a rank had none.
-std::vector<std::vector<std::string>> Summaries(
-    const std::vector<RankLog>& logs) {
-  std::vector<std::vector<std::string>> out;
-  for (const RankLog& log : logs) {
-    out.emplace_back();
-    for (const auto& answer : log.answers) {
-      EXPECT_TRUE(answer.ok()) << answer.status().ToString();
-      out.back().push_back(answer.ok() ? Summary(*answer) : "");
-    }
-  }
-  return out;
 }
 
 TEST(NegotiatorTest, EveryRankGetsTheSameAnswerInTheOrderNamesBecameReady) {
