@@ -32,11 +32,11 @@ Status HostGroup::Allgather(const void* input,
     offset[r + 1] = offset[r] + bytes_by_rank[r];
   }
   // streams[k]: local rank k's contributions of every host, in host order.
-  std::vector<std::vector<Piece>> streams(local_size_);
-  std::vector<size_t> stream_bytes(local_size_, 0);
-  for (int k = 0; k < local_size_; ++k) {
-    for (int h = 0; h < cross_size_; ++h) {
-      const int r = h * local_size_ + k;
+  std::vector<std::vector<Piece>> streams(place_.local_size);
+  std::vector<size_t> stream_bytes(place_.local_size, 0);
+  for (int k = 0; k < place_.local_size; ++k) {
+    for (int h = 0; h < place_.cross_size; ++h) {
+      const int r = h * place_.local_size + k;
       streams[k].push_back({stream_bytes[k], offset[r], bytes_by_rank[r]});
       stream_bytes[k] += bytes_by_rank[r];
     }
@@ -44,11 +44,11 @@ Status HostGroup::Allgather(const void* input,
   // Across hosts first: this rank's stream, gathered among its local rank.
   const uint8_t* stream = static_cast<const uint8_t*>(input);
   std::vector<uint8_t> gathered;
-  if (cross_ && stream_bytes[local_rank_] > 0) {
+  if (cross_ && stream_bytes[place_.local_rank] > 0) {
     std::vector<size_t> counts;
-    for (const Piece& p : streams[local_rank_]) counts.push_back(p.bytes);
-    gathered.resize(stream_bytes[local_rank_]);
-    const size_t mine = counts[cross_rank_];
+    for (const Piece& p : streams[place_.local_rank]) counts.push_back(p.bytes);
+    gathered.resize(stream_bytes[place_.local_rank]);
+    const size_t mine = counts[place_.cross_rank];
     Status status = Cross(what, [&] {
       static uint8_t nothing;
       gloo::AllgathervOptions opts(cross_);
@@ -63,14 +63,14 @@ Status HostGroup::Allgather(const void* input,
       *std::max_element(stream_bytes.begin(), stream_bytes.end());
   auto* out = static_cast<uint8_t*>(output);
   for (size_t done = 0; done < longest; done += chunk_bytes_) {
-    const size_t mine =
-        std::min(chunk_bytes_, stream_bytes[local_rank_] -
-                                   std::min(done, stream_bytes[local_rank_]));
-    if (mine > 0) std::memcpy(Slot(local_rank_), stream + done, mine);
+    const size_t mine = std::min(
+        chunk_bytes_, stream_bytes[place_.local_rank] -
+                          std::min(done, stream_bytes[place_.local_rank]));
+    if (mine > 0) std::memcpy(Slot(place_.local_rank), stream + done, mine);
     Status status = barrier_->Wait(what);
     if (!status.ok()) return status;
     const size_t end = done + chunk_bytes_;
-    for (int k = 0; k < local_size_; ++k) {
+    for (int k = 0; k < place_.local_size; ++k) {
       const uint8_t* slot = Slot(k);
       for (const Piece& p : streams[k]) {
         const size_t from = std::max(done, p.stream_begin);

@@ -28,22 +28,23 @@ Status HostGroup::Allreduce(DataType dtype, ReduceOp op, void* data,
   auto* bytes = static_cast<uint8_t*>(data);
   for (size_t done = 0; done < count;) {
     const size_t n = std::min(chunk, count - done);
-    uint8_t* mine = Slot(local_rank_);
+    uint8_t* mine = Slot(place_.local_rank);
     std::memcpy(mine, bytes + done * element, n * element);
     Status status = barrier_->Wait(what);
     if (!status.ok()) return status;
-    const Slice slice = SliceOf(n, element, local_rank_, local_size_);
+    const Slice slice =
+        SliceOf(n, element, place_.local_rank, place_.local_size);
     uint8_t* out = mine + slice.begin * element;
-    for (int k = 1; k < local_size_; ++k) {
+    for (int k = 1; k < place_.local_size; ++k) {
       // Every rank adds the others in its own rotation; the order is the
       // same for a slice on every host, as its reducer's local rank is.
-      const int peer = (local_rank_ + k) % local_size_;
+      const int peer = (place_.local_rank + k) % place_.local_size;
       reduce(out, out, Slot(peer) + slice.begin * element, slice.count);
     }
     status = barrier_->Wait(what);
     if (!status.ok()) return status;
-    for (int k = 0; k < local_size_; ++k) {
-      const Slice s = SliceOf(n, element, k, local_size_);
+    for (int k = 0; k < place_.local_size; ++k) {
+      const Slice s = SliceOf(n, element, k, place_.local_size);
       if (s.count == 0) continue;
       std::memcpy(bytes + (done + s.begin) * element,
                   Slot(k) + s.begin * element, s.count * element);
@@ -68,17 +69,19 @@ Status HostGroup::AllreduceAcrossHosts(DataType dtype, ReduceOp op, void* data,
       dtype, [&](auto type) { return ReduceFunction<decltype(type)>(op); });
   auto* bytes = static_cast<uint8_t*>(data);
   // Elements of each region per chunk: a slot holds one piece of each.
-  const size_t per = std::max<size_t>(1, chunk_bytes_ / element / local_size_);
-  const Slice mine = SliceOf(count, element, local_rank_, local_size_);
+  const size_t per =
+      std::max<size_t>(1, chunk_bytes_ / element / place_.local_size);
+  const Slice mine =
+      SliceOf(count, element, place_.local_rank, place_.local_size);
   // Region 0 is the longest.
-  const size_t longest = SliceOf(count, element, 0, local_size_).count;
+  const size_t longest = SliceOf(count, element, 0, place_.local_size).count;
   auto piece = [&](const Slice& region, size_t done) {
     return region.count > done ? std::min(per, region.count - done) : 0;
   };
   for (size_t done = 0; done < longest; done += per) {
-    uint8_t* slot = Slot(local_rank_);
-    for (int k = 0; k < local_size_; ++k) {
-      const Slice region = SliceOf(count, element, k, local_size_);
+    uint8_t* slot = Slot(place_.local_rank);
+    for (int k = 0; k < place_.local_size; ++k) {
+      const Slice region = SliceOf(count, element, k, place_.local_size);
       const size_t n = piece(region, done);
       if (n > 0) {
         std::memcpy(slot + k * per * element,
@@ -89,9 +92,9 @@ Status HostGroup::AllreduceAcrossHosts(DataType dtype, ReduceOp op, void* data,
     if (!status.ok()) return status;
     const size_t n = piece(mine, done);
     uint8_t* out = bytes + (mine.begin + done) * element;
-    const size_t at = local_rank_ * per * element;
-    for (int k = 1; k < local_size_ && n > 0; ++k) {
-      const int peer = (local_rank_ + k) % local_size_;
+    const size_t at = place_.local_rank * per * element;
+    for (int k = 1; k < place_.local_size && n > 0; ++k) {
+      const int peer = (place_.local_rank + k) % place_.local_size;
       reduce(out, k == 1 ? slot + at : out, Slot(peer) + at, n);
     }
     parity_ ^= 1;
@@ -112,14 +115,14 @@ Status HostGroup::AllreduceAcrossHosts(DataType dtype, ReduceOp op, void* data,
   for (size_t done = 0; done < longest; done += per) {
     const size_t n = piece(mine, done);
     if (n > 0) {
-      std::memcpy(Slot(local_rank_), bytes + (mine.begin + done) * element,
-                  n * element);
+      std::memcpy(Slot(place_.local_rank),
+                  bytes + (mine.begin + done) * element, n * element);
     }
     Status status = barrier_->Wait(what);
     if (!status.ok()) return status;
-    for (int k = 0; k < local_size_; ++k) {
-      if (k == local_rank_) continue;
-      const Slice region = SliceOf(count, element, k, local_size_);
+    for (int k = 0; k < place_.local_size; ++k) {
+      if (k == place_.local_rank) continue;
+      const Slice region = SliceOf(count, element, k, place_.local_size);
       const size_t m = piece(region, done);
       if (m > 0) {
         std::memcpy(bytes + (region.begin + done) * element, Slot(k),

@@ -15,10 +15,10 @@ using common::Status;
 
 Status HostGroup::Broadcast(void* data, size_t bytes, int root,
                             const std::string& what) {
-  const int root_local = root % local_size_;
-  const int root_host = root / local_size_;
+  const int root_local = root % place_.local_size;
+  const int root_host = root / place_.local_size;
   auto* at = static_cast<uint8_t*>(data);
-  if (cross_ && local_rank_ == root_local && bytes > 0) {
+  if (cross_ && place_.local_rank == root_local && bytes > 0) {
     Status status = Cross(what, [&] {
       gloo::BroadcastOptions opts(cross_);
       opts.setOutput(at, bytes);
@@ -29,10 +29,12 @@ Status HostGroup::Broadcast(void* data, size_t bytes, int root,
   }
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(chunk_bytes_, bytes - done);
-    if (local_rank_ == root_local) std::memcpy(Slot(root_local), at + done, n);
+    if (place_.local_rank == root_local)
+      std::memcpy(Slot(root_local), at + done, n);
     Status status = barrier_->Wait(what);
     if (!status.ok()) return status;
-    if (local_rank_ != root_local) std::memcpy(at + done, Slot(root_local), n);
+    if (place_.local_rank != root_local)
+      std::memcpy(at + done, Slot(root_local), n);
     parity_ ^= 1;
     done += n;
   }

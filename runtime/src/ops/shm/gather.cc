@@ -19,8 +19,8 @@ Status HostGroup::Gather(const void* input, size_t bytes, void* output,
   // Local rank 0 collects its host's block: in place on one host, for the
   // gather across hosts otherwise.
   uint8_t* host_block = nullptr;
-  const size_t block = static_cast<size_t>(local_size_) * bytes;
-  if (local_rank_ == 0) {
+  const size_t block = static_cast<size_t>(place_.local_size) * bytes;
+  if (place_.local_rank == 0) {
     if (cross_) {
       // Every negotiation cycle gathers: reuse the buffer.
       if (host_block_.size() < block) host_block_.resize(block);
@@ -31,23 +31,23 @@ Status HostGroup::Gather(const void* input, size_t bytes, void* output,
   }
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(chunk_bytes_, bytes - done);
-    std::memcpy(Slot(local_rank_), in + done, n);
+    std::memcpy(Slot(place_.local_rank), in + done, n);
     Status status = barrier_->Wait(what);
     if (!status.ok()) return status;
     if (host_block) {
-      for (int k = 0; k < local_size_; ++k) {
+      for (int k = 0; k < place_.local_size; ++k) {
         std::memcpy(host_block + k * bytes + done, Slot(k), n);
       }
     }
     parity_ ^= 1;
     done += n;
   }
-  if (!cross_ || local_rank_ != 0 || bytes == 0) return Status::Ok();
+  if (!cross_ || place_.local_rank != 0 || bytes == 0) return Status::Ok();
   return Cross(what, [&] {
     gloo::GatherOptions opts(cross_);
     opts.setInput(host_block, block);
-    if (cross_rank_ == 0) {
-      opts.setOutput(static_cast<uint8_t*>(output), block * cross_size_);
+    if (place_.cross_rank == 0) {
+      opts.setOutput(static_cast<uint8_t*>(output), block * place_.cross_size);
     }
     opts.setRoot(0);
     gloo::gather(opts);

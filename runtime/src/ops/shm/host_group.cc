@@ -256,16 +256,13 @@ HostGroup::HostGroup(const RuntimeConfig& config,
                      const common::RankLayout& place, bool allreduce_on,
                      bool allgather_on, std::unique_ptr<Segment> segment,
                      std::shared_ptr<AbortSwitch> abort_switch)
-    : local_rank_(place.local_rank),
-      local_size_(place.local_size),
-      cross_rank_(place.cross_rank),
-      cross_size_(place.cross_size),
+    : place_(place),
       allreduce_on_(allreduce_on),
       allgather_on_(allgather_on),
       segment_(std::move(segment)),
       chunk_bytes_(ChunkBytes(config)),
       barrier_(std::make_unique<HostBarrier>(
-          reinterpret_cast<BarrierWords*>(segment_->data()), local_size_,
+          reinterpret_cast<BarrierWords*>(segment_->data()), place_.local_size,
           config.gloo_timeout, &aborted_)),
       abort_switch_(std::move(abort_switch)) {
   if (abort_switch_) {
@@ -283,7 +280,7 @@ HostGroup::~HostGroup() {
 
 uint8_t* HostGroup::Slot(int local_rank) const {
   return segment_->data() + kPage +
-         (static_cast<size_t>(parity_) * local_size_ + local_rank) *
+         (static_cast<size_t>(parity_) * place_.local_size + local_rank) *
              chunk_bytes_;
 }
 

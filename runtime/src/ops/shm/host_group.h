@@ -101,8 +101,9 @@ class HostGroup {
   common::Status Gather(const void* input, size_t bytes, void* output,
                         const std::string& what);
 
-  int rank() const { return cross_rank_ * local_size_ + local_rank_; }
-  int size() const { return cross_size_ * local_size_; }
+  // This rank's place in the set, and the set's size.
+  int rank() const { return place_.rank; }
+  int size() const { return place_.size; }
 
  private:
   HostGroup(const RuntimeConfig& config, const common::RankLayout& place,
@@ -120,10 +121,7 @@ class HostGroup {
   common::Status Cross(const std::string& what,
                        const std::function<void()>& call);
 
-  const int local_rank_;
-  const int local_size_;
-  const int cross_rank_;
-  const int cross_size_;
+  const common::RankLayout place_;
   bool allreduce_on_;
   const bool allgather_on_;
   std::unique_ptr<Segment> segment_;
