@@ -67,7 +67,7 @@ inline constexpr char kHierarchicalAllreduce[] =
     "HOROVOD_HIERARCHICAL_ALLREDUCE";
 inline constexpr char kHierarchicalAllgather[] =
     "HOROVOD_HIERARCHICAL_ALLGATHER";
-// Bytes of one local rank's shared-memory buffer (runtime/src/shm/).
+// Bytes of one local rank's shared-memory buffer (runtime/src/ops/shm/).
 inline constexpr char kHvdShmChunkBytes[] = "HVD_SHM_CHUNK_BYTES";
 // 1: process sets may be added and removed after init.
 inline constexpr char kDynamicProcessSets[] = "HOROVOD_DYNAMIC_PROCESS_SETS";

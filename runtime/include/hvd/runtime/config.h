@@ -53,7 +53,7 @@ struct RuntimeConfig {
   int64_t fusion_threshold = kDefaultFusionThreshold;
   // On a host with more than one rank, allreduce (and reducescatter) and
   // allgather run hierarchically: through shared memory inside the host,
-  // over Gloo across hosts (runtime/src/shm/host_group.h). On unless
+  // over Gloo across hosts (runtime/src/ops/shm/host_group.h). On unless
   // HOROVOD_HIERARCHICAL_ALLREDUCE / _ALLGATHER is 0; broadcast goes the
   // same way while either is on. Each rank's slot moves data in chunks of
   // HVD_SHM_CHUNK_BYTES (two buffers of it per local rank); 0, the
