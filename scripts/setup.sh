@@ -11,7 +11,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 hvd_ensure_packages \
-  g++ cmake make pkg-config \
+  g++ cmake make pkg-config lld \
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
   libcli11-dev libyaml-cpp-dev libgtest-dev libboost-dev python3 python3-pytest \
   python3-dev pybind11-dev python3-numpy python3-torch python3-prometheus-client \

@@ -7,6 +7,8 @@
 #           (build-tsan/), ctest
 #   fuzz    each libFuzzer target of tests/fuzz for 30 s, two at a time, on a
 #           copy of its corpus (the ASan+UBSan build)
+#   gpu     the tests that need a GPU (ctest label gpu) when nvidia-smi sees
+#           one; otherwise one line naming them as not run, and why
 #   pytest  end-to-end tests through the real hvdrun
 # Prints each stage's duration. A failed stage does not stop the later ones;
 # the script then ends with a line naming the failed stages and exits 1.
@@ -18,7 +20,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
-all_stages="ctest asan tsan fuzz pytest"
+all_stages="ctest asan tsan fuzz gpu pytest"
 stages="${HVD_TEST_STAGES:-$all_stages}"
 fuzz_seconds="${HVD_FUZZ_SECONDS:-30}"
 jobs="$(nproc)"
@@ -100,8 +102,10 @@ stage_layering() {
   fi
 }
 
+# The gpu label is the gpu stage's (tests/gpu).
 stage_ctest() {
-  (cd "$hvd_root/build" && ctest --output-on-failure -j"$jobs" --timeout 300)
+  (cd "$hvd_root/build" &&
+    ctest --output-on-failure -j"$jobs" --timeout 300 -LE '^gpu$')
 }
 
 # sanitizer_build DIR SANITIZE FUZZ [TARGET...]: configures DIR with clang
@@ -154,7 +158,7 @@ build_asan() {
 
 stage_asan() {
   build_asan || return 1
-  sanitizer_ctest build-asan
+  sanitizer_ctest build-asan -LE '^gpu$'
 }
 
 stage_tsan() {
@@ -216,6 +220,33 @@ stage_fuzz() {
   return "$result"
 }
 
+# The GPU tests run where nvidia-smi lists a device. Elsewhere they are
+# named as not run, with the reason, here and again at the end: never a
+# silent pass. A build without NCCL has none (tests/gpu needs it).
+gpu_note=""
+stage_gpu() {
+  local names devices reason=""
+  names="$(cd "$hvd_root/build" && ctest -N -L '^gpu$' |
+    sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd ' ')"
+  if [ -z "$names" ]; then
+    gpu_note="gpu: no GPU tests in this build (it has no NCCL: HVD_WITH_NCCL, docs/gpu.md)"
+    echo "$gpu_note"
+    return 0
+  fi
+  if ! command -v nvidia-smi >/dev/null; then
+    reason="nvidia-smi is not installed"
+  elif ! devices="$(nvidia-smi -L 2>&1)" || ! grep -q '^GPU ' <<<"$devices"; then
+    reason="nvidia-smi -L: $(head -n 1 <<<"${devices:-no output}")"
+  fi
+  if [ -n "$reason" ]; then
+    gpu_note="gpu: $(wc -w <<<"$names") tests not run, no GPU here ($reason): $names"
+    echo "$gpu_note"
+    return 0
+  fi
+  echo "$devices"
+  (cd "$hvd_root/build" && ctest --output-on-failure --timeout 300 -L '^gpu$')
+}
+
 # The 15 slowest tests are listed before the summary: where the time budget
 # (docs/testing.md) goes.
 stage_pytest() {
@@ -235,7 +266,7 @@ run_stage layering stage_layering
 # comes after pytest's.
 fuzz_beside_pytest=""
 if wants fuzz && wants pytest; then fuzz_beside_pytest=yes; fi
-for stage in ctest asan tsan fuzz; do
+for stage in ctest asan tsan fuzz gpu; do
   if wants "$stage" && ! [[ "$stage" == fuzz && -n "$fuzz_beside_pytest" ]]; then
     run_stage "$stage" "stage_$stage"
   fi
@@ -243,6 +274,7 @@ done
 
 echo "stage durations:"
 printf '  %s\n' "${durations[@]}"
+[ -n "$gpu_note" ] && echo "$gpu_note"
 if wants pytest; then
   fuzz_pid=""
   if [ -n "$fuzz_beside_pytest" ]; then

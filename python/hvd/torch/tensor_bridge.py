@@ -29,8 +29,8 @@ _REINTERPRETED = {torch.bool: torch.uint8}
 
 CUDA_MESSAGE = (
     "CUDA tensors are not supported yet: GPU collectives come with the NCCL "
-    "backend, which is not built. Move the tensor to the CPU (tensor.cpu()) "
-    "for now.")
+    "backend, whose tensor path is not built yet (docs/gpu.md). Move the "
+    "tensor to the CPU (tensor.cpu()) for now.")
 
 
 def check_tensor(tensor: torch.Tensor, op: str,

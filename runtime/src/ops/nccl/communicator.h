@@ -1,0 +1,106 @@
+// One NCCL communicator of one generation (a process set on one device)
+// through its life: made from a unique id rank 0 publishes, waited on under
+// the watchdog's deadline, aborted when a peer dies, hangs or the driver
+// says so, shrunk for the next generation when only ranks left, closed
+// cleanly at shutdown. Every NCCL call goes through the seam (nccl_api.h)
+// and every wait is a poll of DecideWatch (watchdog.h), so nothing blocks in
+// NCCL and a dead peer becomes a status, never a hang or std::terminate.
+//
+// Thread safety: one owner thread (the background loop) calls everything
+// but RequestAbort, which any thread may call at any time: the owner's
+// current or next wait aborts the communicator and fails with kAborted.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "ops/nccl/nccl_api.h"
+#include "ops/nccl/watchdog.h"
+
+namespace hvd::runtime::nccl {
+
+// Hands rank 0's unique id to every member: rank 0 passes the id it made,
+// the others null, and all get rank 0's (through the rendezvous store under
+// the generation's prefix in production, id_exchange.h).
+using IdExchange =
+    std::function<common::Result<UniqueId>(const UniqueId* made)>;
+
+// The bounds of the waits (the Gloo path's: the start timeout for setup,
+// the collective timeout for everything after), and how the waits pass the
+// time: the real clock and a short pause between polls, a fake in tests.
+struct CommunicatorLimits {
+  std::chrono::milliseconds setup{30000};
+  std::chrono::milliseconds op{30000};
+  std::function<Clock::time_point()> now = Clock::now;
+  std::function<void()> pause;  // empty: sleep 100 microseconds
+};
+
+class Communicator {
+ public:
+  // Rank `rank` of `size` on CUDA device `device`; `name` says which
+  // ("set 0 on device 1") in every message. Fails with what NCCL, the
+  // exchange or the watchdog said; nothing is left to free then.
+  static common::Result<std::unique_ptr<Communicator>> Create(
+      Api* api, const IdExchange& exchange, std::string name, int device,
+      int rank, int size, CommunicatorLimits limits);
+
+  // Closes the communicator cleanly if it is still open (Close()).
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // Any thread: the owner's current or next wait aborts the communicator.
+  void RequestAbort(const std::string& reason);
+
+  // Waits until NCCL has finished the communicator's last call (a
+  // collective's launch, for instance), bounded by the op limit.
+  common::Status AwaitIdle(const std::string& what);
+
+  // A communicator of this one's ranks less `excluded` (ranks of this one),
+  // through ncclCommShrink, numbering the survivors in their old order.
+  // This one is aborted either way, once the shrink has finished or
+  // failed. `peer_failed`: NCCL ends this one's pending work first, as
+  // after a death.
+  common::Result<std::unique_ptr<Communicator>> Shrink(
+      const std::vector<int>& excluded, bool peer_failed);
+
+  // Ends the communicator now: ncclCommAbort. Idempotent.
+  void Abort();
+  // Finalizes within the op limit, then destroys; aborts instead when that
+  // fails or runs out. Idempotent.
+  common::Status Close();
+
+  bool open() const { return comm_ != nullptr; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
+
+ private:
+  Communicator(Api* api, Comm comm, std::string name, int device, int rank,
+               int size, CommunicatorLimits limits);
+
+  // Polls the communicator until DecideWatch says done or abort (then
+  // aborts it), `what` naming the wait, within `deadline`.
+  common::Status Await(const std::string& what,
+                       std::chrono::milliseconds deadline);
+  std::optional<std::string> AbortReason();
+
+  Api* const api_;
+  Comm comm_;
+  const std::string name_;
+  const int device_;
+  const int rank_;
+  const int size_;
+  const CommunicatorLimits limits_;
+
+  std::mutex mu_;
+  std::optional<std::string> abort_reason_;  // guarded by mu_
+};
+
+}  // namespace hvd::runtime::nccl

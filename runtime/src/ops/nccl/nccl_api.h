@@ -1,0 +1,80 @@
+// The seam between hvd and NCCL (with the CUDA runtime calls NCCL's
+// communicators need): the only place either is called, so the life-cycle
+// of communicators (communicator.h) runs in tests over a fake that injects
+// faults, on machines without a GPU, as LevelDB's Env stands between it and
+// the OS.
+//
+// Every communicator is non-blocking (ncclCommInitRankConfig with
+// blocking = 0): calls return at once and State() tells when NCCL has
+// finished or failed, so no NCCL call can hold a thread past hvd's
+// deadlines. Errors are status values naming the NCCL or CUDA call and its
+// error string; none is thrown.
+//
+// Thread safety: an Api may be called from any thread; a communicator from
+// one thread at a time, except Abort(), which NCCL allows at any time.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "hvd/common/status.h"
+
+namespace hvd::runtime::nccl {
+
+// ncclUniqueId's bytes (NCCL_UNIQUE_ID_BYTES): what rank 0 of a
+// communicator makes and every member passes to InitRank.
+struct UniqueId {
+  std::array<char, 128> bytes{};
+};
+
+// An ncclComm_t as the seam hands it out; null is no communicator.
+using Comm = void*;
+
+// What ncclCommGetAsyncError says of a communicator: its last non-blocking
+// call (init, shrink, finalize, a collective's launch) has finished, is
+// still running, or failed (`error` names why).
+enum class CommHealth { kReady, kInProgress, kFailed };
+struct CommState {
+  CommHealth health = CommHealth::kReady;
+  common::Status error;
+};
+
+class Api {
+ public:
+  virtual ~Api() = default;
+
+  // NCCL's version as NCCL_VERSION_CODE counts it (2.28.9 is 22809).
+  virtual int Version() const = 0;
+  // The CUDA devices this process sees; an error when the driver finds
+  // none or is missing (cudaGetDeviceCount's reason).
+  virtual common::Result<int> DeviceCount() = 0;
+  virtual common::Status GetUniqueId(UniqueId* id) = 0;
+  // Starts rank `rank` of an `nranks` communicator on CUDA device `device`
+  // (non-blocking); `*comm` is set even while it is still in progress.
+  virtual common::Status InitRank(int device, int nranks, const UniqueId& id,
+                                  int rank, Comm* comm) = 0;
+  virtual CommState State(Comm comm) = 0;
+  // Ends every operation of `comm` and frees it: NCCL's answer to a dead or
+  // hung peer, allowed at any time and from any thread.
+  virtual common::Status Abort(Comm comm) = 0;
+  // Finalize starts flushing `comm` (State() tells when it is done);
+  // Destroy then frees it. A clean close.
+  virtual common::Status Finalize(Comm comm) = 0;
+  virtual common::Status Destroy(Comm comm) = 0;
+  // ncclCommShrink: a communicator of `comm`'s ranks less `excluded` (ranks
+  // of `comm`), numbered in their old order; with `abort_first` NCCL ends
+  // `comm`'s pending operations first (NCCL_SHRINK_ABORT), as after a
+  // peer's death. Non-blocking, like InitRank.
+  virtual common::Status Shrink(Comm comm, const std::vector<int>& excluded,
+                                bool abort_first, Comm* shrunk) = 0;
+};
+
+// NCCL and the CUDA runtime themselves. In a build without NCCL
+// (HVD_WITH_NCCL=off, or auto without the toolkit) an error that says so.
+common::Result<std::unique_ptr<Api>> SystemApi();
+
+// NCCL's version this build was compiled against, 0 without NCCL.
+int BuiltNcclVersion();
+
+}  // namespace hvd::runtime::nccl

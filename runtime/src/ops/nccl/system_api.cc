@@ -1,0 +1,226 @@
+// The seam over the real NCCL and CUDA runtime (HVD_WITH_NCCL builds only;
+// system_api_absent.cc stands in otherwise). The headers give the types;
+// the libraries are loaded when SystemApi() is first asked for, so that
+// only a process that uses a GPU maps them (cmake/nccl.cmake).
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <string>
+
+#include "ops/nccl/nccl_api.h"
+
+namespace hvd::runtime::nccl {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == sizeof(UniqueId::bytes),
+              "UniqueId must hold an ncclUniqueId");
+
+ncclComm_t AsNccl(Comm comm) { return static_cast<ncclComm_t>(comm); }
+
+// The calls hvd makes, resolved from the loaded libraries; the types come
+// from the headers, so a mismatch fails the build, not a run.
+struct Functions {
+  decltype(&cudaGetDeviceCount) get_device_count;
+  decltype(&cudaSetDevice) set_device;
+  decltype(&cudaGetErrorString) cuda_error_string;
+  decltype(&ncclGetVersion) get_version;
+  decltype(&ncclGetErrorString) error_string;
+  decltype(&ncclGetLastError) last_error;
+  decltype(&ncclGetUniqueId) get_unique_id;
+  decltype(&ncclCommInitRankConfig) init_rank_config;
+  decltype(&ncclCommGetAsyncError) get_async_error;
+  decltype(&ncclCommAbort) abort;
+  decltype(&ncclCommFinalize) finalize;
+  decltype(&ncclCommDestroy) destroy;
+  decltype(&ncclCommShrink) shrink;
+};
+
+// dlopen by soname first (LD_LIBRARY_PATH, or the copy a GPU build of torch
+// has loaded already), then the library the build found. The handle is
+// never closed: NCCL's threads outlive any point where that would be safe.
+common::Result<void*> Open(const char* soname, const char* built_path) {
+  void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) handle = dlopen(built_path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return Status::InvalidArgument(
+        std::string("cannot load ") + soname + " (nor " + built_path +
+        "): " + dlerror() +
+        "; GPU collectives need the CUDA runtime and "
+        "NCCL installed where the worker runs (LD_LIBRARY_PATH)");
+  }
+  return handle;
+}
+
+template <typename Fn>
+Status Resolve(void* library, const char* library_name, const char* symbol,
+               Fn* fn) {
+  *fn = reinterpret_cast<Fn>(dlsym(library, symbol));
+  if (*fn != nullptr) return Status::Ok();
+  return Status::InvalidArgument(std::string(library_name) + " has no " +
+                                 symbol + ": hvd needs NCCL 2.27 or newer");
+}
+
+common::Result<Functions> Load() {
+  auto cudart = Open(HVD_CUDART_SONAME, HVD_CUDART_LIBRARY_PATH);
+  if (!cudart.ok()) return cudart.status();
+  auto nccl = Open(HVD_NCCL_SONAME, HVD_NCCL_LIBRARY_PATH);
+  if (!nccl.ok()) return nccl.status();
+  Functions f{};
+  Status status;
+  auto cuda = [&](const char* symbol, auto* fn) {
+    if (status.ok()) status = Resolve(*cudart, HVD_CUDART_SONAME, symbol, fn);
+  };
+  auto nc = [&](const char* symbol, auto* fn) {
+    if (status.ok()) status = Resolve(*nccl, HVD_NCCL_SONAME, symbol, fn);
+  };
+  cuda("cudaGetDeviceCount", &f.get_device_count);
+  cuda("cudaSetDevice", &f.set_device);
+  cuda("cudaGetErrorString", &f.cuda_error_string);
+  nc("ncclGetVersion", &f.get_version);
+  nc("ncclGetErrorString", &f.error_string);
+  nc("ncclGetLastError", &f.last_error);
+  nc("ncclGetUniqueId", &f.get_unique_id);
+  nc("ncclCommInitRankConfig", &f.init_rank_config);
+  nc("ncclCommGetAsyncError", &f.get_async_error);
+  nc("ncclCommAbort", &f.abort);
+  nc("ncclCommFinalize", &f.finalize);
+  nc("ncclCommDestroy", &f.destroy);
+  nc("ncclCommShrink", &f.shrink);
+  if (!status.ok()) return status;
+  return f;
+}
+
+ncclConfig_t NonBlockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+class SystemNccl final : public Api {
+ public:
+  explicit SystemNccl(Functions f) : f_(f) {
+    if (f_.get_version(&version_) != ncclSuccess) version_ = 0;
+  }
+
+  // The loaded library's, which may differ from the headers'.
+  int Version() const override { return version_; }
+
+  Result<int> DeviceCount() override {
+    int count = 0;
+    const cudaError_t error = f_.get_device_count(&count);
+    if (error != cudaSuccess) {
+      return Status::InvalidArgument(
+          std::string("no CUDA device is usable here: cudaGetDeviceCount "
+                      "says ") +
+          f_.cuda_error_string(error));
+    }
+    return count;
+  }
+
+  Status GetUniqueId(UniqueId* id) override {
+    ncclUniqueId nccl_id;
+    Status status = Check("ncclGetUniqueId", f_.get_unique_id(&nccl_id));
+    if (status.ok()) std::memcpy(id->bytes.data(), &nccl_id, sizeof nccl_id);
+    return status;
+  }
+
+  Status InitRank(int device, int nranks, const UniqueId& id, int rank,
+                  Comm* comm) override {
+    const cudaError_t error = f_.set_device(device);
+    if (error != cudaSuccess) {
+      return Status::InvalidArgument(
+          "cudaSetDevice(" + std::to_string(device) +
+          ") failed: " + f_.cuda_error_string(error));
+    }
+    ncclUniqueId nccl_id;
+    std::memcpy(&nccl_id, id.bytes.data(), sizeof nccl_id);
+    ncclConfig_t config = NonBlockingConfig();
+    ncclComm_t made = nullptr;
+    Status status =
+        Check("ncclCommInitRankConfig",
+              f_.init_rank_config(&made, nranks, nccl_id, rank, &config));
+    *comm = made;
+    return status;
+  }
+
+  CommState State(Comm comm) override {
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t result = f_.get_async_error(AsNccl(comm), &async);
+    if (result != ncclSuccess) {
+      return {CommHealth::kFailed, NcclError("ncclCommGetAsyncError", result)};
+    }
+    if (async == ncclSuccess) return {CommHealth::kReady, Status::Ok()};
+    if (async == ncclInProgress) return {CommHealth::kInProgress, Status::Ok()};
+    return {CommHealth::kFailed, NcclError("an NCCL operation", async)};
+  }
+
+  Status Abort(Comm comm) override {
+    return Check("ncclCommAbort", f_.abort(AsNccl(comm)));
+  }
+
+  Status Finalize(Comm comm) override {
+    return Check("ncclCommFinalize", f_.finalize(AsNccl(comm)));
+  }
+
+  Status Destroy(Comm comm) override {
+    return Check("ncclCommDestroy", f_.destroy(AsNccl(comm)));
+  }
+
+  Status Shrink(Comm comm, const std::vector<int>& excluded, bool abort_first,
+                Comm* shrunk) override {
+    std::vector<int> ranks = excluded;  // NCCL takes a mutable list
+    ncclConfig_t config = NonBlockingConfig();
+    ncclComm_t made = nullptr;
+    Status status =
+        Check("ncclCommShrink",
+              f_.shrink(AsNccl(comm), ranks.data(),
+                        static_cast<int>(ranks.size()), &made, &config,
+                        abort_first ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT));
+    *shrunk = made;
+    return status;
+  }
+
+ private:
+  // An NCCL failure as a status: NCCL's own words for the code, and its
+  // last error message, which names the peer or the transport when it
+  // knows them. A system or remote error is kTransport (a reset rebuilds
+  // it); the others are misuse or a broken install.
+  Status NcclError(const char* call, ncclResult_t result) {
+    std::string text =
+        std::string(call) + " failed: " + f_.error_string(result);
+    const char* last = f_.last_error(nullptr);
+    if (last != nullptr && *last != '\0') {
+      text += std::string(" (") + last + ")";
+    }
+    if (result == ncclSystemError || result == ncclRemoteError) {
+      return Status::Transport(text);
+    }
+    return Status::Internal(text);
+  }
+
+  Status Check(const char* call, ncclResult_t result) {
+    if (result == ncclSuccess || result == ncclInProgress) return Status::Ok();
+    return NcclError(call, result);
+  }
+
+  const Functions f_;
+  int version_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Api>> SystemApi() {
+  Result<Functions> functions = Load();
+  if (!functions.ok()) return functions.status();
+  return std::unique_ptr<Api>(std::make_unique<SystemNccl>(*functions));
+}
+
+int BuiltNcclVersion() { return NCCL_VERSION_CODE; }
+
+}  // namespace hvd::runtime::nccl

@@ -1,0 +1,90 @@
+#include "ops/nccl/watchdog.h"
+
+#include <string>
+
+namespace hvd::runtime::nccl {
+
+using common::Status;
+
+namespace {
+
+std::string Seconds(std::chrono::milliseconds d) {
+  const long long ms = d.count();
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
+}  // namespace
+
+WatchAction DecideWatch(const Watch& watch, Clock::time_point now) {
+  if (watch.abort_reason) {
+    return {
+        Verdict::kAbort,
+        Status::Aborted(watch.what + " was aborted: " + *watch.abort_reason)};
+  }
+  switch (watch.state.health) {
+    case CommHealth::kFailed:
+      // NCCL's own error: a peer's connection broke, or a remote error.
+      return {Verdict::kAbort, watch.state.error.WithContext(watch.what)};
+    case CommHealth::kReady:
+      return {Verdict::kDone, Status::Ok()};
+    case CommHealth::kInProgress:
+      break;
+  }
+  if (now - watch.started >= watch.deadline) {
+    return {
+        Verdict::kAbort,
+        Status::Timeout(watch.what + " did not finish within " +
+                        Seconds(watch.deadline) +
+                        " (a peer did not take part: it may have died, hung or "
+                        "be overloaded; --gloo-timeout-seconds / "
+                        "HOROVOD_GLOO_TIMEOUT_SECONDS bound collectives, "
+                        "--start-timeout / HOROVOD_START_TIMEOUT the setup)")};
+  }
+  return {Verdict::kWait, Status::Ok()};
+}
+
+ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
+                    int nccl_version) {
+  ResetPlan plan;
+  constexpr int kFirstWithShrink = 22700;  // NCCL 2.27
+  if (old_size == 0) {
+    plan.why = "there is no communicator to shrink";
+    return plan;
+  }
+  if (nccl_version < kFirstWithShrink) {
+    plan.why = "NCCL " + std::to_string(nccl_version) +
+               " has no ncclCommShrink (2.27 or newer has)";
+    return plan;
+  }
+  std::vector<bool> stays(old_size, false);
+  int previous = -1;
+  for (size_t rank = 0; rank < old_rank_of.size(); ++rank) {
+    const int old_rank = old_rank_of[rank];
+    if (old_rank < 0 || old_rank >= old_size) {
+      plan.why = "rank " + std::to_string(rank) + " is new to the job";
+      return plan;
+    }
+    if (old_rank <= previous) {
+      plan.why = "rank " + std::to_string(rank) +
+                 " does not keep its old order (it was rank " +
+                 std::to_string(old_rank) + ")";
+      return plan;
+    }
+    previous = old_rank;
+    stays[old_rank] = true;
+  }
+  for (int old_rank = 0; old_rank < old_size; ++old_rank) {
+    if (!stays[old_rank]) plan.excluded.push_back(old_rank);
+  }
+  if (plan.excluded.empty()) {
+    // Everyone stayed, yet the old communicator is being replaced: it
+    // failed, and a shrink of nothing would carry its fault over.
+    plan.why = "no rank left";
+    return plan;
+  }
+  plan.shrink = true;
+  return plan;
+}
+
+}  // namespace hvd::runtime::nccl

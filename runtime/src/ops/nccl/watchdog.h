@@ -1,0 +1,61 @@
+// The decisions of an NCCL communicator's life, as pure functions of the
+// time and what NCCL and the job said (communicator.h carries them out):
+// how long to keep waiting on a non-blocking call, and whether a new
+// generation can shrink the old communicator or must build a new one.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "ops/nccl/nccl_api.h"
+
+namespace hvd::runtime::nccl {
+
+using Clock = std::chrono::steady_clock;
+
+// One wait on a communicator: what it waits for ("init of set 0 on device
+// 1", for messages), since when, for how long at most, what NCCL says now,
+// and the reason of an abort someone asked for (the driver's Abort push,
+// a reset), if any.
+struct Watch {
+  std::string what;
+  Clock::time_point started;
+  std::chrono::milliseconds deadline{0};
+  CommState state;
+  std::optional<std::string> abort_reason;
+};
+
+enum class Verdict {
+  kWait,   // poll again
+  kDone,   // NCCL finished the call
+  kAbort,  // abort the communicator; `status` is the error callers get
+};
+struct WatchAction {
+  Verdict verdict = Verdict::kWait;
+  common::Status status;
+};
+
+// An abort asked for wins over everything; then NCCL's error; then success;
+// then the deadline (a hung or dead peer NCCL has not noticed).
+WatchAction DecideWatch(const Watch& watch, Clock::time_point now);
+
+// How a new generation gets its communicator from the old one.
+struct ResetPlan {
+  bool shrink = false;        // else abort the old one and init a new one
+  std::vector<int> excluded;  // with shrink: the old ranks that left
+  std::string why;            // with init: why shrinking cannot serve
+};
+
+// `old_rank_of` holds, for each rank of the new generation in order, its
+// rank in the old communicator (-1: it was not in it), as every member
+// learns by an allgather, so every member decides alike. Shrinking keeps
+// the survivors' old order and adds no one, so it serves only when nobody
+// is new and the survivors' new ranks follow their old order; and only
+// with NCCL 2.27 or newer (`nccl_version`).
+ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
+                    int nccl_version);
+
+}  // namespace hvd::runtime::nccl
