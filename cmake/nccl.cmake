@@ -49,8 +49,9 @@ if(NOT hvd_nccl_mode STREQUAL "off")
     message(STATUS "NCCL backend: off (no ${hvd_nccl_missing})")
   else()
     set(HVD_NCCL_FOUND ON)
-    file(REAL_PATH "${HVD_NCCL_LIBRARY}" HVD_NCCL_LIBRARY_PATH)
-    file(REAL_PATH "${HVD_CUDART_LIBRARY}" HVD_CUDART_LIBRARY_PATH)
+    get_filename_component(HVD_NCCL_LIBRARY_PATH "${HVD_NCCL_LIBRARY}" REALPATH)
+    get_filename_component(HVD_CUDART_LIBRARY_PATH "${HVD_CUDART_LIBRARY}"
+                           REALPATH)
     message(STATUS "NCCL backend: on (NCCL ${HVD_NCCL_VERSION}, "
                    "${HVD_NCCL_LIBRARY_PATH})")
   endif()

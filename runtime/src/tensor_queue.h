@@ -25,6 +25,9 @@ struct TensorEntry {
   Handle handle = 0;
   const void* input = nullptr;
   void* output = nullptr;  // allreduce output; broadcast buffer
+  // A CUDA tensor's: an event recorded on the stream that produced it when
+  // it was enqueued (an nccl::Event), which hvd's stream waits for.
+  void* ready = nullptr;
 };
 
 // Wakes the background thread when any queue gets work, or on shutdown.

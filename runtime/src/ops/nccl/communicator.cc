@@ -57,7 +57,7 @@ std::optional<std::string> Communicator::AbortReason() {
 }
 
 Status Communicator::Await(const std::string& what,
-                           std::chrono::milliseconds deadline) {
+                           std::chrono::milliseconds deadline, Event event) {
   if (comm_ == nullptr) {
     return Status::Aborted(what + ": the communicator was aborted earlier");
   }
@@ -67,6 +67,14 @@ Status Communicator::Await(const std::string& what,
   watch.deadline = deadline;
   for (;;) {
     watch.state = api_->State(comm_);
+    if (event != nullptr && watch.state.health == CommHealth::kReady) {
+      Result<bool> done = api_->Done(event);
+      if (!done.ok()) {
+        watch.state = {CommHealth::kFailed, done.status()};
+      } else if (!*done) {
+        watch.state.health = CommHealth::kInProgress;
+      }
+    }
     watch.abort_reason = AbortReason();
     const WatchAction action = DecideWatch(watch, limits_.now());
     if (action.verdict == Verdict::kDone) return Status::Ok();
@@ -84,6 +92,24 @@ Status Communicator::Await(const std::string& what,
 
 Status Communicator::AwaitIdle(const std::string& what) {
   return Await(what + " on " + name_, limits_.op);
+}
+
+Status Communicator::Launch(const std::string& what,
+                            const std::function<Status(Comm)>& calls) {
+  if (comm_ == nullptr) {
+    return Status::Aborted(what + " on " + name_ +
+                           ": the communicator was aborted earlier");
+  }
+  Status status = calls(comm_);
+  if (!status.ok()) {
+    Abort();
+    return status.WithContext(what + " on " + name_);
+  }
+  return AwaitIdle(what);
+}
+
+Status Communicator::AwaitDone(Event event, const std::string& what) {
+  return Await(what + " on " + name_, limits_.op, event);
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::Shrink(

@@ -58,9 +58,20 @@ class Communicator {
   // Any thread: the owner's current or next wait aborts the communicator.
   void RequestAbort(const std::string& reason);
 
+  // Makes NCCL calls on the communicator (`calls` gets the raw one; a
+  // group of them, say), then waits until NCCL has launched them. Aborts
+  // it when a call fails or the wait does.
+  common::Status Launch(const std::string& what,
+                        const std::function<common::Status(Comm)>& calls);
+
   // Waits until NCCL has finished the communicator's last call (a
   // collective's launch, for instance), bounded by the op limit.
   common::Status AwaitIdle(const std::string& what);
+  // Waits until `event` (recorded after this communicator's collectives on
+  // a stream) has completed on the device, bounded by the op limit: the
+  // host's only wait on the data path, so a peer that dies mid-collective
+  // ends it through NCCL's error, the deadline or an abort.
+  common::Status AwaitDone(Event event, const std::string& what);
 
   // A communicator of this one's ranks less `excluded` (ranks of this one),
   // through ncclCommShrink, numbering the survivors in their old order.
@@ -85,10 +96,12 @@ class Communicator {
   Communicator(Api* api, Comm comm, std::string name, int device, int rank,
                int size, CommunicatorLimits limits);
 
-  // Polls the communicator until DecideWatch says done or abort (then
-  // aborts it), `what` naming the wait, within `deadline`.
+  // Polls the communicator (and `event`, if one is given, which must have
+  // completed too) until DecideWatch says done or abort (then aborts it),
+  // `what` naming the wait, within `deadline`.
   common::Status Await(const std::string& what,
-                       std::chrono::milliseconds deadline);
+                       std::chrono::milliseconds deadline,
+                       Event event = nullptr);
   std::optional<std::string> AbortReason();
 
   Api* const api_;

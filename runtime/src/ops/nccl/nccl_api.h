@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hvd/common/status.h"
+#include "hvd/runtime/types.h"
 
 namespace hvd::runtime::nccl {
 
@@ -30,6 +31,21 @@ struct UniqueId {
 
 // An ncclComm_t as the seam hands it out; null is no communicator.
 using Comm = void*;
+
+// A cudaStream_t and a cudaEvent_t as the seam hands them out. Torch's
+// streams come in as a Stream too (torch.cuda.Stream.cuda_stream).
+using Stream = void*;
+using Event = void*;
+
+// A reduction as NCCL runs it: `op` is kSum, kAverage, kMin, kMax or
+// kProduct; with `premultiply` other than 1 (kSum only) every input is
+// multiplied by it before the sum (ncclRedOpCreatePreMulSum), which is how
+// Horovod's prescale and postscale, and Average's division, run on a GPU
+// without a kernel of hvd's own.
+struct Reduction {
+  ReduceOp op = ReduceOp::kSum;
+  double premultiply = 1.0;
+};
 
 // What ncclCommGetAsyncError says of a communicator: its last non-blocking
 // call (init, shrink, finalize, a collective's launch) has finished, is
@@ -68,6 +84,41 @@ class Api {
   // peer's death. Non-blocking, like InitRank.
   virtual common::Status Shrink(Comm comm, const std::vector<int>& excluded,
                                 bool abort_first, Comm* shrunk) = 0;
+
+  // ---- Device memory, streams and events (the CUDA runtime) ----
+  // Every call names its device; none synchronises the host with a device.
+  virtual common::Result<void*> Allocate(int device, size_t bytes) = 0;
+  virtual void Free(int device, void* memory) = 0;
+  virtual common::Result<Stream> CreateStream(int device) = 0;
+  virtual void DestroyStream(int device, Stream stream) = 0;
+  virtual common::Result<Event> CreateEvent(int device) = 0;
+  virtual void DestroyEvent(int device, Event event) = 0;
+  // The event completes when the work `stream` has been given so far has.
+  virtual common::Status Record(Event event, Stream stream) = 0;
+  // Work given to `stream` later waits for `event` (on the device).
+  virtual common::Status WaitFor(Stream stream, Event event) = 0;
+  // Whether the event has completed; an error if its work failed.
+  virtual common::Result<bool> Done(Event event) = 0;
+  // Copies `bytes` between device buffers, in `stream`'s order.
+  virtual common::Status Copy(void* to, const void* from, size_t bytes,
+                              Stream stream) = 0;
+
+  // ---- Collectives on `comm`, in `stream`'s order ----
+  // Counts are elements. Calls between GroupStart and GroupEnd launch as
+  // one (NCCL's group semantics); a non-blocking communicator may still be
+  // launching when one returns (State() says when it has).
+  virtual common::Status GroupStart() = 0;
+  virtual common::Status GroupEnd() = 0;
+  virtual common::Status AllReduce(const void* send, void* recv, size_t count,
+                                   DataType dtype, Reduction reduction,
+                                   Comm comm, Stream stream) = 0;
+  virtual common::Status Broadcast(const void* send, void* recv, size_t count,
+                                   DataType dtype, int root, Comm comm,
+                                   Stream stream) = 0;
+  // Every rank's `count` elements, in rank order, into each rank's recv.
+  virtual common::Status AllGather(const void* send, void* recv, size_t count,
+                                   DataType dtype, Comm comm,
+                                   Stream stream) = 0;
 };
 
 // NCCL and the CUDA runtime themselves. In a build without NCCL

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "dtype_dispatch.h"
 #include "ops/nccl/nccl_api.h"
 
 namespace hvd::runtime::nccl {
@@ -29,6 +30,17 @@ struct Functions {
   decltype(&cudaGetDeviceCount) get_device_count;
   decltype(&cudaSetDevice) set_device;
   decltype(&cudaGetErrorString) cuda_error_string;
+  // cuda_runtime.h adds a template cudaMalloc; this picks the C one.
+  decltype(static_cast<cudaError_t (*)(void**, size_t)>(&cudaMalloc)) allocate;
+  decltype(&cudaFree) release;
+  decltype(&cudaStreamCreateWithFlags) create_stream;
+  decltype(&cudaStreamDestroy) destroy_stream;
+  decltype(&cudaEventCreateWithFlags) create_event;
+  decltype(&cudaEventDestroy) destroy_event;
+  decltype(&cudaEventRecord) record;
+  decltype(&cudaStreamWaitEvent) wait_event;
+  decltype(&cudaEventQuery) query_event;
+  decltype(&cudaMemcpyAsync) copy;
   decltype(&ncclGetVersion) get_version;
   decltype(&ncclGetErrorString) error_string;
   decltype(&ncclGetLastError) last_error;
@@ -39,6 +51,13 @@ struct Functions {
   decltype(&ncclCommFinalize) finalize;
   decltype(&ncclCommDestroy) destroy;
   decltype(&ncclCommShrink) shrink;
+  decltype(&ncclGroupStart) group_start;
+  decltype(&ncclGroupEnd) group_end;
+  decltype(&ncclRedOpCreatePreMulSum) create_premul_sum;
+  decltype(&ncclRedOpDestroy) destroy_op;
+  decltype(&ncclAllReduce) all_reduce;
+  decltype(&ncclBroadcast) broadcast;
+  decltype(&ncclAllGather) all_gather;
 };
 
 // dlopen by soname first (LD_LIBRARY_PATH, or the copy a GPU build of torch
@@ -58,12 +77,12 @@ common::Result<void*> Open(const char* soname, const char* built_path) {
 }
 
 template <typename Fn>
-Status Resolve(void* library, const char* library_name, const char* symbol,
-               Fn* fn) {
+Status Resolve(void* library, const char* library_name, const char* needed,
+               const char* symbol, Fn* fn) {
   *fn = reinterpret_cast<Fn>(dlsym(library, symbol));
   if (*fn != nullptr) return Status::Ok();
   return Status::InvalidArgument(std::string(library_name) + " has no " +
-                                 symbol + ": hvd needs NCCL 2.27 or newer");
+                                 symbol + ": hvd needs " + needed);
 }
 
 common::Result<Functions> Load() {
@@ -74,14 +93,28 @@ common::Result<Functions> Load() {
   Functions f{};
   Status status;
   auto cuda = [&](const char* symbol, auto* fn) {
-    if (status.ok()) status = Resolve(*cudart, HVD_CUDART_SONAME, symbol, fn);
+    if (status.ok())
+      status = Resolve(*cudart, HVD_CUDART_SONAME,
+                       "the CUDA runtime it was built with", symbol, fn);
   };
   auto nc = [&](const char* symbol, auto* fn) {
-    if (status.ok()) status = Resolve(*nccl, HVD_NCCL_SONAME, symbol, fn);
+    if (status.ok())
+      status =
+          Resolve(*nccl, HVD_NCCL_SONAME, "NCCL 2.27 or newer", symbol, fn);
   };
   cuda("cudaGetDeviceCount", &f.get_device_count);
   cuda("cudaSetDevice", &f.set_device);
   cuda("cudaGetErrorString", &f.cuda_error_string);
+  cuda("cudaMalloc", &f.allocate);
+  cuda("cudaFree", &f.release);
+  cuda("cudaStreamCreateWithFlags", &f.create_stream);
+  cuda("cudaStreamDestroy", &f.destroy_stream);
+  cuda("cudaEventCreateWithFlags", &f.create_event);
+  cuda("cudaEventDestroy", &f.destroy_event);
+  cuda("cudaEventRecord", &f.record);
+  cuda("cudaStreamWaitEvent", &f.wait_event);
+  cuda("cudaEventQuery", &f.query_event);
+  cuda("cudaMemcpyAsync", &f.copy);
   nc("ncclGetVersion", &f.get_version);
   nc("ncclGetErrorString", &f.error_string);
   nc("ncclGetLastError", &f.last_error);
@@ -92,8 +125,50 @@ common::Result<Functions> Load() {
   nc("ncclCommFinalize", &f.finalize);
   nc("ncclCommDestroy", &f.destroy);
   nc("ncclCommShrink", &f.shrink);
+  nc("ncclGroupStart", &f.group_start);
+  nc("ncclGroupEnd", &f.group_end);
+  nc("ncclRedOpCreatePreMulSum", &f.create_premul_sum);
+  nc("ncclRedOpDestroy", &f.destroy_op);
+  nc("ncclAllReduce", &f.all_reduce);
+  nc("ncclBroadcast", &f.broadcast);
+  nc("ncclAllGather", &f.all_gather);
   if (!status.ok()) return status;
   return f;
+}
+
+ncclDataType_t NcclType(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8:
+      return ncclUint8;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      break;
+  }
+  return ncclFloat64;
+}
+
+ncclRedOp_t NcclOp(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kAverage:
+      return ncclAvg;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
+    default:
+      return ncclSum;
+  }
 }
 
 ncclConfig_t NonBlockingConfig() {
@@ -186,6 +261,122 @@ class SystemNccl final : public Api {
     return status;
   }
 
+  Result<void*> Allocate(int device, size_t bytes) override {
+    void* memory = nullptr;
+    Status status = OnDevice(device);
+    if (status.ok())
+      status = CudaCheck("cudaMalloc", f_.allocate(&memory, bytes));
+    if (!status.ok()) {
+      return status.WithContext("allocating " + std::to_string(bytes) +
+                                " bytes on CUDA device " +
+                                std::to_string(device));
+    }
+    return memory;
+  }
+  void Free(int device, void* memory) override {
+    if (OnDevice(device).ok()) f_.release(memory);
+  }
+
+  Result<Stream> CreateStream(int device) override {
+    cudaStream_t stream = nullptr;
+    Status status = OnDevice(device);
+    if (status.ok()) {
+      status = CudaCheck("cudaStreamCreateWithFlags",
+                         f_.create_stream(&stream, cudaStreamNonBlocking));
+    }
+    if (!status.ok()) return status;
+    return Stream{stream};
+  }
+  void DestroyStream(int device, Stream stream) override {
+    if (OnDevice(device).ok()) {
+      f_.destroy_stream(static_cast<cudaStream_t>(stream));
+    }
+  }
+
+  Result<Event> CreateEvent(int device) override {
+    cudaEvent_t event = nullptr;
+    Status status = OnDevice(device);
+    if (status.ok()) {
+      status = CudaCheck("cudaEventCreateWithFlags",
+                         f_.create_event(&event, cudaEventDisableTiming));
+    }
+    if (!status.ok()) return status;
+    return Event{event};
+  }
+  void DestroyEvent(int device, Event event) override {
+    if (OnDevice(device).ok()) {
+      f_.destroy_event(static_cast<cudaEvent_t>(event));
+    }
+  }
+
+  Status Record(Event event, Stream stream) override {
+    return CudaCheck("cudaEventRecord",
+                     f_.record(static_cast<cudaEvent_t>(event),
+                               static_cast<cudaStream_t>(stream)));
+  }
+  Status WaitFor(Stream stream, Event event) override {
+    return CudaCheck("cudaStreamWaitEvent",
+                     f_.wait_event(static_cast<cudaStream_t>(stream),
+                                   static_cast<cudaEvent_t>(event), 0));
+  }
+  Result<bool> Done(Event event) override {
+    const cudaError_t error = f_.query_event(static_cast<cudaEvent_t>(event));
+    if (error == cudaErrorNotReady) return false;
+    Status status = CudaCheck("cudaEventQuery", error);
+    if (!status.ok()) return status;
+    return true;
+  }
+  Status Copy(void* to, const void* from, size_t bytes,
+              Stream stream) override {
+    return CudaCheck("cudaMemcpyAsync",
+                     f_.copy(to, from, bytes, cudaMemcpyDefault,
+                             static_cast<cudaStream_t>(stream)));
+  }
+
+  Status GroupStart() override {
+    return Check("ncclGroupStart", f_.group_start());
+  }
+  Status GroupEnd() override { return Check("ncclGroupEnd", f_.group_end()); }
+
+  Status AllReduce(const void* send, void* recv, size_t count, DataType dtype,
+                   Reduction reduction, Comm comm, Stream stream) override {
+    ncclRedOp_t op = NcclOp(reduction.op);
+    const bool premultiplied = reduction.premultiply != 1.0;
+    if (premultiplied) {
+      // The scalar has the tensor's type; NCCL reads it before returning.
+      Status status = WithCppType(dtype, [&](auto zero) {
+        using T = decltype(zero);
+        T scalar = static_cast<T>(reduction.premultiply);
+        return Check(
+            "ncclRedOpCreatePreMulSum",
+            f_.create_premul_sum(&op, &scalar, NcclType(dtype),
+                                 ncclScalarHostImmediate, AsNccl(comm)));
+      });
+      if (!status.ok()) return status;
+    }
+    Status status =
+        Check("ncclAllReduce",
+              f_.all_reduce(send, recv, count, NcclType(dtype), op,
+                            AsNccl(comm), static_cast<cudaStream_t>(stream)));
+    // NCCL allows freeing the operator once the call that took it returns.
+    if (premultiplied) f_.destroy_op(op, AsNccl(comm));
+    return status;
+  }
+
+  Status Broadcast(const void* send, void* recv, size_t count, DataType dtype,
+                   int root, Comm comm, Stream stream) override {
+    return Check("ncclBroadcast",
+                 f_.broadcast(send, recv, count, NcclType(dtype), root,
+                              AsNccl(comm), static_cast<cudaStream_t>(stream)));
+  }
+
+  Status AllGather(const void* send, void* recv, size_t count, DataType dtype,
+                   Comm comm, Stream stream) override {
+    return Check("ncclAllGather",
+                 f_.all_gather(send, recv, count, NcclType(dtype), AsNccl(comm),
+                               static_cast<cudaStream_t>(stream)));
+  }
+
  private:
   // An NCCL failure as a status: NCCL's own words for the code, and its
   // last error message, which names the peer or the transport when it
@@ -202,6 +393,16 @@ class SystemNccl final : public Api {
       return Status::Transport(text);
     }
     return Status::Internal(text);
+  }
+
+  Status CudaCheck(const char* call, cudaError_t error) {
+    if (error == cudaSuccess) return Status::Ok();
+    return Status::Internal(std::string(call) +
+                            " failed: " + f_.cuda_error_string(error));
+  }
+
+  Status OnDevice(int device) {
+    return CudaCheck("cudaSetDevice", f_.set_device(device));
   }
 
   Status Check(const char* call, ncclResult_t result) {

@@ -1,0 +1,119 @@
+#include "ops/nccl/executors.h"
+
+#include <cmath>
+#include <string>
+
+#include "ops/fusion_buffer.h"
+#include "timeline.h"
+
+namespace hvd::runtime::nccl {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+bool FloatingPoint(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kFloat32 ||
+         dtype == DataType::kFloat64;
+}
+
+}  // namespace
+
+Result<Reduction> NcclReduction(const Request& r, int size) {
+  const std::string what = std::string("allreduce '") + r.name +
+                           "' of a CUDA tensor with op " + ReduceOpName(r.op);
+  if (r.op == ReduceOp::kAdasum) {
+    return Status::InvalidArgument(
+        what +
+        ": hvd runs Adasum on CPU tensors only; move the tensor to "
+        "the CPU or use op Average");
+  }
+  const double factor = r.prescale * r.postscale;
+  const bool sums = r.op == ReduceOp::kSum || r.op == ReduceOp::kAverage;
+  if (factor == 1.0) return Reduction{r.op, 1.0};
+  if (!sums) {
+    return Status::InvalidArgument(
+        what +
+        ": NCCL scales only sums; pass prescale_factor and "
+        "postscale_factor 1, or scale the result yourself");
+  }
+  const double premultiply =
+      r.op == ReduceOp::kAverage ? factor / size : factor;
+  if (!FloatingPoint(r.dtype) && premultiply != std::trunc(premultiply)) {
+    return Status::InvalidArgument(
+        what + " on " + DataTypeName(r.dtype) + ": the combined scale " +
+        std::to_string(premultiply) +
+        " is not a whole number, which NCCL cannot apply to integers; use "
+        "a floating-point tensor");
+  }
+  return Reduction{ReduceOp::kSum, premultiply};
+}
+
+Status RunNcclAllreduce(Lane& lane,
+                        const std::vector<const TensorEntry*>& entries,
+                        std::vector<OpResult>* results, const PhaseFn& phase) {
+  const Request& r = entries.front()->request;
+  const std::string what = UnitName(entries);
+  Result<Reduction> reduction = NcclReduction(r, lane.communicator().size());
+  if (!reduction.ok()) return reduction.status();
+  const size_t element = DataTypeSize(r.dtype);
+  size_t count = 0;
+  for (size_t c : Counts(entries)) count += c;
+
+  Status status = lane.WaitForInputs(entries);
+  const void* send = entries.front()->input;
+  void* recv = entries.front()->output;
+  if (status.ok() && entries.size() > 1) {
+    Result<uint8_t*> buffer = lane.FusionBuffer(count * element);
+    if (!buffer.ok()) return buffer.status().WithContext(what);
+    Say(phase, kActivityMemcpyInFusionBuffer);
+    uint8_t* at = *buffer;
+    for (const TensorEntry* e : entries) {
+      const size_t bytes = ElementCount(e->request.shape) * element;
+      if (status.ok()) status = lane.Copy(at, e->input, bytes);
+      at += bytes;
+    }
+    send = recv = *buffer;
+  }
+  if (status.ok() && count > 0) {
+    Say(phase, kActivityNcclAllreduce);
+    status = lane.communicator().Launch(what, [&](Comm comm) {
+      return lane.api().AllReduce(send, recv, count, r.dtype, *reduction, comm,
+                                  lane.stream());
+    });
+  }
+  if (status.ok() && entries.size() > 1) {
+    Say(phase, kActivityMemcpyOutFusionBuffer);
+    const auto* at = static_cast<const uint8_t*>(recv);
+    for (const TensorEntry* e : entries) {
+      const size_t bytes = ElementCount(e->request.shape) * element;
+      if (status.ok()) status = lane.Copy(e->output, at, bytes);
+      at += bytes;
+    }
+  }
+  if (status.ok()) status = lane.Finish(what);
+  if (status.ok()) results->resize(entries.size());
+  return status;
+}
+
+OpResult RunNcclBroadcast(Lane& lane, const TensorEntry& entry,
+                          const PhaseFn& phase) {
+  const Request& r = entry.request;
+  const size_t count = ElementCount(r.shape);
+  const std::string what = What(entry);
+  OpResult result;
+  result.status = lane.WaitForInputs({&entry});
+  if (result.status.ok() && count > 0) {
+    Say(phase, kActivityNcclBroadcast);
+    const void* send = entry.input != nullptr ? entry.input : entry.output;
+    result.status = lane.communicator().Launch(what, [&](Comm comm) {
+      return lane.api().Broadcast(send, entry.output, count, r.dtype, r.root,
+                                  comm, lane.stream());
+    });
+  }
+  if (result.status.ok()) result.status = lane.Finish(what);
+  return result;
+}
+
+}  // namespace hvd::runtime::nccl

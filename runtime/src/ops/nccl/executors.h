@@ -1,0 +1,34 @@
+// The collectives on CUDA tensors: the NCCL twins of ops/executor.h's, run
+// on a process set's Lane (lane.h). Fused entries are packed into the
+// lane's device buffer with copies on hvd's stream, reduced by one NCCL
+// call and copied out; inputs are waited for on the device and the host
+// waits once, at the end, so no byte goes through the host.
+#pragma once
+
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "hvd/runtime/types.h"
+#include "message.h"
+#include "ops/executor.h"
+#include "ops/nccl/lane.h"
+#include "ops/nccl/nccl_api.h"
+
+namespace hvd::runtime::nccl {
+
+// How NCCL runs request `r`'s reduction over `size` ranks: Sum and Average
+// directly; prescale and postscale folded, with Average's 1/size, into one
+// factor every input is multiplied by before the sum. An error, the same
+// on every rank, for what NCCL cannot compute without a kernel of hvd's
+// own: scaling Min, Max or Product, a fractional factor on integers,
+// Adasum.
+common::Result<Reduction> NcclReduction(const Request& r, int size);
+
+common::Status RunNcclAllreduce(Lane& lane,
+                                const std::vector<const TensorEntry*>& entries,
+                                std::vector<OpResult>* results,
+                                const PhaseFn& phase);
+OpResult RunNcclBroadcast(Lane& lane, const TensorEntry& entry,
+                          const PhaseFn& phase);
+
+}  // namespace hvd::runtime::nccl

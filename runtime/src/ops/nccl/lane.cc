@@ -1,0 +1,74 @@
+#include "ops/nccl/lane.h"
+
+#include <utility>
+
+namespace hvd::runtime::nccl {
+
+using common::Result;
+using common::Status;
+
+Lane::Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
+           Event done)
+    : api_(api),
+      communicator_(std::move(communicator)),
+      stream_(stream),
+      done_(done) {}
+
+Result<std::unique_ptr<Lane>> Lane::Create(
+    Api* api, std::unique_ptr<Communicator> communicator) {
+  const int device = communicator->device();
+  Result<Stream> stream = api->CreateStream(device);
+  if (!stream.ok()) return stream.status();
+  Result<Event> done = api->CreateEvent(device);
+  if (!done.ok()) {
+    api->DestroyStream(device, *stream);
+    return done.status();
+  }
+  return std::unique_ptr<Lane>(
+      new Lane(api, std::move(communicator), *stream, *done));
+}
+
+Lane::~Lane() {
+  // The communicator goes first: an abort ends what the stream still runs.
+  const int device = this->device();
+  communicator_.reset();
+  if (buffer_ != nullptr) api_->Free(device, buffer_);
+  api_->DestroyEvent(device, done_);
+  api_->DestroyStream(device, stream_);
+}
+
+Result<uint8_t*> Lane::FusionBuffer(size_t bytes) {
+  if (bytes > buffer_bytes_) {
+    // Nothing on the stream may still use the old buffer.
+    Status status = Finish("growing the fusion buffer");
+    if (!status.ok()) return status;
+    Result<void*> grown = api_->Allocate(device(), bytes);
+    if (!grown.ok()) return grown.status();
+    if (buffer_ != nullptr) api_->Free(device(), buffer_);
+    buffer_ = *grown;
+    buffer_bytes_ = bytes;
+  }
+  return static_cast<uint8_t*>(buffer_);
+}
+
+Status Lane::WaitForInputs(const std::vector<const TensorEntry*>& entries) {
+  for (const TensorEntry* entry : entries) {
+    if (entry->ready == nullptr) continue;
+    Status status = api_->WaitFor(stream_, entry->ready);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+Status Lane::Copy(void* to, const void* from, size_t bytes) {
+  if (bytes == 0 || to == from) return Status::Ok();
+  return api_->Copy(to, from, bytes, stream_);
+}
+
+Status Lane::Finish(const std::string& what) {
+  Status status = api_->Record(done_, stream_);
+  if (!status.ok()) return status;
+  return communicator_->AwaitDone(done_, what);
+}
+
+}  // namespace hvd::runtime::nccl

@@ -1,0 +1,58 @@
+// What one process set's collectives on CUDA tensors use on this rank: the
+// set's NCCL communicator, hvd's own stream on the rank's device, the
+// fusion buffer there, and the event by which the host learns that the
+// stream has finished. Inputs are waited for on the device (the producer's
+// ready event), never by the host; the host waits once per unit, at the
+// end, under the communicator's watchdog.
+//
+// Thread safety: the background loop's, like the communicator's, except
+// communicator().RequestAbort().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hvd/common/status.h"
+#include "ops/nccl/communicator.h"
+#include "ops/nccl/nccl_api.h"
+#include "tensor_queue.h"
+
+namespace hvd::runtime::nccl {
+
+class Lane {
+ public:
+  // Makes the stream and the event on the communicator's device.
+  static common::Result<std::unique_ptr<Lane>> Create(
+      Api* api, std::unique_ptr<Communicator> communicator);
+  ~Lane();
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  Api& api() { return *api_; }
+  Communicator& communicator() { return *communicator_; }
+  Stream stream() const { return stream_; }
+  int device() const { return communicator_->device(); }
+
+  // The device buffer, at least `bytes` long; grown, never shrunk.
+  common::Result<uint8_t*> FusionBuffer(size_t bytes);
+  // hvd's stream waits for each entry's ready event (TensorEntry::ready).
+  common::Status WaitForInputs(const std::vector<const TensorEntry*>& entries);
+  // Copies on hvd's stream.
+  common::Status Copy(void* to, const void* from, size_t bytes);
+  // Waits on the host until all work given to hvd's stream has finished.
+  common::Status Finish(const std::string& what);
+
+ private:
+  Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
+       Event done);
+
+  Api* const api_;
+  std::unique_ptr<Communicator> communicator_;
+  const Stream stream_;
+  const Event done_;
+  void* buffer_ = nullptr;
+  size_t buffer_bytes_ = 0;
+};
+
+}  // namespace hvd::runtime::nccl

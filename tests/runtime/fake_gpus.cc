@@ -1,0 +1,395 @@
+#include "fake_gpus.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "dtype_dispatch.h"
+
+namespace hvd::runtime::nccl {
+
+using common::Result;
+using common::Status;
+
+struct FakeGpus::FakeComm {
+  std::string id;
+  int rank = 0;
+  int size = 0;
+  int sequence = 0;
+  bool aborted = false;
+};
+
+struct FakeGpus::FakeStream {
+  int rank = 0;
+  // Each item runs when it reaches the front; false: not yet (a collective
+  // whose peers have not arrived, a wait for an event), asked again later.
+  std::deque<std::function<bool()>> work;
+};
+
+struct FakeGpus::FakeEvent {
+  int rank = 0;
+  bool done = true;  // as cudaEventQuery says of an event never recorded
+};
+
+struct FakeGpus::Collective {
+  enum class Kind { kAllReduce, kBroadcast, kAllGather } kind;
+  DataType dtype = DataType::kFloat32;
+  size_t count = 0;
+  Reduction reduction;
+  int root = 0;
+  int size = 0;
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<void*> outputs;
+  int arrived = 0;
+  bool complete = false;
+};
+
+namespace {
+
+template <typename T>
+double ToDouble(T value) {
+  if constexpr (std::is_same_v<T, gloo::float16>) {
+    return gloo::cpu_half2float(value);
+  } else {
+    return static_cast<double>(value);
+  }
+}
+
+template <typename T>
+T FromDouble(double value) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(std::trunc(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+}  // namespace
+
+class FakeRank final : public Api {
+ public:
+  FakeRank(FakeGpus* gpus, int rank) : gpus_(gpus), rank_(rank) {}
+
+  int Version() const override { return 22809; }
+  Result<int> DeviceCount() override { return 1; }
+
+  Status GetUniqueId(UniqueId* id) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    id->bytes.fill(0);
+    const std::string text = "fake-" + std::to_string(++gpus_->next_id_);
+    std::memcpy(id->bytes.data(), text.data(), text.size());
+    return Status::Ok();
+  }
+
+  Status InitRank(int /*device*/, int nranks, const UniqueId& id, int rank,
+                  nccl::Comm* comm) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto made = std::make_unique<FakeGpus::FakeComm>();
+    made->id = std::string(id.bytes.data());
+    made->rank = rank;
+    made->size = nranks;
+    *comm = made.get();
+    gpus_->comms_.push_back(std::move(made));
+    return Status::Ok();
+  }
+
+  CommState State(nccl::Comm /*comm*/) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->ProgressLocked(rank_);
+    auto failed = gpus_->failed_.find(rank_);
+    if (failed != gpus_->failed_.end()) {
+      return {CommHealth::kFailed, failed->second};
+    }
+    return {CommHealth::kReady, Status::Ok()};
+  }
+
+  Status Abort(nccl::Comm comm) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    static_cast<FakeGpus::FakeComm*>(comm)->aborted = true;
+    gpus_->launches_[rank_].push_back("abort");
+    return Status::Ok();
+  }
+  Status Finalize(nccl::Comm /*comm*/) override { return Status::Ok(); }
+  Status Destroy(nccl::Comm /*comm*/) override { return Status::Ok(); }
+  Status Shrink(nccl::Comm /*comm*/, const std::vector<int>& /*excluded*/,
+                bool /*abort_first*/, nccl::Comm* /*shrunk*/) override {
+    return Status::Internal("the fake GPUs do not shrink");
+  }
+
+  Result<void*> Allocate(int /*device*/, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto memory = std::make_unique<uint8_t[]>(std::max<size_t>(bytes, 1));
+    void* at = memory.get();
+    gpus_->memory_[at] = std::move(memory);
+    return at;
+  }
+  void Free(int /*device*/, void* memory) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->memory_.erase(memory);
+  }
+
+  Result<nccl::Stream> CreateStream(int /*device*/) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* stream = new FakeGpus::FakeStream{rank_, {}};
+    gpus_->streams_.insert(stream);
+    return nccl::Stream{stream};
+  }
+  void DestroyStream(int /*device*/, nccl::Stream stream) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* s = static_cast<FakeGpus::FakeStream*>(stream);
+    gpus_->streams_.erase(s);
+    delete s;
+  }
+  Result<nccl::Event> CreateEvent(int /*device*/) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* event = new FakeGpus::FakeEvent{rank_, true};
+    gpus_->events_.insert(event);
+    return nccl::Event{event};
+  }
+  void DestroyEvent(int /*device*/, nccl::Event event) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* e = static_cast<FakeGpus::FakeEvent*>(event);
+    gpus_->events_.erase(e);
+    delete e;
+  }
+
+  Status Record(nccl::Event event, nccl::Stream stream) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* e = static_cast<FakeGpus::FakeEvent*>(event);
+    e->done = false;
+    StreamOf(stream)->work.push_back([e] { return e->done = true; });
+    gpus_->ProgressLocked(rank_);
+    return Status::Ok();
+  }
+  Status WaitFor(nccl::Stream stream, nccl::Event event) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* e = static_cast<FakeGpus::FakeEvent*>(event);
+    StreamOf(stream)->work.push_back([e] { return e->done; });
+    return Status::Ok();
+  }
+  Result<bool> Done(nccl::Event event) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->ProgressLocked(rank_);
+    return static_cast<FakeGpus::FakeEvent*>(event)->done;
+  }
+  Status Copy(void* to, const void* from, size_t bytes,
+              nccl::Stream stream) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->launches_[rank_].push_back("copy " + std::to_string(bytes));
+    StreamOf(stream)->work.push_back([=] {
+      std::memmove(to, from, bytes);
+      return true;
+    });
+    return Status::Ok();
+  }
+
+  Status GroupStart() override { return Status::Ok(); }
+  Status GroupEnd() override { return Status::Ok(); }
+
+  Status AllReduce(const void* send, void* recv, size_t count, DataType dtype,
+                   Reduction reduction, nccl::Comm comm,
+                   nccl::Stream stream) override {
+    std::string what = std::string("allreduce ") + std::to_string(count) + " " +
+                       DataTypeName(dtype) + " " + ReduceOpName(reduction.op);
+    if (reduction.premultiply != 1.0) {
+      what += "*" + Number(reduction.premultiply);
+    }
+    return Launch(what, FakeGpus::Collective::Kind::kAllReduce, send, recv,
+                  count, dtype, reduction, 0, comm, stream);
+  }
+  Status Broadcast(const void* send, void* recv, size_t count, DataType dtype,
+                   int root, nccl::Comm comm, nccl::Stream stream) override {
+    return Launch("broadcast " + std::to_string(count) + " " +
+                      DataTypeName(dtype) + " root " + std::to_string(root),
+                  FakeGpus::Collective::Kind::kBroadcast, send, recv, count,
+                  dtype, {}, root, comm, stream);
+  }
+  Status AllGather(const void* send, void* recv, size_t count, DataType dtype,
+                   nccl::Comm comm, nccl::Stream stream) override {
+    return Launch(
+        "allgather " + std::to_string(count) + " " + DataTypeName(dtype),
+        FakeGpus::Collective::Kind::kAllGather, send, recv, count, dtype, {}, 0,
+        comm, stream);
+  }
+
+ private:
+  static std::string Number(double value) {
+    std::string text = std::to_string(value);
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
+  }
+
+  // Holds mu_. A null stream is the rank's default stream.
+  FakeGpus::FakeStream* StreamOf(nccl::Stream stream) {
+    if (stream != nullptr) return static_cast<FakeGpus::FakeStream*>(stream);
+    auto& made = gpus_->default_streams_[rank_];
+    if (!made) made = std::make_unique<FakeGpus::FakeStream>();
+    made->rank = rank_;
+    return made.get();
+  }
+
+  Status Launch(const std::string& what, FakeGpus::Collective::Kind kind,
+                const void* send, void* recv, size_t count, DataType dtype,
+                Reduction reduction, int root, nccl::Comm comm,
+                nccl::Stream stream) {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->launches_[rank_].push_back(what);
+    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
+    const auto key = std::make_pair(c->id, c->sequence++);
+    auto& slot = gpus_->pending_[key];
+    if (!slot) {
+      slot = std::make_shared<FakeGpus::Collective>();
+      slot->kind = kind;
+      slot->dtype = dtype;
+      slot->count = count;
+      slot->reduction = reduction;
+      slot->root = root;
+      slot->size = c->size;
+      slot->inputs.resize(c->size);
+      slot->outputs.resize(c->size);
+    }
+    std::shared_ptr<FakeGpus::Collective> collective = slot;
+    FakeGpus* gpus = gpus_;
+    const int rank = c->rank;
+    bool arrived = false;
+    StreamOf(stream)->work.push_back([=]() mutable {
+      if (c->aborted) return true;
+      if (!arrived) {
+        arrived = true;
+        const size_t bytes = count * DataTypeSize(dtype);
+        const auto* from = static_cast<const uint8_t*>(send);
+        collective->inputs[rank].assign(from, from + bytes);
+        collective->outputs[rank] = recv;
+        if (++collective->arrived == collective->size) {
+          FakeGpus::Compute(*collective);
+          collective->complete = true;
+          gpus->pending_.erase(key);
+        }
+      }
+      return collective->complete;
+    });
+    gpus_->ProgressLocked(rank_);
+    return Status::Ok();
+  }
+
+  FakeGpus* const gpus_;
+  const int rank_;
+};
+
+void FakeGpus::Compute(const Collective& c) {
+  const size_t element = DataTypeSize(c.dtype);
+  const size_t bytes = c.count * element;
+  for (int r = 0; r < c.size; ++r) {
+    auto* out = static_cast<uint8_t*>(c.outputs[r]);
+    switch (c.kind) {
+      case FakeGpus::Collective::Kind::kBroadcast:
+        std::memcpy(out, c.inputs[c.root].data(), bytes);
+        break;
+      case FakeGpus::Collective::Kind::kAllGather:
+        for (int from = 0; from < c.size; ++from) {
+          std::memcpy(out + from * bytes, c.inputs[from].data(), bytes);
+        }
+        break;
+      case FakeGpus::Collective::Kind::kAllReduce:
+        WithCppType(c.dtype, [&](auto zero) {
+          using T = decltype(zero);
+          for (size_t i = 0; i < c.count; ++i) {
+            double acc = 0;
+            for (int from = 0; from < c.size; ++from) {
+              T value;
+              std::memcpy(static_cast<void*>(&value),
+                          c.inputs[from].data() + i * element, element);
+              const double x = ToDouble(value) * c.reduction.premultiply;
+              if (from == 0) {
+                acc = x;
+              } else if (c.reduction.op == ReduceOp::kMin) {
+                acc = std::min(acc, x);
+              } else if (c.reduction.op == ReduceOp::kMax) {
+                acc = std::max(acc, x);
+              } else if (c.reduction.op == ReduceOp::kProduct) {
+                acc *= x;
+              } else {
+                acc += x;
+              }
+            }
+            if (c.reduction.op == ReduceOp::kAverage) acc /= c.size;
+            const T result = FromDouble<T>(acc);
+            std::memcpy(out + i * element, &result, element);
+          }
+        });
+        break;
+    }
+  }
+}
+
+FakeGpus::FakeGpus() = default;
+
+FakeGpus::~FakeGpus() {
+  for (FakeStream* stream : streams_) delete stream;
+  for (FakeEvent* event : events_) delete event;
+}
+
+Api* FakeGpus::Rank(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& api = ranks_[rank];
+  if (!api) api = std::make_unique<FakeRank>(this, rank);
+  return api.get();
+}
+
+int FakeGpus::live_allocations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(memory_.size());
+}
+
+int FakeGpus::live_streams_and_events() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(streams_.size() + events_.size());
+}
+
+std::vector<std::string> FakeGpus::launches(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return launches_[rank];
+}
+
+void FakeGpus::FailRank(int rank, Status error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failed_[rank] = std::move(error);
+}
+
+int FakeGpus::Hold(nccl::Stream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int hold = static_cast<int>(released_.size());
+  released_[hold] = false;
+  static_cast<FakeStream*>(stream)->work.push_back(
+      [this, hold] { return released_[hold]; });
+  return hold;
+}
+
+void FakeGpus::Release(int hold) {
+  std::lock_guard<std::mutex> lock(mu_);
+  released_[hold] = true;
+}
+
+void FakeGpus::ProgressLocked(int rank) {
+  std::vector<FakeStream*> mine;
+  for (FakeStream* stream : streams_) {
+    if (stream->rank == rank) mine.push_back(stream);
+  }
+  auto fallback = default_streams_.find(rank);
+  if (fallback != default_streams_.end())
+    mine.push_back(fallback->second.get());
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (FakeStream* stream : mine) {
+      while (!stream->work.empty() && stream->work.front()()) {
+        stream->work.pop_front();
+        moved = true;
+      }
+    }
+  }
+}
+
+}  // namespace hvd::runtime::nccl

@@ -1,0 +1,410 @@
+// The collectives on CUDA tensors without a GPU: the NCCL executors on
+// lanes over fake GPUs (fake_gpus.h), one thread per rank. What is checked
+// is what NCCL is asked to do (one call per fused unit, copies on hvd's
+// stream, the scale folded into a pre-multiplied sum), that inputs are
+// waited for on the device, and that a hung or failed peer ends every
+// rank's wait with a status.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_gpus.h"
+#include "ops/nccl/executors.h"
+#include "ops/nccl/lane.h"
+
+namespace hvd::runtime::nccl {
+namespace {
+
+using common::Code;
+using common::Result;
+using common::Status;
+
+// ---- NcclReduction ----
+
+Request Allreduce(ReduceOp op, DataType dtype, double prescale = 1.0,
+                  double postscale = 1.0) {
+  Request r;
+  r.name = "grad";
+  r.op = op;
+  r.dtype = dtype;
+  r.prescale = prescale;
+  r.postscale = postscale;
+  return r;
+}
+
+TEST(NcclReductionTest, UnscaledOpsRunAsNcclsOwn) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
+                      ReduceOp::kMax, ReduceOp::kProduct}) {
+    Result<Reduction> reduction =
+        NcclReduction(Allreduce(op, DataType::kInt32), 4);
+    ASSERT_TRUE(reduction.ok()) << reduction.status().message();
+    EXPECT_EQ(reduction->op, op);
+    EXPECT_EQ(reduction->premultiply, 1.0);
+  }
+}
+
+TEST(NcclReductionTest, ScalesAndAveragesFoldIntoOnePremultipliedSum) {
+  Result<Reduction> average = NcclReduction(
+      Allreduce(ReduceOp::kAverage, DataType::kFloat16, 0.5, 3), 4);
+  ASSERT_TRUE(average.ok());
+  EXPECT_EQ(average->op, ReduceOp::kSum);
+  EXPECT_DOUBLE_EQ(average->premultiply, 0.375);  // 0.5 * 3 / 4
+  Result<Reduction> sum =
+      NcclReduction(Allreduce(ReduceOp::kSum, DataType::kInt64, 2, 3), 4);
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->op, ReduceOp::kSum);
+  EXPECT_DOUBLE_EQ(sum->premultiply, 6);  // whole: fine for integers
+}
+
+TEST(NcclReductionTest, WhatNcclCannotComputeIsRefusedSayingWhatToDo) {
+  Result<Reduction> min =
+      NcclReduction(Allreduce(ReduceOp::kMin, DataType::kFloat32, 2), 2);
+  ASSERT_FALSE(min.ok());
+  EXPECT_EQ(min.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(min.status().message().find("op min"), std::string::npos);
+  EXPECT_NE(min.status().message().find("scales only sums"), std::string::npos);
+  Result<Reduction> ints =
+      NcclReduction(Allreduce(ReduceOp::kAverage, DataType::kInt32, 1, 2), 4);
+  ASSERT_FALSE(ints.ok());
+  EXPECT_NE(ints.status().message().find("int32"), std::string::npos);
+  EXPECT_NE(ints.status().message().find("floating-point"), std::string::npos);
+  Result<Reduction> adasum =
+      NcclReduction(Allreduce(ReduceOp::kAdasum, DataType::kFloat32), 2);
+  ASSERT_FALSE(adasum.ok());
+  EXPECT_NE(adasum.status().message().find("Adasum"), std::string::npos);
+}
+
+// ---- Executors over fake GPUs ----
+
+// Rank 0's unique id for every rank, as the rendezvous store hands it out.
+class IdBoard {
+ public:
+  IdExchange Exchange() {
+    return [this](const UniqueId* made) -> Result<UniqueId> {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (made != nullptr) {
+        id_ = *made;
+        cv_.notify_all();
+        return *made;
+      }
+      if (!cv_.wait_for(lock, std::chrono::seconds(30),
+                        [this] { return id_.has_value(); })) {
+        return Status::Timeout("rank 0 published no NCCL id within 30 s");
+      }
+      return *id_;
+    };
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<UniqueId> id_;
+};
+
+template <typename F>
+void OnEveryRank(int size, F body) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) threads.emplace_back(body, rank);
+  for (std::thread& thread : threads) thread.join();
+}
+
+// `size` ranks, each with a lane of process set 0 on its device 0, and
+// device buffers the test fills and reads directly (fake device memory is
+// host memory).
+class NcclExecutorTest : public ::testing::Test {
+ protected:
+  void MakeLanes(
+      int size, std::chrono::milliseconds op_limit = std::chrono::seconds(30)) {
+    size_ = size;
+    lanes_.resize(size);
+    std::vector<Status> made(size);
+    OnEveryRank(size, [&](int rank) {
+      CommunicatorLimits limits;
+      limits.op = op_limit;
+      auto comm = Communicator::Create(gpus_.Rank(rank), board_.Exchange(),
+                                       "set 0", 0, rank, size, limits);
+      if (!comm.ok()) {
+        made[rank] = comm.status();
+        return;
+      }
+      auto lane = Lane::Create(gpus_.Rank(rank), std::move(*comm));
+      if (!lane.ok()) {
+        made[rank] = lane.status();
+        return;
+      }
+      lanes_[rank] = std::move(*lane);
+    });
+    for (const Status& status : made)
+      ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  void TearDown() override {
+    lanes_.clear();
+    for (auto& cleanup : cleanups_) cleanup();
+    for (auto& [rank, memory] : buffers_) gpus_.Rank(rank)->Free(0, memory);
+    EXPECT_EQ(gpus_.live_allocations(), 0);
+    EXPECT_EQ(gpus_.live_streams_and_events(), 0);
+  }
+
+  template <typename T>
+  T* Device(int rank, const std::vector<T>& values) {
+    Result<void*> memory =
+        gpus_.Rank(rank)->Allocate(0, values.size() * sizeof(T));
+    EXPECT_TRUE(memory.ok());
+    buffers_.emplace_back(rank, *memory);
+    std::memcpy(*memory, values.data(), values.size() * sizeof(T));
+    return static_cast<T*>(*memory);
+  }
+
+  static TensorEntry Entry(const std::string& name, Request r, int64_t count,
+                           const void* input, void* output) {
+    TensorEntry e;
+    r.name = name;
+    r.shape = {count};
+    e.request = r;
+    e.input = input;
+    e.output = output;
+    return e;
+  }
+
+  static std::vector<const TensorEntry*> Unit(
+      const std::vector<TensorEntry>& entries) {
+    std::vector<const TensorEntry*> unit;
+    for (const TensorEntry& e : entries) unit.push_back(&e);
+    return unit;
+  }
+
+  FakeGpus gpus_;
+  IdBoard board_;
+  int size_ = 0;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::pair<int, void*>> buffers_;
+  std::vector<std::function<void()>> cleanups_;
+};
+
+TEST_F(NcclExecutorTest, AFusedUnitIsOneNcclCallThroughTheDeviceBuffer) {
+  MakeLanes(3);
+  const Request average =
+      Allreduce(ReduceOp::kAverage, DataType::kFloat32, 0.5, 4);
+  std::vector<std::vector<float*>> outputs(3);
+  std::vector<Status> statuses(3);
+  std::vector<std::vector<TensorEntry>> units(3);
+  for (int rank = 0; rank < 3; ++rank) {
+    const float v = static_cast<float>(rank + 1);
+    float* a = Device<float>(rank, {v, 10 * v});
+    float* b = Device<float>(rank, {100 * v});
+    float* b_out = Device<float>(rank, {0});
+    float* c = Device<float>(rank, {-v, v, 2 * v});
+    outputs[rank] = {a, b_out, c};
+    units[rank] = {Entry("a", average, 2, a, a),
+                   Entry("b", average, 1, b, b_out),
+                   Entry("c", average, 3, c, c)};
+  }
+  OnEveryRank(3, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], Unit(units[rank]), &results, nullptr);
+    if (statuses[rank].ok() && results.size() != 3) {
+      statuses[rank] = Status::Internal("results for every entry expected");
+    }
+  });
+  // Average of 1, 2, 3 is 2; times 0.5 * 4.
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_FLOAT_EQ(outputs[rank][0][0], 4);
+    EXPECT_FLOAT_EQ(outputs[rank][0][1], 40);
+    EXPECT_FLOAT_EQ(outputs[rank][1][0], 400);
+    EXPECT_FLOAT_EQ(outputs[rank][2][0], -4);
+    EXPECT_FLOAT_EQ(outputs[rank][2][2], 8);
+    const std::vector<std::string> expected = {
+        "copy 8", "copy 4", "copy 12", "allreduce 6 float32 sum*0.666667",
+        "copy 8", "copy 4", "copy 12"};
+    EXPECT_EQ(gpus_.launches(rank), expected);
+  }
+}
+
+TEST_F(NcclExecutorTest, OneTensorReducesInPlaceWithoutCopies) {
+  MakeLanes(2);
+  std::vector<int32_t*> tensors = {Device<int32_t>(0, {5, -1, 7}),
+                                   Device<int32_t>(1, {3, 9, 7})};
+  std::vector<Status> statuses(2);
+  OnEveryRank(2, [&](int rank) {
+    std::vector<TensorEntry> unit = {
+        Entry("m", Allreduce(ReduceOp::kMax, DataType::kInt32), 3,
+              tensors[rank], tensors[rank])};
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], Unit(unit), &results, nullptr);
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_EQ(std::vector<int32_t>(tensors[rank], tensors[rank] + 3),
+              std::vector<int32_t>({5, 9, 7}));
+    EXPECT_EQ(gpus_.launches(rank),
+              std::vector<std::string>({"allreduce 3 int32 max"}));
+  }
+}
+
+// The producer (torch's stream) is still writing the input when hvd
+// launches; the reduction must see what the producer wrote.
+TEST_F(NcclExecutorTest, TheReduceWaitsOnTheDeviceForTheProducersEvent) {
+  MakeLanes(2);
+  std::vector<float*> tensors(2);
+  std::vector<int> holds(2);
+  std::vector<TensorEntry> entries(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    Api* api = gpus_.Rank(rank);
+    tensors[rank] = Device<float>(rank, {0, 0});
+    const float* produced = Device<float>(rank, {1.0f + rank, 10});
+    Result<Stream> producer = api->CreateStream(0);
+    Result<Event> ready = api->CreateEvent(0);
+    ASSERT_TRUE(producer.ok() && ready.ok());
+    holds[rank] = gpus_.Hold(*producer);
+    ASSERT_TRUE(api->Copy(tensors[rank], produced, 8, *producer).ok());
+    ASSERT_TRUE(api->Record(*ready, *producer).ok());
+    entries[rank] = Entry("late", Allreduce(ReduceOp::kSum, DataType::kFloat32),
+                          2, tensors[rank], tensors[rank]);
+    entries[rank].ready = *ready;
+    cleanups_.push_back([api, producer = *producer, ready = *ready] {
+      api->DestroyEvent(0, ready);
+      api->DestroyStream(0, producer);
+    });
+  }
+  std::vector<Status> statuses(2);
+  std::thread release([&] {
+    // Both ranks have launched the reduce before the producers finish.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto launched = [&] {
+      for (int rank = 0; rank < 2; ++rank) {
+        const auto calls = gpus_.launches(rank);
+        if (std::find(calls.begin(), calls.end(), "allreduce 2 float32 sum") ==
+            calls.end()) {
+          return false;
+        }
+      }
+      return true;
+    };
+    while (!launched() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    for (int hold : holds) gpus_.Release(hold);
+  });
+  OnEveryRank(2, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+  });
+  release.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_FLOAT_EQ(tensors[rank][0], 3);
+    EXPECT_FLOAT_EQ(tensors[rank][1], 20);
+  }
+}
+
+TEST_F(NcclExecutorTest, BroadcastFromAnyRootReachesEveryRank) {
+  MakeLanes(3);
+  std::vector<int64_t*> tensors(3);
+  std::vector<TensorEntry> entries(3);
+  Request r;
+  r.type = OpType::kBroadcast;
+  r.dtype = DataType::kInt64;
+  r.root = 1;
+  for (int rank = 0; rank < 3; ++rank) {
+    tensors[rank] = Device<int64_t>(rank, {rank * 100, rank * 100 + 1});
+    entries[rank] = Entry("w", r, 2, tensors[rank], tensors[rank]);
+  }
+  std::vector<OpResult> results(3);
+  OnEveryRank(3, [&](int rank) {
+    results[rank] = RunNcclBroadcast(*lanes_[rank], entries[rank], nullptr);
+  });
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(results[rank].status.ok()) << results[rank].status.message();
+    EXPECT_EQ(tensors[rank][0], 100);
+    EXPECT_EQ(tensors[rank][1], 101);
+    EXPECT_EQ(gpus_.launches(rank),
+              std::vector<std::string>({"broadcast 2 int64 root 1"}));
+  }
+}
+
+TEST_F(NcclExecutorTest, AHungPeerEndsTheOthersWaitAtTheDeadlineAndAborts) {
+  MakeLanes(3, std::chrono::milliseconds(300));
+  std::vector<Status> statuses(3);
+  std::vector<TensorEntry> entries(3);
+  for (int rank = 0; rank < 2; ++rank) {
+    float* t = Device<float>(rank, {1});
+    entries[rank] =
+        Entry("g", Allreduce(ReduceOp::kSum, DataType::kFloat32), 1, t, t);
+  }
+  OnEveryRank(2, [&](int rank) {  // rank 2 never comes
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(statuses[rank].code(), Code::kTimeout);
+    EXPECT_NE(statuses[rank].message().find("allreduce 'g' on set 0"),
+              std::string::npos)
+        << statuses[rank].message();
+    EXPECT_EQ(gpus_.launches(rank).back(), "abort");
+    EXPECT_FALSE(lanes_[rank]->communicator().open());
+  }
+}
+
+TEST_F(NcclExecutorTest, NcclsAsyncErrorFailsTheUnitAsATransportError) {
+  MakeLanes(2, std::chrono::milliseconds(300));
+  gpus_.FailRank(1, Status::Transport("an NCCL operation failed: remote "
+                                      "process exited"));
+  std::vector<Status> statuses(2);
+  std::vector<TensorEntry> entries(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    float* t = Device<float>(rank, {1});
+    entries[rank] =
+        Entry("g", Allreduce(ReduceOp::kSum, DataType::kFloat32), 1, t, t);
+  }
+  OnEveryRank(2, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+  });
+  EXPECT_EQ(statuses[1].code(), Code::kTransport);
+  EXPECT_NE(statuses[1].message().find("remote process exited"),
+            std::string::npos);
+  EXPECT_EQ(gpus_.launches(1).back(), "abort");
+  // Rank 0's wait ended too (OnEveryRank returned): rank 1 launched its
+  // part before its error showed, as NCCL may.
+}
+
+TEST_F(NcclExecutorTest, AScaleNcclCannotApplyFailsEveryRankBeforeALaunch) {
+  MakeLanes(2);
+  std::vector<Status> statuses(2);
+  std::vector<TensorEntry> entries(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    float* t = Device<float>(rank, {1});
+    entries[rank] = Entry(
+        "g", Allreduce(ReduceOp::kProduct, DataType::kFloat32, 2), 1, t, t);
+  }
+  OnEveryRank(2, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] =
+        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(statuses[rank].code(), Code::kInvalidArgument);
+    EXPECT_TRUE(gpus_.launches(rank).empty());
+    EXPECT_TRUE(lanes_[rank]->communicator().open());
+  }
+}
+
+}  // namespace
+}  // namespace hvd::runtime::nccl
