@@ -4,6 +4,8 @@
 
 #include <new>
 
+#include "ops/nccl/id_exchange.h"
+#include "ops/nccl/lane.h"
 #include "ops/op_table.h"
 
 namespace hvd::runtime {
@@ -66,6 +68,15 @@ Status BackgroundLoop::Run() {
     stopped = stopped.WithContext(
         "hvd's background loop stopped; this and every later collective fail "
         "until hvd.shutdown() and hvd.init() (an elastic reset)");
+  }
+  // After an orderly shutdown every member closes its lanes cleanly; after
+  // a failure they are aborted when their sets go.
+  const bool orderly = stopped.code() == common::Code::kAborted &&
+                       !(parts_.abort_switch && parts_.abort_switch->aborted());
+  for (const auto& set : parts_.sets->All()) {
+    if (!orderly || !set->lane) continue;
+    Status closed = set->lane->Close();
+    if (!closed.ok()) spdlog::warn("{}", closed.ToString());
   }
   for (Handle handle : failed_) {
     parts_.handles->Complete(handle, OpResult{stopped, nullptr, {}, {}});
@@ -207,8 +218,14 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     }
     UnitTrace trace(timeline_.get(), std::move(rows));
     Status status;
-    const FusedExecutor fused = OpInfoOf(head.request.type).fused;
-    if (head.kind == Response::Kind::kRun && fused != nullptr) {
+    const OpInfo& op = OpInfoOf(head.request.type);
+    const int device = entries[unit.front()].request.device;
+    const FusedExecutor fused = device < 0 ? op.fused : op.gpu_fused;
+    common::Result<Backends> backends = Backends{};
+    if (head.kind == Response::Kind::kRun) backends = BackendsOf(set, device);
+    if (!backends.ok()) {
+      status = backends.status();
+    } else if (head.kind == Response::Kind::kRun && fused != nullptr) {
       std::vector<const TensorEntry*> unit_entries;
       std::vector<const Response*> unit_responses;
       for (size_t i : unit) {
@@ -216,9 +233,9 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
         unit_responses.push_back(&responses[i]);
       }
       std::vector<OpResult> results;
-      status = fused(Backends{set.context, set.host.get()}, unit_entries,
-                     unit_responses, &fusion_buffer_, &results,
-                     [&](const char* activity) { trace.Step(activity); });
+      status =
+          fused(*backends, unit_entries, unit_responses, &fusion_buffer_,
+                &results, [&](const char* activity) { trace.Step(activity); });
       if (status.ok()) {
         std::vector<Handle> handles;
         for (size_t k = 0; k < unit.size(); ++k) {
@@ -230,7 +247,7 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
       }
     } else {
       trace.Step(OpActivityName(head.request.type));
-      status = ExecuteOne(set, head, entries[unit.front()]);
+      status = ExecuteOne(*backends, head, entries[unit.front()]);
     }
     if (!status.ok()) {
       // Fail this unit and what this cycle has not run yet with the
@@ -245,7 +262,47 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
   return Status::Ok();
 }
 
-Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
+common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
+                                                    int device) {
+  Backends backends{set.context, set.host.get(), nullptr};
+  if (device < 0) return backends;
+  if (!set.lane) {
+    const std::string name = "process set " + std::to_string(set.id) +
+                             " on cuda:" + std::to_string(device);
+    common::Result<nccl::Api*> api = parts_.gpus->For(device);
+    if (!api.ok()) return api.status();
+    nccl::CommunicatorLimits limits;
+    limits.setup = parts_.config->start_timeout;
+    limits.op = parts_.config->gloo_timeout;
+    // A set of one needs nobody's id (and a job of one, no rendezvous).
+    nccl::IdExchange exchange =
+        set.size() == 1
+            ? nccl::IdExchange([](const nccl::UniqueId* made) {
+                return common::Result<nccl::UniqueId>(*made);
+              })
+            : nccl::StoreIdExchange(*parts_.config, parts_.generation,
+                                    "set" + std::to_string(set.id));
+    auto comm = nccl::Communicator::Create(*api, exchange, name, device,
+                                           set.rank, set.size(), limits);
+    if (!comm.ok()) return comm.status();
+    auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
+    if (!lane.ok()) return lane.status().WithContext(name);
+    set.lane = std::move(*lane);
+    spdlog::info("NCCL communicator of {} is up", name);
+  } else if (set.lane->device() != device) {
+    return Status::InvalidArgument(
+        "process set " + std::to_string(set.id) +
+        " runs on cuda:" + std::to_string(set.lane->device()) +
+        " on this rank; a tensor on cuda:" + std::to_string(device) +
+        " cannot join it (one device per rank and set: torch.cuda.set_device("
+        "hvd.local_rank()))");
+  }
+  backends.lane = set.lane.get();
+  return backends;
+}
+
+Status BackgroundLoop::ExecuteOne(const Backends& backends,
+                                  const Response& response,
                                   const TensorEntry& entry) {
   HandleTable& handles = *parts_.handles;
   if (response.kind == Response::Kind::kError) {
@@ -257,10 +314,11 @@ Status BackgroundLoop::ExecuteOne(ProcessSet& set, const Response& response,
                                             {}});
     return Status::Ok();
   }
-  const SingleExecutor single = OpInfoOf(response.request.type).single;
+  const OpInfo& op = OpInfoOf(response.request.type);
+  const SingleExecutor single =
+      entry.request.device < 0 ? op.single : op.gpu_single;
   if (single == nullptr) return ChangeSets(response, entry);
-  OpResult result =
-      single(Backends{set.context, set.host.get()}, response, entry);
+  OpResult result = single(backends, response, entry);
   if (!result.status.ok()) return result.status;
   Count(entry);
   handles.Complete(entry.handle, std::move(result));

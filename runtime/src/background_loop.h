@@ -20,6 +20,8 @@
 #include "handle_table.h"
 #include "hvd/runtime/config.h"
 #include "hvd/runtime/worker_stats.h"
+#include "ops/executor.h"
+#include "ops/nccl/gpus.h"
 #include "parameter_manager.h"
 #include "process_set.h"
 #include "socket_watch.h"
@@ -51,6 +53,8 @@ struct LoopParts {
   std::unique_ptr<ParameterManager> tuner;
   // Counts this rank's completed collectives; may be null.
   WorkerStats* stats = nullptr;
+  // The GPUs CUDA tensors were enqueued on.
+  nccl::Gpus* gpus = nullptr;
 };
 
 class BackgroundLoop {
@@ -68,8 +72,12 @@ class BackgroundLoop {
   // Runs one cycle's responses; a non-ok status stops the loop.
   common::Status ExecuteAll(ProcessSet& set,
                             const std::vector<Response>& responses);
-  common::Status ExecuteOne(ProcessSet& set, const Response& response,
+  common::Status ExecuteOne(const Backends& backends, const Response& response,
                             const TensorEntry& entry);
+  // What `set`'s collectives run on; for CUDA tensors (`device` >= 0) its
+  // lane, made at the first (every member gets there in the same
+  // response).
+  common::Result<Backends> BackendsOf(ProcessSet& set, int device);
   // Every rank: adopts rank 0's tuning for this and every other set.
   void Apply(const Tuning& tuning);
   // Add or remove a process set (on the global set only).

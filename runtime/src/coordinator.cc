@@ -80,6 +80,11 @@ std::vector<std::pair<const char*, Field>> FieldsOf(OpType type) {
       return std::to_string(r.postscale);
     });
   };
+  if (OpInfoOf(type).payload) {
+    fields.emplace_back("where the tensor lives", [](const Request& r) {
+      return std::string(r.device < 0 ? "host memory" : "a CUDA device");
+    });
+  }
   switch (OpInfoOf(type).agreement) {
     case Agreement::kReduction:
       fields.emplace_back("the data type", dtype);
@@ -316,6 +321,14 @@ Response CheckAgreement(const std::vector<const Request*>& by_rank,
   for (const auto& [field_name, field] : FieldsOf(first.type)) {
     why = Disagreement(by_rank, names, field_name, field);
     if (!why.empty()) return Error(first, Code::kMismatch, what + ": " + why);
+  }
+  if (!joined.empty() && first.device >= 0) {
+    // A joined rank has no tensor on a device to stand in with.
+    return Error(first, Code::kMismatch,
+                 what +
+                     " of CUDA tensors cannot run while ranks have joined "
+                     "(hvd.join): join after the last GPU collective, or "
+                     "on every rank at once");
   }
   Response ok;
   ok.request = first;

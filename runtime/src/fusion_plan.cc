@@ -14,8 +14,10 @@ bool Fusable(const Response& r) {
 bool Compatible(const Response& a, const Response& b) {
   const Request& x = a.request;
   const Request& y = b.request;
+  // Host and device buffers never fuse (the ranks agree which each is).
   return Fusable(a) && Fusable(b) && x.type == y.type && x.dtype == y.dtype &&
-         x.op == y.op && x.prescale == y.prescale && x.postscale == y.postscale;
+         x.op == y.op && x.prescale == y.prescale &&
+         x.postscale == y.postscale && (x.device < 0) == (y.device < 0);
 }
 
 }  // namespace

@@ -122,6 +122,7 @@ void Put(Writer& w, const Request& r) {
   w.Int64s(r.shape);
   w.Int64s(r.splits);
   w.String(r.group);
+  w.Int(r.device);
 }
 
 Request GetRequest(Reader& r) {
@@ -136,6 +137,7 @@ Request GetRequest(Reader& r) {
   q.shape = r.Int64s();
   q.splits = r.Int64s();
   q.group = r.String();
+  q.device = r.Int<int32_t>();
   return q;
 }
 

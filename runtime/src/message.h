@@ -30,6 +30,9 @@ struct Request {
   // Grouped ops: the group this tensor belongs to ("" for none). A group is
   // enqueued at once and executed (and fused) together.
   std::string group;
+  // The submitting rank's TensorSpec::device: -1 host memory, else its
+  // CUDA device. Ranks must agree on host or GPU, not on the ordinal.
+  int32_t device = -1;
 };
 
 struct RequestList {

@@ -26,6 +26,10 @@
 
 namespace hvd::runtime {
 
+namespace nccl {
+class Lane;
+}
+
 struct ProcessSet {
   int32_t id = 0;
   std::vector<int> ranks;  // global ranks, ascending
@@ -42,6 +46,9 @@ struct ProcessSet {
   std::atomic<int64_t> unnamed{0};
   // The background thread's HandleTable::QuietWait mark for this set.
   uint64_t activity_seen = 0;
+  // CUDA tensors' NCCL lane on this rank's device, made by the background
+  // thread at the set's first GPU collective; null until then.
+  std::shared_ptr<nccl::Lane> lane;
 
   bool member() const { return rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }

@@ -57,6 +57,13 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
     if (dim < 0) return Status::InvalidArgument(what + ": negative dimension");
   }
   const OpInfo& op = OpInfoOf(r->type);
+  if (r->device >= 0 && op.payload && op.gpu_fused == nullptr &&
+      op.gpu_single == nullptr) {
+    return Status::InvalidArgument(
+        what + ": hvd runs " + OpTypeName(r->type) +
+        " on CPU tensors only so far (allreduce and broadcast run on CUDA "
+        "tensors, docs/gpu.md); move the tensor to the CPU with .cpu()");
+  }
   if (op.needs_rows && r->shape.empty()) {
     return Status::InvalidArgument(
         what + ": " + OpTypeName(r->type) +

@@ -15,6 +15,7 @@
 #include "handle_table.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/runtime/owner_process.h"
+#include "ops/nccl/gpus.h"
 #include "process_set.h"
 #include "request_checks.h"
 #include "tensor_queue.h"
@@ -49,13 +50,15 @@ class Runtime::Impl {
  public:
   Impl(RuntimeConfig config, int64_t generation, GlooContexts contexts,
        std::shared_ptr<WorkerStats> stats,
-       std::optional<GenerationInfo> membership)
+       std::optional<GenerationInfo> membership,
+       std::shared_ptr<nccl::Gpus> gpus)
       : config_(std::move(config)),
         generation_(generation),
         stats_(std::move(stats)),
         membership_(std::move(membership)),
         contexts_(std::move(contexts)),
-        options_(LoopOptionsOf(config_, stats_.get())) {
+        options_(LoopOptionsOf(config_, stats_.get())),
+        gpus_(std::move(gpus)) {
     sockets_.Add(contexts_.global_sockets);
   }
 
@@ -158,6 +161,7 @@ class Runtime::Impl {
     parts.timeline = &timeline_;
     parts.tuner = std::move(tuner_);
     parts.stats = stats_.get();
+    parts.gpus = gpus_.get();
     loop_ = std::make_unique<BackgroundLoop>(std::move(parts), options_);
     thread_ = std::thread([this] {
       loop_->Run();
@@ -241,6 +245,16 @@ class Runtime::Impl {
     for (TensorEntry& entry : entries) {
       Status valid = CheckRequest(*set, config_.layout.size, &entry.request);
       if (!valid.ok()) return valid;
+    }
+    for (TensorEntry& entry : entries) {
+      if (entry.request.device < 0) continue;
+      auto ready = gpus_->RecordReady(entry.request.device, entry.stream);
+      if (!ready.ok()) {
+        return ready.status().WithContext(
+            std::string(OpTypeName(entry.request.type)) + " '" +
+            entry.request.name + "'");
+      }
+      entry.ready = std::move(*ready);
     }
     // Only valid requests take a number, so that every member counts alike.
     for (TensorEntry& entry : entries) {
@@ -338,6 +352,8 @@ class Runtime::Impl {
   const std::optional<GenerationInfo> membership_;
   GlooContexts contexts_;
   LoopOptions options_;
+  // Before the sets and handles, whose entries hold its events.
+  const std::shared_ptr<nccl::Gpus> gpus_;
   WorkSignal signal_;
   ProcessSetTable sets_;
   HandleTable handles_;
@@ -354,14 +370,17 @@ Result<std::unique_ptr<Runtime>> Runtime::Start(
     const RuntimeConfig& config, int64_t generation,
     const std::vector<std::vector<int>>& process_sets,
     std::shared_ptr<WorkerStats> stats,
-    std::optional<GenerationInfo> membership) {
+    std::optional<GenerationInfo> membership,
+    std::shared_ptr<nccl::Gpus> gpus) {
   auto contexts =
       ConnectGlooContexts(config, generation, ContextSet::kGlobalOnly);
   if (!contexts.ok()) return contexts.status();
   spdlog::debug("connected the global Gloo context (size {}, {} connections)",
                 config.layout.size, contexts->global_sockets.size());
+  if (!gpus) gpus = std::make_shared<nccl::Gpus>();
   auto impl = std::make_unique<Impl>(config, generation, std::move(*contexts),
-                                     std::move(stats), std::move(membership));
+                                     std::move(stats), std::move(membership),
+                                     std::move(gpus));
   Status sets = impl->CreateSets(process_sets);
   if (!sets.ok()) return sets;
   Status tuner = impl->CreateTuner();
@@ -407,8 +426,10 @@ TensorEntry Entry(OpType type, const TensorSpec& spec, const void* input,
   r.root = root;
   r.shape = spec.shape;
   r.name = spec.name;
+  r.device = spec.device;
   entry.input = input;
   entry.output = output;
+  entry.stream = spec.stream;
   return entry;
 }
 

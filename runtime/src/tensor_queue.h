@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,9 +26,11 @@ struct TensorEntry {
   Handle handle = 0;
   const void* input = nullptr;
   void* output = nullptr;  // allreduce output; broadcast buffer
-  // A CUDA tensor's: an event recorded on the stream that produced it when
-  // it was enqueued (an nccl::Event), which hvd's stream waits for.
-  void* ready = nullptr;
+  // A CUDA tensor's: its producer's stream (TensorSpec::stream), and the
+  // event recorded there when it was enqueued (an nccl::Event, destroyed
+  // with the last copy of the entry), which hvd's stream waits for.
+  void* stream = nullptr;
+  std::shared_ptr<void> ready;
 };
 
 // Wakes the background thread when any queue gets work, or on shutdown.

@@ -90,9 +90,8 @@ inline constexpr char kActivityMemcpyOutFusionBuffer[] =
 inline constexpr char kActivityAllreduce[] = "ALLREDUCE";
 inline constexpr char kActivityAllgather[] = "ALLGATHER";
 inline constexpr char kActivityBroadcast[] = "BROADCAST";
-// The collectives on CUDA tensors.
+// An allreduce of CUDA tensors.
 inline constexpr char kActivityNcclAllreduce[] = "NCCL_ALLREDUCE";
-inline constexpr char kActivityNcclBroadcast[] = "NCCL_BCAST";
 inline constexpr char kActivityBarrier[] = "BARRIER";
 inline constexpr char kActivityAlltoall[] = "ALLTOALL";
 inline constexpr char kActivityReducescatter[] = "REDUCESCATTER";

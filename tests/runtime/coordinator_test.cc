@@ -7,6 +7,13 @@
 namespace hvd::runtime {
 namespace {
 
+Request Join() {
+  Request r;
+  r.type = OpType::kJoin;
+  r.name = "join";
+  return r;
+}
+
 RequestList List(std::vector<Request> requests, bool shutdown = false) {
   RequestList list;
   list.shutdown = shutdown;
@@ -96,6 +103,34 @@ TEST(CheckAgreementTest, EachFieldIsChecked) {
             std::string::npos);
 }
 
+// Horovod's "mismatched CPU/GPU device": an error on every rank, naming
+// them; the CUDA ordinal itself may differ (each rank's local GPU).
+TEST(CheckAgreementTest, RanksMustAgreeOnHostOrGpuNotOnTheOrdinal) {
+  std::vector<Request> by_rank(3, Allreduce("t"));
+  by_rank[0].device = 0;
+  by_rank[1].device = 1;
+  EXPECT_EQ(CheckAgreement(by_rank).error_message,
+            "allreduce 't': ranks disagree on where the tensor lives: rank 0 "
+            "has a CUDA device; rank 2 has host memory");
+  by_rank[2].device = 2;
+  EXPECT_EQ(CheckAgreement(by_rank).kind, Response::Kind::kRun);
+}
+
+TEST(CoordinatorTest, AGpuAllreduceIsRefusedWhileRanksHaveJoined) {
+  Coordinator c(Ranks(2));
+  c.Add(1, List({Join()}));
+  Request r = Allreduce("t", {3});
+  r.device = 0;
+  c.Add(0, List({r}));
+  auto ready = c.TakeReady();
+  ASSERT_EQ(ready.responses.size(), 1u);
+  EXPECT_EQ(ready.responses[0].kind, Response::Kind::kError);
+  EXPECT_NE(ready.responses[0].error_message.find(
+                "of CUDA tensors cannot run while ranks have joined"),
+            std::string::npos)
+      << ready.responses[0].error_message;
+}
+
 TEST(CheckAgreementTest, AllgatherAllowsDifferentFirstDimension) {
   std::vector<Request> by_rank(3, Allreduce("g"));
   for (size_t i = 0; i < 3; ++i) {
@@ -119,13 +154,6 @@ TEST(CheckAgreementTest, BroadcastRoot) {
   EXPECT_EQ(CheckAgreement(by_rank).error_message,
             "broadcast 'b': ranks disagree on the root rank: rank 0 has 0; "
             "rank 1 has 1");
-}
-
-Request Join() {
-  Request r;
-  r.type = OpType::kJoin;
-  r.name = "join";
-  return r;
 }
 
 TEST(CoordinatorTest, JoinedRanksDoNotHoldOthersBack) {

@@ -110,8 +110,8 @@ class FakeRank final : public Api {
     gpus_->launches_[rank_].push_back("abort");
     return Status::Ok();
   }
-  Status Finalize(nccl::Comm /*comm*/) override { return Status::Ok(); }
-  Status Destroy(nccl::Comm /*comm*/) override { return Status::Ok(); }
+  Status Finalize(nccl::Comm /*comm*/) override { return Log("finalize"); }
+  Status Destroy(nccl::Comm /*comm*/) override { return Log("destroy"); }
   Status Shrink(nccl::Comm /*comm*/, const std::vector<int>& /*excluded*/,
                 bool /*abort_first*/, nccl::Comm* /*shrunk*/) override {
     return Status::Internal("the fake GPUs do not shrink");
@@ -214,6 +214,12 @@ class FakeRank final : public Api {
   }
 
  private:
+  Status Log(const std::string& call) {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->launches_[rank_].push_back(call);
+    return Status::Ok();
+  }
+
   static std::string Number(double value) {
     std::string text = std::to_string(value);
     while (text.back() == '0') text.pop_back();
@@ -336,6 +342,12 @@ Api* FakeGpus::Rank(int rank) {
   auto& api = ranks_[rank];
   if (!api) api = std::make_unique<FakeRank>(this, rank);
   return api.get();
+}
+
+std::function<Result<std::unique_ptr<Api>>()> FakeGpus::Loader(int rank) {
+  return [this, rank]() -> Result<std::unique_ptr<Api>> {
+    return std::unique_ptr<Api>(std::make_unique<FakeRank>(this, rank));
+  };
 }
 
 int FakeGpus::live_allocations() {

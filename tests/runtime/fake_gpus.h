@@ -30,12 +30,16 @@ class FakeGpus {
 
   // The seam as one rank (thread) sees it; owned by this object.
   Api* Rank(int rank);
+  // Makes another seam of `rank`, owned by whoever loads it: what a
+  // Runtime's nccl::Gpus is given (gpus.h).
+  std::function<common::Result<std::unique_ptr<Api>>()> Loader(int rank);
 
   // Device buffers not yet freed, and streams and events not destroyed.
   int live_allocations();
   int live_streams_and_events();
-  // Collectives and copies launched by `rank`, in order ("allreduce 6
-  // float32 sum*0.25", "copy 24", "broadcast 4 int32 root 1").
+  // Collectives and copies launched by `rank`, and its communicators'
+  // ends, in order ("allreduce 6 float32 sum*0.25", "copy 24", "broadcast 4
+  // int32 root 1", "finalize", "destroy", "abort").
   std::vector<std::string> launches(int rank);
 
   // Stops `stream` at this point of its work until Release(hold), as a

@@ -15,6 +15,7 @@ Request Sample(const std::string& name) {
   r.postscale = -2.5;
   r.name = name;
   r.shape = {4, 0, 1LL << 40};
+  r.device = 7;
   return r;
 }
 
@@ -37,6 +38,7 @@ TEST(MessageTest, RequestListRoundTrips) {
     EXPECT_EQ(got.postscale, want.postscale);
     EXPECT_EQ(got.name, want.name);
     EXPECT_EQ(got.shape, want.shape);
+    EXPECT_EQ(got.device, want.device);
   }
 }
 

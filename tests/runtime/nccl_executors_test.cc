@@ -176,6 +176,15 @@ class NcclExecutorTest : public ::testing::Test {
     return e;
   }
 
+  Backends On(int rank) {
+    return Backends{nullptr, nullptr, lanes_[rank].get()};
+  }
+
+  Status Reduce(int rank, const std::vector<const TensorEntry*>& unit,
+                std::vector<OpResult>* results) {
+    return RunNcclAllreduce(On(rank), unit, {}, nullptr, results, nullptr);
+  }
+
   static std::vector<const TensorEntry*> Unit(
       const std::vector<TensorEntry>& entries) {
     std::vector<const TensorEntry*> unit;
@@ -211,8 +220,7 @@ TEST_F(NcclExecutorTest, AFusedUnitIsOneNcclCallThroughTheDeviceBuffer) {
   }
   OnEveryRank(3, [&](int rank) {
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], Unit(units[rank]), &results, nullptr);
+    statuses[rank] = Reduce(rank, Unit(units[rank]), &results);
     if (statuses[rank].ok() && results.size() != 3) {
       statuses[rank] = Status::Internal("results for every entry expected");
     }
@@ -242,8 +250,7 @@ TEST_F(NcclExecutorTest, OneTensorReducesInPlaceWithoutCopies) {
         Entry("m", Allreduce(ReduceOp::kMax, DataType::kInt32), 3,
               tensors[rank], tensors[rank])};
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], Unit(unit), &results, nullptr);
+    statuses[rank] = Reduce(rank, Unit(unit), &results);
   });
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
@@ -273,7 +280,7 @@ TEST_F(NcclExecutorTest, TheReduceWaitsOnTheDeviceForTheProducersEvent) {
     ASSERT_TRUE(api->Record(*ready, *producer).ok());
     entries[rank] = Entry("late", Allreduce(ReduceOp::kSum, DataType::kFloat32),
                           2, tensors[rank], tensors[rank]);
-    entries[rank].ready = *ready;
+    entries[rank].ready = std::shared_ptr<void>(*ready, [](void*) {});
     cleanups_.push_back([api, producer = *producer, ready = *ready] {
       api->DestroyEvent(0, ready);
       api->DestroyStream(0, producer);
@@ -301,8 +308,7 @@ TEST_F(NcclExecutorTest, TheReduceWaitsOnTheDeviceForTheProducersEvent) {
   });
   OnEveryRank(2, [&](int rank) {
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+    statuses[rank] = Reduce(rank, {&entries[rank]}, &results);
   });
   release.join();
   for (int rank = 0; rank < 2; ++rank) {
@@ -326,7 +332,7 @@ TEST_F(NcclExecutorTest, BroadcastFromAnyRootReachesEveryRank) {
   }
   std::vector<OpResult> results(3);
   OnEveryRank(3, [&](int rank) {
-    results[rank] = RunNcclBroadcast(*lanes_[rank], entries[rank], nullptr);
+    results[rank] = RunNcclBroadcast(On(rank), Response{}, entries[rank]);
   });
   for (int rank = 0; rank < 3; ++rank) {
     ASSERT_TRUE(results[rank].status.ok()) << results[rank].status.message();
@@ -348,8 +354,7 @@ TEST_F(NcclExecutorTest, AHungPeerEndsTheOthersWaitAtTheDeadlineAndAborts) {
   }
   OnEveryRank(2, [&](int rank) {  // rank 2 never comes
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+    statuses[rank] = Reduce(rank, {&entries[rank]}, &results);
   });
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(statuses[rank].code(), Code::kTimeout);
@@ -374,8 +379,7 @@ TEST_F(NcclExecutorTest, NcclsAsyncErrorFailsTheUnitAsATransportError) {
   }
   OnEveryRank(2, [&](int rank) {
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+    statuses[rank] = Reduce(rank, {&entries[rank]}, &results);
   });
   EXPECT_EQ(statuses[1].code(), Code::kTransport);
   EXPECT_NE(statuses[1].message().find("remote process exited"),
@@ -396,8 +400,7 @@ TEST_F(NcclExecutorTest, AScaleNcclCannotApplyFailsEveryRankBeforeALaunch) {
   }
   OnEveryRank(2, [&](int rank) {
     std::vector<OpResult> results;
-    statuses[rank] =
-        RunNcclAllreduce(*lanes_[rank], {&entries[rank]}, &results, nullptr);
+    statuses[rank] = Reduce(rank, {&entries[rank]}, &results);
   });
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(statuses[rank].code(), Code::kInvalidArgument);

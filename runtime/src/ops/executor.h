@@ -19,12 +19,18 @@
 
 namespace hvd::runtime {
 
+namespace nccl {
+class Lane;
+}
+
 // What a process set offers its collectives: its Gloo context, and its
 // host's shared-memory stage when it has one (every rank's says the same
-// about which ops use it).
+// about which ops use it); for CUDA tensors, its NCCL lane on this rank's
+// device (ops/nccl/lane.h).
 struct Backends {
   std::shared_ptr<gloo::Context> context;
   shm::HostGroup* host = nullptr;
+  nccl::Lane* lane = nullptr;
 };
 
 // `phase`, if set, hears each step of an executor start: the copy into the

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ops/nccl/executors.h"
 #include "timeline.h"
 
 namespace hvd::runtime {
@@ -12,13 +13,13 @@ namespace {
 constexpr std::array<OpInfo, kOpTypeCount> kOps{{
     {OpType::kAllreduce, "allreduce", kActivityAllreduce,
      kActivityNegotiateAllreduce, Agreement::kReduction, true, false, true,
-     RunAllreduce, nullptr},
+     RunAllreduce, nullptr, nccl::RunNcclAllreduce, nullptr},
     {OpType::kAllgather, "allgather", kActivityAllgather,
      kActivityNegotiateAllgather, Agreement::kRows, true, true, false,
      RunAllgather, nullptr},
     {OpType::kBroadcast, "broadcast", kActivityBroadcast,
      kActivityNegotiateBroadcast, Agreement::kRoot, true, false, false, nullptr,
-     RunBroadcast},
+     RunBroadcast, nullptr, nccl::RunNcclBroadcast},
     {OpType::kBarrier, "barrier", kActivityBarrier, kActivityNegotiateBarrier,
      Agreement::kNothing, false, false, true, nullptr, RunBarrier},
     {OpType::kAlltoall, "alltoall", kActivityAlltoall,

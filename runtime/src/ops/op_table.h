@@ -37,6 +37,10 @@ struct OpInfo {
   // process set changes, which change the background loop's own tables.
   FusedExecutor fused;
   SingleExecutor single;
+  // The same for CUDA tensors (ops/nccl/executors.h); neither: the op
+  // takes host memory only.
+  FusedExecutor gpu_fused = nullptr;
+  SingleExecutor gpu_single = nullptr;
 };
 
 const OpInfo& OpInfoOf(OpType type);

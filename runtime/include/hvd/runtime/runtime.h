@@ -27,6 +27,10 @@
 
 namespace hvd::runtime {
 
+namespace nccl {
+class Gpus;
+}
+
 class Runtime {
  public:
   // Connects generation `generation` of the job described by `config`,
@@ -35,12 +39,14 @@ class Runtime {
   // counted in `stats` (may be null), which the runtime keeps alive. With
   // `membership` (elastic mode), rank 0 marks the generation's start on the
   // timeline ("generation 3: 4 ranks", Timeline::MarkGeneration) whenever
-  // this runtime opens it.
+  // this runtime opens it. CUDA tensors run on `gpus` (null: this
+  // process's own; tests pass fake ones, runtime/src/ops/nccl/gpus.h).
   static common::Result<std::unique_ptr<Runtime>> Start(
       const RuntimeConfig& config, int64_t generation = 0,
       const std::vector<std::vector<int>>& process_sets = {},
       std::shared_ptr<WorkerStats> stats = nullptr,
-      std::optional<GenerationInfo> membership = std::nullopt);
+      std::optional<GenerationInfo> membership = std::nullopt,
+      std::shared_ptr<nccl::Gpus> gpus = nullptr);
   ~Runtime();  // Shutdown(), then frees everything.
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -73,6 +73,13 @@ struct TensorSpec {
   // The process set the collective runs in (0: every rank); this rank must
   // be a member.
   int32_t process_set = 0;
+  // Where the data lives: -1 host memory, else the CUDA device's ordinal
+  // (the tensor runs through NCCL, docs/gpu.md).
+  int32_t device = -1;
+  // A CUDA tensor's producer: the cudaStream_t whose work so far writes it
+  // (torch.cuda.current_stream().cuda_stream; null: the legacy default
+  // stream). hvd's stream waits for that work on the device.
+  void* stream = nullptr;
 };
 
 struct AllreduceArgs {

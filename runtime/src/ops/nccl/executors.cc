@@ -50,9 +50,12 @@ Result<Reduction> NcclReduction(const Request& r, int size) {
   return Reduction{ReduceOp::kSum, premultiply};
 }
 
-Status RunNcclAllreduce(Lane& lane,
+Status RunNcclAllreduce(const Backends& backends,
                         const std::vector<const TensorEntry*>& entries,
+                        const std::vector<const Response*>& /*responses*/,
+                        std::vector<uint8_t>* /*buffer*/,
                         std::vector<OpResult>* results, const PhaseFn& phase) {
+  Lane& lane = *backends.lane;
   const Request& r = entries.front()->request;
   const std::string what = UnitName(entries);
   Result<Reduction> reduction = NcclReduction(r, lane.communicator().size());
@@ -97,15 +100,16 @@ Status RunNcclAllreduce(Lane& lane,
   return status;
 }
 
-OpResult RunNcclBroadcast(Lane& lane, const TensorEntry& entry,
-                          const PhaseFn& phase) {
+OpResult RunNcclBroadcast(const Backends& backends,
+                          const Response& /*response*/,
+                          const TensorEntry& entry) {
+  Lane& lane = *backends.lane;
   const Request& r = entry.request;
   const size_t count = ElementCount(r.shape);
   const std::string what = What(entry);
   OpResult result;
   result.status = lane.WaitForInputs({&entry});
   if (result.status.ok() && count > 0) {
-    Say(phase, kActivityNcclBroadcast);
     const void* send = entry.input != nullptr ? entry.input : entry.output;
     result.status = lane.communicator().Launch(what, [&](Comm comm) {
       return lane.api().Broadcast(send, entry.output, count, r.dtype, r.root,

@@ -24,11 +24,8 @@ namespace hvd::runtime::nccl {
 // Adasum.
 common::Result<Reduction> NcclReduction(const Request& r, int size);
 
-common::Status RunNcclAllreduce(Lane& lane,
-                                const std::vector<const TensorEntry*>& entries,
-                                std::vector<OpResult>* results,
-                                const PhaseFn& phase);
-OpResult RunNcclBroadcast(Lane& lane, const TensorEntry& entry,
-                          const PhaseFn& phase);
+// On backends.lane; the host buffer is unused (the lane has its own).
+FusedExecutorFn RunNcclAllreduce;
+SingleExecutorFn RunNcclBroadcast;
 
 }  // namespace hvd::runtime::nccl

@@ -15,7 +15,8 @@ Lane::Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
       done_(done) {}
 
 Result<std::unique_ptr<Lane>> Lane::Create(
-    Api* api, std::unique_ptr<Communicator> communicator) {
+    Api* api, std::unique_ptr<Communicator> communicator,
+    std::shared_ptr<AbortSwitch> abort_switch) {
   const int device = communicator->device();
   Result<Stream> stream = api->CreateStream(device);
   if (!stream.ok()) return stream.status();
@@ -24,13 +25,23 @@ Result<std::unique_ptr<Lane>> Lane::Create(
     api->DestroyStream(device, *stream);
     return done.status();
   }
-  return std::unique_ptr<Lane>(
+  std::unique_ptr<Lane> lane(
       new Lane(api, std::move(communicator), *stream, *done));
+  if (abort_switch) {
+    Communicator* comm = lane->communicator_.get();
+    lane->subscription_ = abort_switch->Subscribe([comm] {
+      comm->RequestAbort("this generation's collectives were aborted");
+    });
+    lane->abort_switch_ = std::move(abort_switch);
+  }
+  return lane;
 }
 
 Lane::~Lane() {
   // The communicator goes first: an abort ends what the stream still runs.
   const int device = this->device();
+  if (abort_switch_) abort_switch_->Unsubscribe(subscription_);
+  communicator_->Abort();
   communicator_.reset();
   if (buffer_ != nullptr) api_->Free(device, buffer_);
   api_->DestroyEvent(device, done_);
@@ -54,7 +65,7 @@ Result<uint8_t*> Lane::FusionBuffer(size_t bytes) {
 Status Lane::WaitForInputs(const std::vector<const TensorEntry*>& entries) {
   for (const TensorEntry* entry : entries) {
     if (entry->ready == nullptr) continue;
-    Status status = api_->WaitFor(stream_, entry->ready);
+    Status status = api_->WaitFor(stream_, entry->ready.get());
     if (!status.ok()) return status;
   }
   return Status::Ok();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "abortable_context.h"
 #include "hvd/common/status.h"
 #include "ops/nccl/communicator.h"
 #include "ops/nccl/nccl_api.h"
@@ -22,9 +23,14 @@ namespace hvd::runtime::nccl {
 
 class Lane {
  public:
-  // Makes the stream and the event on the communicator's device.
+  // Makes the stream and the event on the communicator's device. When
+  // `abort_switch` (may be null) trips, as on the driver's Abort push or a
+  // Gloo failure of this generation, the communicator's wait ends.
   static common::Result<std::unique_ptr<Lane>> Create(
-      Api* api, std::unique_ptr<Communicator> communicator);
+      Api* api, std::unique_ptr<Communicator> communicator,
+      std::shared_ptr<AbortSwitch> abort_switch = nullptr);
+  // Aborts the communicator unless Close() closed it: after a failure its
+  // peers may never take part in a clean close.
   ~Lane();
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -42,6 +48,8 @@ class Lane {
   common::Status Copy(void* to, const void* from, size_t bytes);
   // Waits on the host until all work given to hvd's stream has finished.
   common::Status Finish(const std::string& what);
+  // A clean close, at an orderly shutdown (every member calls it).
+  common::Status Close() { return communicator_->Close(); }
 
  private:
   Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
@@ -51,6 +59,8 @@ class Lane {
   std::unique_ptr<Communicator> communicator_;
   const Stream stream_;
   const Event done_;
+  std::shared_ptr<AbortSwitch> abort_switch_;
+  int subscription_ = -1;
   void* buffer_ = nullptr;
   size_t buffer_bytes_ = 0;
 };

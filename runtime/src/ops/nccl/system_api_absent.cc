@@ -7,7 +7,7 @@ namespace hvd::runtime::nccl {
 common::Result<std::unique_ptr<Api>> SystemApi() {
   return common::Status::InvalidArgument(
       "this hvd was built without NCCL, so it has no GPU collectives: "
-      "install the CUDA toolkit with NCCL (2.28 or newer) and build with "
+      "install the CUDA toolkit with NCCL (2.27 or newer) and build with "
       "-DHVD_WITH_NCCL=on (docs/gpu.md)");
 }
 

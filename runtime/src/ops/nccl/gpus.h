@@ -1,0 +1,45 @@
+// This process's GPUs as hvd uses them: the seam over NCCL and the CUDA
+// runtime, loaded when the first CUDA tensor arrives (so a worker that has
+// none never maps the CUDA libraries), and the ready events of the tensors
+// enqueued on them.
+//
+// Thread safety: any thread (the callers of collectives and the background
+// loop).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "hvd/common/status.h"
+#include "ops/nccl/nccl_api.h"
+
+namespace hvd::runtime::nccl {
+
+class Gpus {
+ public:
+  using Loader = std::function<common::Result<std::unique_ptr<Api>>()>;
+  // `load` makes the seam once, when first needed: SystemApi, or a fake.
+  explicit Gpus(Loader load = SystemApi);
+
+  // The seam, if `device` is a CUDA device this process can use; else
+  // why not (no NCCL in this build, no driver or device, an ordinal out of
+  // range), the same answer every time.
+  common::Result<Api*> For(int device);
+
+  // Records an event on `producer` (a stream of `device`) that hvd's
+  // stream will wait for; destroying the last copy of the result destroys
+  // the event.
+  common::Result<std::shared_ptr<void>> RecordReady(int device,
+                                                    Stream producer);
+
+ private:
+  std::mutex mu_;
+  Loader load_;
+  std::optional<common::Status> load_error_;  // guarded by mu_
+  std::unique_ptr<Api> api_;                  // set once, under mu_
+  int device_count_ = 0;                      // guarded by mu_
+};
+
+}  // namespace hvd::runtime::nccl

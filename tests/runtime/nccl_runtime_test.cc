@@ -1,0 +1,160 @@
+// CUDA tensors through a real one-rank Runtime on fake GPUs (fake_gpus.h):
+// the request path (device in the request, the producer's ready event, the
+// ops that have no GPU path refused), the background loop (the set's lane
+// made at its first GPU collective, host and device tensors never fused)
+// and the lane's clean close at shutdown. And, on this machine's own CUDA
+// runtime, the error a CUDA tensor gets where no GPU is usable.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fake_gpus.h"
+#include "hvd/runtime/runtime.h"
+#include "ops/nccl/gpus.h"
+
+namespace hvd::runtime::nccl {
+namespace {
+
+using common::Result;
+
+class NcclRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RuntimeConfig config;  // one rank, no rendezvous
+    config.stall_check = false;
+    auto started = Runtime::Start(config, 0, {}, nullptr, std::nullopt,
+                                  std::make_shared<Gpus>(gpus_.Loader(0)));
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    runtime_ = std::move(*started);
+  }
+
+  float* Device(std::vector<float> values) {
+    Result<void*> memory = gpus_.Rank(0)->Allocate(0, values.size() * 4);
+    EXPECT_TRUE(memory.ok());
+    std::copy(values.begin(), values.end(), static_cast<float*>(*memory));
+    buffers_.push_back(*memory);
+    return static_cast<float*>(*memory);
+  }
+
+  static TensorSpec Cuda(const std::string& name, int64_t count) {
+    TensorSpec spec;
+    spec.name = name;
+    spec.shape = {count};
+    spec.device = 0;
+    return spec;
+  }
+
+  void TearDown() override {
+    runtime_.reset();
+    for (void* memory : buffers_) gpus_.Rank(0)->Free(0, memory);
+    EXPECT_EQ(gpus_.live_allocations(), 0) << "the lane's buffer outlived it";
+    EXPECT_EQ(gpus_.live_streams_and_events(), 0)
+        << "a stream or an event outlived the runtime";
+  }
+
+  FakeGpus gpus_;
+  std::unique_ptr<Runtime> runtime_;
+  std::vector<void*> buffers_;
+};
+
+TEST_F(NcclRuntimeTest, AGroupOfCudaTensorsIsOneNcclCallBesideTheHostOnes) {
+  float* a = Device({1, 2});
+  float* b = Device({3, 4, 5});
+  std::vector<float> host = {6, 7};
+  AllreduceArgs sum;
+  sum.op = ReduceOp::kSum;
+  sum.postscale = 2;
+  auto group = runtime_->GroupedAllreduce({Cuda("a", 2), Cuda("b", 3)}, {a, b},
+                                          {a, b}, sum);
+  ASSERT_TRUE(group.ok()) << group.status().ToString();
+  TensorSpec host_spec;
+  host_spec.name = "host";
+  host_spec.shape = {2};
+  auto on_host = runtime_->Allreduce(host_spec, host.data(), host.data(), sum);
+  ASSERT_TRUE(on_host.ok());
+  for (Handle handle : *group) {
+    auto done = runtime_->Wait(handle);
+    ASSERT_TRUE(done.ok() && done->status.ok())
+        << (done.ok() ? done->status : done.status()).ToString();
+  }
+  ASSERT_TRUE(runtime_->Wait(*on_host).ok());
+  // One rank: the sum is the tensor, times the postscale.
+  EXPECT_EQ(std::vector<float>(a, a + 2), std::vector<float>({2, 4}));
+  EXPECT_EQ(std::vector<float>(b, b + 3), std::vector<float>({6, 8, 10}));
+  EXPECT_EQ(host, std::vector<float>({12, 14}));
+  EXPECT_EQ(gpus_.launches(0),
+            std::vector<std::string>({"copy 8", "copy 12",
+                                      "allreduce 5 float32 sum*2", "copy 8",
+                                      "copy 12"}));
+}
+
+TEST_F(NcclRuntimeTest, BroadcastRunsOnTheLaneAndOtherOpsAreRefused) {
+  float* w = Device({9, 8});
+  auto handle = runtime_->Broadcast(Cuda("w", 2), w, 0);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  auto done = runtime_->Wait(*handle);
+  ASSERT_TRUE(done.ok() && done->status.ok());
+  EXPECT_EQ(gpus_.launches(0),
+            std::vector<std::string>({"broadcast 2 float32 root 0"}));
+  auto gathered = runtime_->Allgather(Cuda("g", 2), w);
+  ASSERT_FALSE(gathered.ok());
+  EXPECT_NE(gathered.status().message().find(
+                "allgather 'g': hvd runs allgather on CPU tensors only"),
+            std::string::npos)
+      << gathered.status().message();
+  // An orderly shutdown closes the communicator cleanly, not by abort.
+  runtime_.reset();
+  EXPECT_EQ(gpus_.launches(0),
+            std::vector<std::string>(
+                {"broadcast 2 float32 root 0", "finalize", "destroy"}));
+}
+
+TEST_F(NcclRuntimeTest, ADeviceThisProcessDoesNotSeeIsRefusedAtOnce) {
+  float* x = Device({1});
+  TensorSpec spec = Cuda("x", 1);
+  spec.device = 3;
+  auto handle = runtime_->Allreduce(spec, x, x, {});
+  ASSERT_FALSE(handle.ok());
+  EXPECT_NE(handle.status().message().find(
+                "device 3, but this process sees 1 CUDA device(s)"),
+            std::string::npos)
+      << handle.status().message();
+}
+
+// This machine's own CUDA runtime and NCCL, as a user's CUDA tensor meets
+// them: on a machine without a GPU (or a build without NCCL) the error
+// names the cause; with a GPU the collective runs.
+TEST(NcclSystemRuntimeTest, ACudaTensorWithoutAUsableGpuSaysWhy) {
+  RuntimeConfig config;
+  config.stall_check = false;
+  auto started = Runtime::Start(config);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  float host = 1;
+  TensorSpec spec;
+  spec.name = "x";
+  spec.shape = {1};
+  spec.device = 0;
+  auto handle = (*started)->Allreduce(spec, &host, &host, {});
+  if (BuiltNcclVersion() == 0) {
+    ASSERT_FALSE(handle.ok());
+    EXPECT_NE(handle.status().message().find("built without NCCL"),
+              std::string::npos)
+        << handle.status().message();
+  } else if (access("/dev/nvidia0", F_OK) != 0) {
+    ASSERT_FALSE(handle.ok());
+    EXPECT_NE(handle.status().message().find(
+                  "allreduce 'x': a CUDA tensor: no CUDA device is usable "
+                  "here: cudaGetDeviceCount says"),
+              std::string::npos)
+        << handle.status().message();
+  } else {
+    GTEST_SKIP() << "a GPU is here: tests/gpu/ runs CUDA tensors";
+  }
+}
+
+}  // namespace
+}  // namespace hvd::runtime::nccl
