@@ -222,12 +222,19 @@ stage_fuzz() {
 
 # The GPU tests run where nvidia-smi lists a device. Elsewhere they are
 # named as not run, with the reason, here and again at the end: never a
-# silent pass. A build without NCCL has none (tests/gpu needs it).
+# silent pass: the C++ ones (tests/gpu/, ctest label gpu) and test_gpu.py
+# through hvdrun. A build without NCCL has none (tests/gpu needs it).
 gpu_note=""
+gpu_pytest=tests/integration/test_gpu.py
 stage_gpu() {
   local names devices reason=""
   names="$(cd "$hvd_root/build" && ctest -N -L '^gpu$' |
     sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd ' ')"
+  if [ -n "$names" ]; then
+    names="$names $(cd "$hvd_root" && /usr/bin/python3 -m pytest -q \
+      -p no:cacheprovider --collect-only "$gpu_pytest" |
+      sed -n 's/^tests\/integration\///p' | grep '::' | paste -sd ' ')"
+  fi
   if [ -z "$names" ]; then
     gpu_note="gpu: no GPU tests in this build (it has no NCCL: HVD_WITH_NCCL, docs/gpu.md)"
     echo "$gpu_note"
@@ -244,14 +251,16 @@ stage_gpu() {
     return 0
   fi
   echo "$devices"
-  (cd "$hvd_root/build" && ctest --output-on-failure --timeout 300 -L '^gpu$')
+  (cd "$hvd_root/build" && ctest --output-on-failure --timeout 300 -L '^gpu$') &&
+    (cd "$hvd_root" && /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+      -rs "$gpu_pytest")
 }
 
 # The 15 slowest tests are listed before the summary: where the time budget
 # (docs/testing.md) goes.
 stage_pytest() {
   (cd "$hvd_root" && /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-    --durations=15 tests/integration)
+    --durations=15 --ignore="$gpu_pytest" tests/integration)
 }
 
 if [ -n "$skipped" ]; then

@@ -9,6 +9,9 @@ BuildInfo GetBuildInfo() {
   BuildInfo info;
   info.version = HVD_VERSION;
   info.pytorch = HVD_BUILT_PYTHON != 0;
+  // CUDA tensors run through NCCL (allreduce and broadcast so far).
+  info.nccl_version = HVD_BUILT_NCCL;
+  info.cuda = HVD_BUILT_NCCL != 0;
   return info;
 }
 

@@ -27,7 +27,9 @@ constexpr RefusedOption kRefused[] = {
     {"--no-mpi-threads-disable",
      "MPI threading applies to the MPI controller only, and hvd has no MPI "
      "controller"},
-    {"--num-nccl-streams", "hvd has no NCCL operations yet (issue 17)"},
+    {"--num-nccl-streams",
+     "hvd runs each process set's NCCL collectives on one stream of its own "
+     "(docs/gpu.md)"},
 };
 
 }  // namespace

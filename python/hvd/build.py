@@ -45,7 +45,7 @@ def nccl_built():
 
 
 def cuda_built():
-    """Whether this build runs collectives on CUDA tensors."""
+    """Whether this build runs collectives on CUDA tensors (through NCCL)."""
     return _FACTS["cuda"]
 
 

@@ -64,7 +64,14 @@ def _reduce_op(op, average, default=None):
 
 
 def _in_place_buffer(array):
-    """(buffer the runtime writes, user's array to copy back into or None)."""
+    """(buffer the runtime writes, user's array to copy back into or None).
+
+    A CUDA array (``__cuda_array_interface__`` and ``device``, as
+    ``hvd.torch`` makes them) is taken as it is: allreduce and broadcast run
+    on it through NCCL (docs/gpu.md).
+    """
+    if hasattr(array, "__cuda_array_interface__"):
+        return array, None
     if not isinstance(array, np.ndarray):
         raise TypeError("in-place collectives need a numpy array, got "
                         f"{type(array).__name__}")

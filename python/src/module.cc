@@ -300,35 +300,43 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("cross_rank", [] { return Current()->config().layout.cross_rank; });
   m.def("cross_size", [] { return Current()->config().layout.cross_size; });
 
-  // `output` may be `input` (in place); it must have the same shape/dtype.
-  m.def("allreduce_async", [](py::array input, py::array output,
+  // `output` may be `input` (in place); it must have the same shape/dtype
+  // and live where the input does. Numpy arrays or CUDA arrays (BufferOf).
+  m.def("allreduce_async", [](py::object input, py::object output,
                               std::string name, int op, double prescale,
                               double postscale, int32_t process_set) {
-    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
-    auto out = SpecOf(output, spec.name, true);
-    if (out.shape != spec.shape || out.dtype != spec.dtype) {
-      Raise(Status::InvalidArgument("'" + spec.name +
-                                    "': output differs from input in shape "
-                                    "or dtype"));
+    Buffer in = BufferOf(input, std::move(name), false);
+    Buffer out = BufferOf(output, in.spec.name, true);
+    if (out.spec.shape != in.spec.shape || out.spec.dtype != in.spec.dtype ||
+        out.spec.device != in.spec.device) {
+      Raise(Status::InvalidArgument("'" + in.spec.name +
+                                    "': output differs from input in shape, "
+                                    "dtype or device"));
     }
     auto runtime = Current();
-    return Checked(*runtime,
-                   runtime->Allreduce(spec, input.data(), output.mutable_data(),
-                                      ReduceArgs(op, prescale, postscale)));
+    return Checked(*runtime, runtime->Allreduce(
+                                 InSet(in.spec, process_set), in.data, out.data,
+                                 ReduceArgs(op, prescale, postscale)));
   });
-  // In place on each array.
+  // In place on each array (numpy or CUDA).
   m.def("grouped_allreduce_async",
-        [](std::vector<py::array> buffers, std::vector<std::string> names,
+        [](std::vector<py::object> buffers, std::vector<std::string> names,
            int op, double prescale, double postscale, int32_t process_set) {
-          Group group = GroupOf(buffers, names, process_set);
+          if (buffers.size() != names.size()) {
+            Raise(Status::InvalidArgument("one name per tensor, please"));
+          }
+          std::vector<runtime::TensorSpec> specs;
+          std::vector<const void*> inputs;
           std::vector<void*> outputs;
-          for (py::array& buffer : buffers) {
-            SpecOf(buffer, "", true);  // writable
-            outputs.push_back(buffer.mutable_data());
+          for (size_t i = 0; i < buffers.size(); ++i) {
+            Buffer buffer = BufferOf(buffers[i], names[i], true);
+            specs.push_back(InSet(buffer.spec, process_set));
+            inputs.push_back(buffer.data);
+            outputs.push_back(buffer.data);
           }
           auto runtime = Current();
           return Checked(*runtime, runtime->GroupedAllreduce(
-                                       group.specs, group.inputs, outputs,
+                                       specs, inputs, outputs,
                                        ReduceArgs(op, prescale, postscale)));
         });
   m.def("allgather_async",
@@ -346,11 +354,12 @@ PYBIND11_MODULE(_hvd_core, m) {
                          runtime->GroupedAllgather(group.specs, group.inputs));
         });
   m.def("broadcast_async",
-        [](py::array buffer, int root, std::string name, int32_t process_set) {
-          auto spec = InSet(SpecOf(buffer, std::move(name), true), process_set);
+        [](py::object buffer, int root, std::string name, int32_t process_set) {
+          Buffer in_place = BufferOf(buffer, std::move(name), true);
           auto runtime = Current();
           return Checked(*runtime,
-                         runtime->Broadcast(spec, buffer.mutable_data(), root));
+                         runtime->Broadcast(InSet(in_place.spec, process_set),
+                                            in_place.data, root));
         });
   // `splits`: rows for each rank of the set; empty for equal parts.
   m.def("alltoall_async", [](py::array input, std::vector<int64_t> splits,

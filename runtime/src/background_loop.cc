@@ -290,12 +290,11 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
     set.lane = std::move(*lane);
     spdlog::info("NCCL communicator of {} is up", name);
   } else if (set.lane->device() != device) {
-    return Status::InvalidArgument(
+    // Submit fixes one device per rank and set.
+    return Status::Internal(
         "process set " + std::to_string(set.id) +
-        " runs on cuda:" + std::to_string(set.lane->device()) +
-        " on this rank; a tensor on cuda:" + std::to_string(device) +
-        " cannot join it (one device per rank and set: torch.cuda.set_device("
-        "hvd.local_rank()))");
+        "'s lane is on cuda:" + std::to_string(set.lane->device()) +
+        ", a unit on cuda:" + std::to_string(device));
   }
   backends.lane = set.lane.get();
   return backends;

@@ -46,8 +46,11 @@ struct ProcessSet {
   std::atomic<int64_t> unnamed{0};
   // The background thread's HandleTable::QuietWait mark for this set.
   uint64_t activity_seen = 0;
-  // CUDA tensors' NCCL lane on this rank's device, made by the background
-  // thread at the set's first GPU collective; null until then.
+  // The CUDA device of this rank's GPU collectives in the set, fixed by the
+  // first one enqueued (-1: none yet); one device per rank and set.
+  std::atomic<int32_t> gpu_device{-1};
+  // Their NCCL lane on that device, made by the background thread at the
+  // set's first GPU collective; null until then.
   std::shared_ptr<nccl::Lane> lane;
 
   bool member() const { return rank >= 0; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/adasum.h"
+#include "ops/nccl/executors.h"
 #include "ops/op_table.h"
 
 namespace hvd::runtime {
@@ -63,6 +64,10 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
         what + ": hvd runs " + OpTypeName(r->type) +
         " on CPU tensors only so far (allreduce and broadcast run on CUDA "
         "tensors, docs/gpu.md); move the tensor to the CPU with .cpu()");
+  }
+  if (r->device >= 0 && op.agreement == Agreement::kReduction) {
+    Status nccl_can = nccl::NcclReduction(*r, set.size()).status();
+    if (!nccl_can.ok()) return nccl_can;
   }
   if (op.needs_rows && r->shape.empty()) {
     return Status::InvalidArgument(

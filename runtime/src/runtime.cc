@@ -247,12 +247,22 @@ class Runtime::Impl {
       if (!valid.ok()) return valid;
     }
     for (TensorEntry& entry : entries) {
-      if (entry.request.device < 0) continue;
-      auto ready = gpus_->RecordReady(entry.request.device, entry.stream);
-      if (!ready.ok()) {
-        return ready.status().WithContext(
-            std::string(OpTypeName(entry.request.type)) + " '" +
-            entry.request.name + "'");
+      const int32_t device = entry.request.device;
+      if (device < 0) continue;
+      const std::string what = std::string(OpTypeName(entry.request.type)) +
+                               " '" + entry.request.name + "'";
+      auto ready = gpus_->RecordReady(device, entry.stream);
+      if (!ready.ok()) return ready.status().WithContext(what);
+      int32_t set_device = -1;
+      if (!set->gpu_device.compare_exchange_strong(set_device, device) &&
+          set_device != device) {
+        return Status::InvalidArgument(
+            what + ": a tensor on cuda:" + std::to_string(device) +
+            ", but this rank's collectives in process set " +
+            std::to_string(set_id) +
+            " run on cuda:" + std::to_string(set_device) +
+            " (one device per rank and set: torch.cuda.set_device("
+            "hvd.local_rank()) before the first)");
       }
       entry.ready = std::move(*ready);
     }

@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "hvd/runtime/runtime.h"
 #include "ops/nccl/communicator.h"
+#include "ops/nccl/gpus.h"
 #include "ops/nccl/nccl_api.h"
 
 namespace hvd::runtime::nccl {
@@ -68,6 +73,85 @@ TEST(NcclGpuTest, ATwoRankInitWhosePeerNeverComesTimesOut) {
       Communicator::Create(api->get(), Alone(), "set 0", 0, 0, 2, limits);
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), Code::kTimeout) << comm.status().ToString();
+}
+
+// Host <-> device through the seam, waited for on the host (test setup).
+void CopyAndWait(Api* api, void* to, const void* from, size_t bytes) {
+  ASSERT_TRUE(api->Copy(to, from, bytes, nullptr).ok());
+  auto event = api->CreateEvent(0);
+  ASSERT_TRUE(event.ok());
+  ASSERT_TRUE(api->Record(*event, nullptr).ok());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  common::Result<bool> done = false;
+  while ((done = api->Done(*event)).ok() && !*done &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  api->DestroyEvent(0, *event);
+  ASSERT_TRUE(done.ok() && *done) << "the copy did not finish within 30 s";
+}
+
+// A one-rank runtime on this GPU gives what the same runtime gives for the
+// same data in host memory: a fused, scaled allreduce and a broadcast.
+TEST(NcclGpuTest, AOneRankRuntimeOnTheGpuMatchesTheHost) {
+  auto api = SystemApi();
+  ASSERT_TRUE(api.ok()) << api.status().ToString();
+  RuntimeConfig config;
+  config.stall_check = false;
+  auto started = Runtime::Start(config);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Runtime& runtime = **started;
+  const std::vector<std::vector<float>> inputs = {{1.5f, -2}, {3, 4, 0.25f}};
+  std::vector<std::vector<float>> on_host = inputs;
+  std::vector<void*> on_device;
+  std::vector<TensorSpec> specs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto memory = (*api)->Allocate(0, inputs[i].size() * sizeof(float));
+    ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+    on_device.push_back(*memory);
+    CopyAndWait(api->get(), *memory, inputs[i].data(),
+                inputs[i].size() * sizeof(float));
+    TensorSpec spec;
+    spec.name = "t" + std::to_string(i);
+    spec.shape = {static_cast<int64_t>(inputs[i].size())};
+    specs.push_back(spec);
+  }
+  AllreduceArgs args;
+  args.op = ReduceOp::kSum;
+  args.prescale = 0.5;
+  args.postscale = 3;
+  auto host =
+      runtime.GroupedAllreduce(specs, {on_host[0].data(), on_host[1].data()},
+                               {on_host[0].data(), on_host[1].data()}, args);
+  ASSERT_TRUE(host.ok());
+  for (TensorSpec& spec : specs) {
+    spec.name += ".gpu";
+    spec.device = 0;
+  }
+  auto gpu = runtime.GroupedAllreduce(specs, {on_device[0], on_device[1]},
+                                      {on_device[0], on_device[1]}, args);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  for (Handle handle : *host) ASSERT_TRUE(runtime.Wait(handle)->status.ok());
+  for (Handle handle : *gpu) {
+    auto done = runtime.Wait(handle);
+    ASSERT_TRUE(done.ok() && done->status.ok())
+        << (done.ok() ? done->status : done.status()).ToString();
+  }
+  specs[0].name = "b";
+  auto broadcast = runtime.Broadcast(specs[0], on_device[0], 0);
+  ASSERT_TRUE(broadcast.ok());
+  ASSERT_TRUE(runtime.Wait(*broadcast)->status.ok());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<float> back(inputs[i].size());
+    CopyAndWait(api->get(), back.data(), on_device[i],
+                back.size() * sizeof(float));
+    for (size_t k = 0; k < back.size(); ++k) {
+      EXPECT_FLOAT_EQ(back[k], on_host[i][k])
+          << "tensor " << i << "[" << k << "]";
+    }
+    (*api)->Free(0, on_device[i]);
+  }
 }
 
 }  // namespace

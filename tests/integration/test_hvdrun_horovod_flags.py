@@ -75,7 +75,7 @@ REFUSED = [
     (["--binding-args"], ["--rankfile f"], "no MPI controller"),
     (["--mpi-threads-disable"], [], "no MPI controller"),
     (["--no-mpi-threads-disable"], [], "no MPI controller"),
-    (["--num-nccl-streams"], ["2"], "issue 17"),
+    (["--num-nccl-streams"], ["2"], "one stream of its own"),
 ]
 
 
@@ -176,7 +176,8 @@ def test_config_file_and_the_command_line_that_overrides_it(hvdrun, tmp_path):
              "params.cycle_time_ms: 'fast' is not a number"),
             ("logging:\n  level: loud\n", "logging.level"),
             ("controller: mpi\n", "controller: refused"),
-            ("library_options:\n  num_nccl_streams: 2\n", "issue 17"),
+            ("library_options:\n  num_nccl_streams: 2\n",
+             "one stream of its own"),
             ("library_options:\n  thread_affinity: -1\n",
              "library_options.thread_affinity: '-1' is not a list"),
     ]:

@@ -341,25 +341,21 @@ def test_mismatch_error_passes_through(hvdrun, tmp_path):
         assert r[rank]["after"] == [2.0, 2.0]
 
 
-def test_cuda_tensor_gives_a_clear_error(hvdrun, tmp_path):
+def test_cuda_tensors_take_nccl_and_the_rest_say_why(hvdrun, tmp_path):
     r = run_torch_workers(hvdrun, tmp_path, """
-        if torch.cuda.is_available():
-            def cuda():
-                return torch.zeros(2, device="cuda")
-        else:
-            class FakeCuda(torch.Tensor):  # what a CUDA tensor reports
-                @property
-                def device(self):
-                    return torch.device("cuda", 0)
-            def cuda():
-                return torch.zeros(2).as_subclass(FakeCuda)
+        import importlib, os
+        import numpy as np
+        core = importlib.import_module("hvd")  # the numpy API
+        class FakeCuda(torch.Tensor):  # what a CUDA tensor reports
+            @property
+            def device(self):
+                return torch.device("cuda", 0)
+        def cuda():
+            return torch.zeros(2).as_subclass(FakeCuda)
         calls = {
-            "allreduce": lambda t: hvd.allreduce(t),
-            "allreduce_async_": lambda t: hvd.allreduce_async_(t),
             "allgather": lambda t: hvd.allgather(t),
-            "broadcast_": lambda t: hvd.broadcast_(t, 0),
-            "broadcast_parameters": lambda t: hvd.broadcast_parameters(
-                {"w": t}, 0),
+            "alltoall": lambda t: hvd.alltoall(t),
+            "reducescatter": lambda t: hvd.reducescatter(t),
         }
         for name, call in calls.items():
             try:
@@ -367,7 +363,47 @@ def test_cuda_tensor_gives_a_clear_error(hvdrun, tmp_path):
                 R[name] = "accepted"
             except NotImplementedError as e:
                 R[name] = str(e)
+
+        class HostAsCuda:  # a CUDA array's interface over host memory
+            def __init__(self):
+                self.host = np.ones(2, np.float32)
+                self.device = 0
+                self.__cuda_array_interface__ = {
+                    "shape": (2,), "typestr": "<f4", "strides": None,
+                    "data": (self.host.ctypes.data, False), "version": 3,
+                    "stream": None}
+        R["gpu_here"] = os.path.exists("/dev/nvidia0")
+        core_calls = {
+            "allreduce_async_": lambda a: core.allreduce_async_(a),
+            "grouped_allreduce_async_":
+                lambda a: core.grouped_allreduce_async_([a]),
+            "broadcast_async_": lambda a: core.broadcast_async_(a, 0),
+        }
+        for name, call in core_calls.items():
+            if R["gpu_here"]:
+                break  # host memory is no CUDA memory there
+            try:
+                call(HostAsCuda())
+                R[name] = "accepted"
+            except Exception as e:
+                R[name] = [type(e).__name__, str(e)]
+        R["nccl"] = core.nccl_built()
     """, np=1)
-    for name, message in r[0].items():
-        assert "CUDA tensors are not supported yet" in message, name
-        assert "NCCL" in message, name
+    got = r[0]
+    for name in ("allgather", "alltoall", "reducescatter"):
+        assert f"hvd.torch.{name}: CUDA tensors run allreduce and " \
+            "broadcast" in got[name], got[name]
+        assert "docs/gpu.md" in got[name], got[name]
+    if got["gpu_here"]:
+        return  # tests/gpu/ runs CUDA tensors on a GPU machine
+    # The core takes the CUDA array where a numpy one goes; the runtime
+    # says why no GPU runs it here.
+    for name in ("allreduce_async_", "grouped_allreduce_async_",
+                 "broadcast_async_"):
+        kind, message = got[name]
+        assert kind == "ValueError", got[name]
+        if got["nccl"]:
+            assert "a CUDA tensor: no CUDA device is usable here: " \
+                "cudaGetDeviceCount says" in message, message
+        else:
+            assert "built without NCCL" in message, message

@@ -124,7 +124,8 @@ TEST(ConfigFileTest, KeysForRefusedOptionsAreRefusedWithTheReason) {
   for (const auto& [yaml, reason] :
        std::vector<std::pair<std::string, std::string>>{
            {"controller: MPI\n", "no MPI controller"},
-           {"library_options:\n  num_nccl_streams: 2\n", "issue 17"},
+           {"library_options:\n  num_nccl_streams: 2\n",
+            "one stream of its own"},
            {"library_options:\n  mpi_threads_disable: true\n", "MPI"},
            {"library_options:\n  mpi_threads_disable: false\n", "MPI"}}) {
     std::string error = ErrorOf(yaml);

@@ -72,7 +72,7 @@ class FakeRank final : public Api {
   FakeRank(FakeGpus* gpus, int rank) : gpus_(gpus), rank_(rank) {}
 
   int Version() const override { return 22809; }
-  Result<int> DeviceCount() override { return 1; }
+  Result<int> DeviceCount() override { return 2; }
 
   Status GetUniqueId(UniqueId* id) override {
     std::lock_guard<std::mutex> lock(gpus_->mu_);

@@ -1,10 +1,11 @@
 // GPUs and NCCL faked for the data path's tests (nccl_api.h), so the NCCL
 // executors run on machines without a GPU: the ranks are threads of one
-// process, device memory is host memory, a stream is a queue of work run in
-// order whenever a rank asks about it, and a collective completes when the
-// last member of its communicator reaches it in its stream, which then
-// writes every member's result. A rank that never launches its part is a
-// hung or dead peer; its communicator's watchdog must end the others' wait.
+// process, each sees two devices, device memory is host memory, a stream is a
+// queue of work run in order whenever a rank asks about it, and a collective
+// completes when the last member of its communicator reaches it in its stream,
+// which then writes every member's result. A rank that never launches its part
+// is a hung or dead peer; its communicator's watchdog must end the others'
+// wait.
 #pragma once
 
 #include <cstdint>

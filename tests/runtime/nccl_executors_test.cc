@@ -75,8 +75,13 @@ TEST(NcclReductionTest, WhatNcclCannotComputeIsRefusedSayingWhatToDo) {
   Result<Reduction> ints =
       NcclReduction(Allreduce(ReduceOp::kAverage, DataType::kInt32, 1, 2), 4);
   ASSERT_FALSE(ints.ok());
-  EXPECT_NE(ints.status().message().find("int32"), std::string::npos);
+  EXPECT_NE(ints.status().message().find("on int32: NCCL scales integer "
+                                         "sums by whole numbers only"),
+            std::string::npos)
+      << ints.status().message();
   EXPECT_NE(ints.status().message().find("floating-point"), std::string::npos);
+  EXPECT_FALSE(
+      NcclReduction(Allreduce(ReduceOp::kSum, DataType::kInt32, 2.5), 4).ok());
   Result<Reduction> adasum =
       NcclReduction(Allreduce(ReduceOp::kAdasum, DataType::kFloat32), 2);
   ASSERT_FALSE(adasum.ok());

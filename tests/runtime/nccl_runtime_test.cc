@@ -113,6 +113,33 @@ TEST_F(NcclRuntimeTest, BroadcastRunsOnTheLaneAndOtherOpsAreRefused) {
                 {"broadcast 2 float32 root 0", "finalize", "destroy"}));
 }
 
+// Refused at enqueue, on the caller's thread, so the runtime goes on.
+TEST_F(NcclRuntimeTest, WhatNcclCannotRunIsRefusedAtOnceAndTheRuntimeGoesOn) {
+  float* x = Device({1, 2});
+  AllreduceArgs scaled_max;
+  scaled_max.op = ReduceOp::kMax;
+  scaled_max.postscale = 2;
+  auto refused = runtime_->Allreduce(Cuda("m", 2), x, x, scaled_max);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("NCCL scales only sums"),
+            std::string::npos)
+      << refused.status().message();
+  auto first = runtime_->Allreduce(Cuda("x", 2), x, x, {});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  TensorSpec elsewhere = Cuda("y", 2);
+  elsewhere.device = 1;
+  auto other = runtime_->Allreduce(elsewhere, x, x, {});
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find(
+                "allreduce 'y': a tensor on cuda:1, but this rank's "
+                "collectives in process set 0 run on cuda:0"),
+            std::string::npos)
+      << other.status().message();
+  auto done = runtime_->Wait(*first);
+  ASSERT_TRUE(done.ok() && done->status.ok());
+  EXPECT_EQ(std::vector<float>(x, x + 2), std::vector<float>({1, 2}));
+}
+
 TEST_F(NcclRuntimeTest, ADeviceThisProcessDoesNotSeeIsRefusedAtOnce) {
   float* x = Device({1});
   TensorSpec spec = Cuda("x", 1);
@@ -120,7 +147,7 @@ TEST_F(NcclRuntimeTest, ADeviceThisProcessDoesNotSeeIsRefusedAtOnce) {
   auto handle = runtime_->Allreduce(spec, x, x, {});
   ASSERT_FALSE(handle.ok());
   EXPECT_NE(handle.status().message().find(
-                "device 3, but this process sees 1 CUDA device(s)"),
+                "device 3, but this process sees 2 CUDA device(s)"),
             std::string::npos)
       << handle.status().message();
 }

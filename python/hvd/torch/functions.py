@@ -76,19 +76,24 @@ def broadcast_parameters(params: ParamsArg, root_rank: int,
 
 
 class _TensorSpec:
-    """Stands in for a tensor in a pickled optimizer state skeleton."""
+    """Stands in for a tensor in a pickled optimizer state skeleton.
 
-    __slots__ = ("shape", "dtype")
+    ``cuda``: the root's tensor is on a GPU, so every rank's must be (the
+    ranks agree on host or GPU); each uses its own current device.
+    """
+
+    __slots__ = ("shape", "dtype", "cuda")
 
     def __init__(self, tensor: torch.Tensor):
         self.shape = tuple(tensor.shape)
         self.dtype = tensor.dtype
+        self.cuda = tensor.is_cuda
 
     def __getstate__(self):
-        return self.shape, self.dtype
+        return self.shape, self.dtype, self.cuda
 
     def __setstate__(self, state):
-        self.shape, self.dtype = state
+        self.shape, self.dtype, self.cuda = state
 
 
 def _split(value: Any, path: str, tensors: List[Tuple[str, torch.Tensor]]):
@@ -209,7 +214,10 @@ def _collect_specs(value: Any, path: str,
                    out: List[Tuple[str, torch.Tensor]]) -> None:
     """Fresh tensors for the specs in ``value``, in ``_split``'s order."""
     if isinstance(value, _TensorSpec):
-        out.append((path, torch.empty(value.shape, dtype=value.dtype)))
+        device = (torch.device("cuda", torch.cuda.current_device())
+                  if value.cuda else torch.device("cpu"))
+        out.append((path, torch.empty(value.shape, dtype=value.dtype,
+                                      device=device)))
     elif isinstance(value, dict):
         for k, v in value.items():
             _collect_specs(v, f"{path}.{k}", out)

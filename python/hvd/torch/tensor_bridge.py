@@ -14,6 +14,11 @@ Dtypes without a numpy counterpart the core takes:
 * ``bool`` travels as ``uint8`` for broadcast and allgather only; a sum of
   booleans has no meaning, so reductions refuse it.
 
+CUDA tensors stay on their device: allreduce and broadcast hand the core a
+``CudaArray`` (the tensor's ``__cuda_array_interface__`` with torch's current
+stream, whose work so far hvd's stream waits for) and run through NCCL; the
+other ops refuse them for now (docs/gpu.md).
+
 Everything here is called on the caller's thread; nothing is shared.
 """
 
@@ -27,10 +32,34 @@ _NATIVE = frozenset({torch.uint8, torch.int8, torch.int32, torch.int64,
 _WIDENED = {torch.bfloat16: torch.float32, torch.int16: torch.int32}
 _REINTERPRETED = {torch.bool: torch.uint8}
 
+# The ops whose names (with _async, _ or both) take CUDA tensors.
+_CUDA_OPS = frozenset({"allreduce", "grouped_allreduce", "broadcast"})
+
 CUDA_MESSAGE = (
-    "CUDA tensors are not supported yet: GPU collectives come with the NCCL "
-    "backend, whose tensor path is not built yet (docs/gpu.md). Move the "
-    "tensor to the CPU (tensor.cpu()) for now.")
+    "CUDA tensors run allreduce and broadcast (and their grouped and async "
+    "forms) through NCCL; the other collectives take CPU tensors only so "
+    "far (docs/gpu.md). Move the tensor to the CPU (tensor.cpu()).")
+
+
+def _takes_cuda(op: str) -> bool:
+    return op.rstrip("_").removesuffix("_async") in _CUDA_OPS
+
+
+class CudaArray:
+    """A contiguous CUDA tensor as the core takes it.
+
+    The interface is the tensor's own, with the stream torch is working on
+    now (version 3's ``stream``): hvd's stream waits there, on the device,
+    for the work that writes the tensor. ``device`` is the CUDA ordinal.
+    """
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor = tensor  # keeps the memory alive while hvd uses it
+        self.device = tensor.device.index
+        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+        self.__cuda_array_interface__ = dict(
+            tensor.__cuda_array_interface__, version=3,
+            stream=stream if stream != 0 else 1)
 
 
 def check_tensor(tensor: torch.Tensor, op: str,
@@ -40,7 +69,8 @@ def check_tensor(tensor: torch.Tensor, op: str,
     With ``reduction`` given, the dtype is checked too (see ``wire_dtype``).
 
     Raises:
-        NotImplementedError: a CUDA tensor (NCCL is not built yet).
+        NotImplementedError: a CUDA tensor for an op that takes CPU
+            tensors only.
         TypeError: not a tensor, another device, a sparse tensor, or an
             unsupported dtype.
     """
@@ -48,11 +78,11 @@ def check_tensor(tensor: torch.Tensor, op: str,
         raise TypeError(f"hvd.torch.{op} expects a torch.Tensor, "
                         f"got {type(tensor).__name__}")
     device = tensor.device
-    if device.type == "cuda":
+    if device.type == "cuda" and not _takes_cuda(op):
         raise NotImplementedError(f"hvd.torch.{op}: {CUDA_MESSAGE}")
-    if device.type != "cpu":
+    if device.type not in ("cpu", "cuda"):
         raise TypeError(f"hvd.torch.{op}: tensors on device '{device}' are "
-                        "not supported; only CPU tensors are")
+                        "not supported; only CPU and CUDA tensors are")
     if tensor.layout != torch.strided:
         raise TypeError(f"hvd.torch.{op}: {tensor.layout} tensors are not "
                         "supported; pass a dense tensor (tensor.to_dense())")
@@ -95,7 +125,12 @@ def _to_wire(tensor: torch.Tensor,
             return t, False
         if t.dtype in _REINTERPRETED:
             return t.view(wire), False  # same element size
-    return torch.empty(t.shape, dtype=wire).copy_(t), True
+    return torch.empty(t.shape, dtype=wire, device=t.device).copy_(t), True
+
+
+def _core_array(t: torch.Tensor):
+    """What the core gets for a wire tensor: a numpy view or a CudaArray."""
+    return CudaArray(t) if t.is_cuda else t.numpy()
 
 
 def _from_wire(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -121,7 +156,7 @@ class InPlace:
         self.tensor = tensor
         self.buffer, self._copied = _to_wire(
             tensor, wire_dtype(tensor.dtype, op, reduction))
-        self.array: np.ndarray = self.buffer.numpy()
+        self.array = _core_array(self.buffer)
 
     def finish(self, _result: np.ndarray) -> torch.Tensor:
         """Makes the result visible in the user's tensor and returns it."""
@@ -146,7 +181,7 @@ class OutOfPlace:
             tensor, wire_dtype(tensor.dtype, op, reduction))
         if not copied:
             self.buffer = self.buffer.clone()
-        self.array: np.ndarray = self.buffer.numpy()
+        self.array = _core_array(self.buffer)
 
     def finish(self, _result: np.ndarray) -> torch.Tensor:
         return _from_wire(self.buffer, self.tensor)

@@ -24,7 +24,9 @@ the update is order-sensitive and exact (integers modulo a prime).
 With "payload" (elements), every batch first allreduces that many float32
 values (rank + 1 from each rank) and logs whether the sum was right; an
 exit with "during": "payload" fires while that allreduce is in flight
-(after this rank submitted it), not after the step's first half.
+(after this rank submitted it), not after the step's first half. With
+"cuda" too, the payload is a CUDA tensor reduced through NCCL, on device
+(start rank modulo the GPUs), so that no two processes share one.
 
 An exit with "size" instead of "epoch" and "batch" fires at the first
 batch the slot trains in a world of that size after entering the elastic
@@ -129,10 +131,20 @@ def update(w, multiplier, offset, name):
 
 
 def check_payload(epoch, batch):
-    mine = np.full(scenario["payload"], hvd.rank() + 1, np.float32)
-    handle = hvd.allreduce_async(mine, op=hvd.Sum, name="payload")
-    maybe_exit(epoch, batch, "payload")
-    got = hvd.synchronize(handle)
+    if scenario.get("cuda"):
+        import torch
+        import hvd.torch as ht
+        torch.cuda.set_device(start_rank % torch.cuda.device_count())
+        mine = torch.full((scenario["payload"],), float(hvd.rank() + 1),
+                          device="cuda")
+        handle = ht.allreduce_async_(mine, op=ht.Sum, name="payload")
+        maybe_exit(epoch, batch, "payload")
+        got = ht.synchronize(handle).cpu().numpy()
+    else:
+        mine = np.full(scenario["payload"], hvd.rank() + 1, np.float32)
+        handle = hvd.allreduce_async(mine, op=hvd.Sum, name="payload")
+        maybe_exit(epoch, batch, "payload")
+        got = hvd.synchronize(handle)
     want = hvd.size() * (hvd.size() + 1) / 2
     log("payload", epoch=epoch, batch=batch, ok=bool(np.all(got == want)))
 

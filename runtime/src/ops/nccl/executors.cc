@@ -38,16 +38,18 @@ Result<Reduction> NcclReduction(const Request& r, int size) {
         ": NCCL scales only sums; pass prescale_factor and "
         "postscale_factor 1, or scale the result yourself");
   }
-  const double premultiply =
-      r.op == ReduceOp::kAverage ? factor / size : factor;
-  if (!FloatingPoint(r.dtype) && premultiply != std::trunc(premultiply)) {
+  // Integers take a whole factor on a sum only (an average's 1/size is
+  // not one), whatever the set's size, so the request checks can refuse
+  // the rest at enqueue.
+  if (!FloatingPoint(r.dtype) &&
+      (r.op == ReduceOp::kAverage || factor != std::trunc(factor))) {
     return Status::InvalidArgument(
-        what + " on " + DataTypeName(r.dtype) + ": the combined scale " +
-        std::to_string(premultiply) +
-        " is not a whole number, which NCCL cannot apply to integers; use "
-        "a floating-point tensor");
+        what + " on " + DataTypeName(r.dtype) + ": NCCL scales integer " +
+        "sums by whole numbers only (the scale here is " +
+        std::to_string(factor) + "); use a floating-point tensor");
   }
-  return Reduction{ReduceOp::kSum, premultiply};
+  return Reduction{ReduceOp::kSum,
+                   r.op == ReduceOp::kAverage ? factor / size : factor};
 }
 
 Status RunNcclAllreduce(const Backends& backends,

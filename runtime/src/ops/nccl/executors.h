@@ -20,8 +20,9 @@ namespace hvd::runtime::nccl {
 // directly; prescale and postscale folded, with Average's 1/size, into one
 // factor every input is multiplied by before the sum. An error, the same
 // on every rank, for what NCCL cannot compute without a kernel of hvd's
-// own: scaling Min, Max or Product, a fractional factor on integers,
-// Adasum.
+// own: scaling Min, Max or Product, scaling integers other than a sum by a
+// whole number, Adasum. Whether it is an error does not depend on `size`:
+// the request checks refuse those at enqueue.
 common::Result<Reduction> NcclReduction(const Request& r, int size);
 
 // On backends.lane; the host buffer is unused (the lane has its own).

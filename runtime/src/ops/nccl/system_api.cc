@@ -193,7 +193,9 @@ class SystemNccl final : public Api {
       return Status::InvalidArgument(
           std::string("no CUDA device is usable here: cudaGetDeviceCount "
                       "says ") +
-          f_.cuda_error_string(error));
+          f_.cuda_error_string(error) +
+          " (is the NVIDIA driver installed and a GPU visible? nvidia-smi "
+          "and CUDA_VISIBLE_DEVICES say)");
     }
     return count;
   }
