@@ -128,19 +128,42 @@ def grouped_allreduce_async(arrays, name=None, op=None, prescale_factor=1.0,
                                     postscale_factor, process_set)
 
 
-def allgather_async(array, name=None, process_set=global_process_set):
+def _gather_source(array):
+    """(what the core reads, its dtype): a CUDA array as it is (its result
+    is a CudaResult), anything else as a C-contiguous numpy array."""
+    if hasattr(array, "__cuda_array_interface__"):
+        return array, np.dtype(array.__cuda_array_interface__["typestr"])
     source = np.asarray(array, order="C")
+    return source, source.dtype
+
+
+class CudaResult:
+    """A CUDA array over device memory the runtime allocated (an
+    allgather of CUDA arrays): ``torch.as_tensor(result, device="cuda")``
+    takes it without a copy and keeps the memory alive."""
+
+    def __init__(self, flat, dtype, shape):
+        self.flat = flat  # the runtime's DeviceBytes: frees the memory
+        self.device = flat.device
+        interface = dict(flat.__cuda_array_interface__)
+        interface.update(shape=tuple(shape), typestr=np.dtype(dtype).str)
+        self.__cuda_array_interface__ = interface
+
+
+def allgather_async(array, name=None, process_set=global_process_set):
+    source, dtype = _gather_source(array)
     handle = core.allgather_async(source, _name(name), set_id(process_set))
-    return _remember(handle, _Pending((source,), None, dtype=source.dtype))
+    return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
 def grouped_allgather_async(arrays, name=None,
                             process_set=global_process_set):
-    sources = [np.asarray(a, order="C") for a in arrays]
-    handles = core.grouped_allgather_async(sources, _names(name, len(sources)),
+    sources = [_gather_source(a) for a in arrays]
+    handles = core.grouped_allgather_async([s for s, _ in sources],
+                                           _names(name, len(sources)),
                                            set_id(process_set))
-    return [_remember(h, _Pending((s,), None, dtype=s.dtype))
-            for h, s in zip(handles, sources)]
+    return [_remember(h, _Pending((s,), None, dtype=d))
+            for h, (s, d) in zip(handles, sources)]
 
 
 def broadcast_async(array, root_rank, name=None,
@@ -218,7 +241,10 @@ def synchronize(handle):
         return result
     if isinstance(result, tuple):  # the runtime allocated the output
         flat, shape, sizes = result
-        output = flat.view(pending.dtype).reshape(shape)
+        if hasattr(flat, "__cuda_array_interface__"):
+            output = CudaResult(flat, pending.dtype, shape)
+        else:
+            output = flat.view(pending.dtype).reshape(shape)
         if pending.with_splits:
             return output, np.array(sizes, dtype=np.int32)
         return output

@@ -203,6 +203,10 @@ py::object Wait(runtime::Handle handle) {
   }
   runtime::OpResult result = Checked(*runtime, std::move(waited));
   if (!result.status.ok()) Raise(result.status);
+  if (result.device_data.memory) {
+    return py::make_tuple(py::cast(std::move(result.device_data)), result.shape,
+                          result.sizes);
+  }
   if (!result.data) {
     if (result.sizes.empty()) return py::none();
     return py::cast(result.sizes);
@@ -246,6 +250,24 @@ Group GroupOf(const std::vector<py::array>& arrays,
 PYBIND11_MODULE(_hvd_core, m) {
   m.doc() = "hvd's runtime; use the hvd package, not this module";
   m.def("set_exception_types", &SetExceptionTypes);
+  // A CUDA result the runtime allocated (an allgather's): flat bytes on
+  // `device`, freed when the last holder of this object (or of a tensor
+  // made from its interface) lets go. The host waited for it: no stream.
+  py::class_<runtime::DeviceBytes>(m, "DeviceBytes")
+      .def_readonly("device", &runtime::DeviceBytes::device)
+      .def_readonly("nbytes", &runtime::DeviceBytes::bytes)
+      .def_property_readonly(
+          "__cuda_array_interface__", [](const runtime::DeviceBytes& bytes) {
+            py::dict interface;
+            interface["shape"] = py::make_tuple(bytes.bytes);
+            interface["typestr"] = "|u1";
+            interface["data"] = py::make_tuple(
+                reinterpret_cast<uintptr_t>(bytes.memory.get()), false);
+            interface["strides"] = py::none();
+            interface["stream"] = py::none();
+            interface["version"] = 3;
+            return interface;
+          });
   m.def("init", &Init,
         py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown);
@@ -339,19 +361,29 @@ PYBIND11_MODULE(_hvd_core, m) {
                                        specs, inputs, outputs,
                                        ReduceArgs(op, prescale, postscale)));
         });
+  // Numpy or CUDA arrays; a CUDA one's result is a DeviceBytes.
   m.def("allgather_async",
-        [](py::array input, std::string name, int32_t process_set) {
-          auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+        [](py::object input, std::string name, int32_t process_set) {
+          Buffer in = BufferOf(input, std::move(name), false);
           auto runtime = Current();
-          return Checked(*runtime, runtime->Allgather(spec, input.data()));
+          return Checked(*runtime, runtime->Allgather(
+                                       InSet(in.spec, process_set), in.data));
         });
   m.def("grouped_allgather_async",
-        [](std::vector<py::array> inputs, std::vector<std::string> names,
+        [](std::vector<py::object> inputs, std::vector<std::string> names,
            int32_t process_set) {
-          Group group = GroupOf(inputs, names, process_set);
+          if (inputs.size() != names.size()) {
+            Raise(Status::InvalidArgument("one name per tensor, please"));
+          }
+          std::vector<runtime::TensorSpec> specs;
+          std::vector<const void*> data;
+          for (size_t i = 0; i < inputs.size(); ++i) {
+            Buffer in = BufferOf(inputs[i], names[i], false);
+            specs.push_back(InSet(in.spec, process_set));
+            data.push_back(in.data);
+          }
           auto runtime = Current();
-          return Checked(*runtime,
-                         runtime->GroupedAllgather(group.specs, group.inputs));
+          return Checked(*runtime, runtime->GroupedAllgather(specs, data));
         });
   m.def("broadcast_async",
         [](py::object buffer, int root, std::string name, int32_t process_set) {

@@ -79,13 +79,13 @@ Status BackgroundLoop::Run() {
     if (!closed.ok()) spdlog::warn("{}", closed.ToString());
   }
   for (Handle handle : failed_) {
-    parts_.handles->Complete(handle, OpResult{stopped, nullptr, {}, {}});
+    parts_.handles->Complete(handle, OpResult{stopped, nullptr, {}, {}, {}});
   }
   for (const auto& set : parts_.sets->All()) {
     if (!set->member()) continue;
     for (TensorEntry& entry : set->queue->Close(stopped)) {
       parts_.handles->Complete(entry.handle,
-                               OpResult{stopped, nullptr, {}, {}});
+                               OpResult{stopped, nullptr, {}, {}, {}});
     }
   }
   return stopped;
@@ -269,7 +269,7 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
   if (!set.lane) {
     const std::string name = "process set " + std::to_string(set.id) +
                              " on cuda:" + std::to_string(device);
-    common::Result<nccl::Api*> api = parts_.gpus->For(device);
+    common::Result<std::shared_ptr<nccl::Api>> api = parts_.gpus->For(device);
     if (!api.ok()) return api.status();
     nccl::CommunicatorLimits limits;
     limits.setup = parts_.config->start_timeout;
@@ -282,7 +282,7 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
               })
             : nccl::StoreIdExchange(*parts_.config, parts_.generation,
                                     "set" + std::to_string(set.id));
-    auto comm = nccl::Communicator::Create(*api, exchange, name, device,
+    auto comm = nccl::Communicator::Create(api->get(), exchange, name, device,
                                            set.rank, set.size(), limits);
     if (!comm.ok()) return comm.status();
     auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
@@ -306,11 +306,9 @@ Status BackgroundLoop::ExecuteOne(const Backends& backends,
   HandleTable& handles = *parts_.handles;
   if (response.kind == Response::Kind::kError) {
     spdlog::warn("{}", response.error_message);
-    handles.Complete(entry.handle, OpResult{Status(response.error_code,
-                                                   response.error_message),
-                                            nullptr,
-                                            {},
-                                            {}});
+    OpResult failed;
+    failed.status = Status(response.error_code, response.error_message);
+    handles.Complete(entry.handle, std::move(failed));
     return Status::Ok();
   }
   const OpInfo& op = OpInfoOf(response.request.type);
@@ -378,7 +376,8 @@ Status BackgroundLoop::ChangeSets(const Response& response,
           "process set " + std::to_string(id) +
           " was removed while this collective was pending");
       for (TensorEntry& pending : set->queue->Close(removed)) {
-        handles.Complete(pending.handle, OpResult{removed, nullptr, {}, {}});
+        handles.Complete(pending.handle,
+                         OpResult{removed, nullptr, {}, {}, {}});
       }
     }
   }

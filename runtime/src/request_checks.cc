@@ -62,8 +62,9 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
       op.gpu_single == nullptr) {
     return Status::InvalidArgument(
         what + ": hvd runs " + OpTypeName(r->type) +
-        " on CPU tensors only so far (allreduce and broadcast run on CUDA "
-        "tensors, docs/gpu.md); move the tensor to the CPU with .cpu()");
+        " on CPU tensors only so far (allreduce, allgather and broadcast "
+        "run on CUDA tensors, docs/gpu.md); move the tensor to the CPU with "
+        ".cpu()");
   }
   if (r->device >= 0 && op.agreement == Agreement::kReduction) {
     Status nccl_can = nccl::NcclReduction(*r, set.size()).status();

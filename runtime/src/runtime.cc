@@ -289,7 +289,7 @@ class Runtime::Impl {
     Status added = set->queue->Add(std::move(entries));
     if (!added.ok()) {
       for (Handle handle : created) {
-        handles_.Complete(handle, OpResult{added, nullptr, {}, {}});
+        handles_.Complete(handle, OpResult{added, nullptr, {}, {}, {}});
         (void)handles_.Wait(handle);  // forgets it
       }
       return added;

@@ -90,8 +90,9 @@ inline constexpr char kActivityMemcpyOutFusionBuffer[] =
 inline constexpr char kActivityAllreduce[] = "ALLREDUCE";
 inline constexpr char kActivityAllgather[] = "ALLGATHER";
 inline constexpr char kActivityBroadcast[] = "BROADCAST";
-// An allreduce of CUDA tensors.
+// Collectives of CUDA tensors.
 inline constexpr char kActivityNcclAllreduce[] = "NCCL_ALLREDUCE";
+inline constexpr char kActivityNcclAllgather[] = "NCCL_ALLGATHER";
 inline constexpr char kActivityBarrier[] = "BARRIER";
 inline constexpr char kActivityAlltoall[] = "ALLTOALL";
 inline constexpr char kActivityReducescatter[] = "REDUCESCATTER";

@@ -17,9 +17,10 @@ pytestmark = pytest.mark.skipif(GPUS == 0, reason="no CUDA device here")
 
 
 def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
-    """Every op and scaling, grouped, broadcast and DistributedOptimizer on
-    CUDA tensors give what the same calls give on CPU tensors. One rank
-    per GPU (NCCL takes a device once per communicator), at most two."""
+    """Every op and scaling, grouped, allgather, broadcast and
+    DistributedOptimizer on CUDA tensors give what the same calls give on
+    CPU tensors. One rank per GPU (NCCL takes a device once per
+    communicator), at most two."""
     r = run_torch_workers(hvdrun, tmp_path, """
         torch.cuda.set_device(hvd.local_rank())
         torch.manual_seed(hvd.rank())
@@ -55,6 +56,14 @@ def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
         root = hvd.size() - 1
         check("broadcast", hvd.broadcast(x, root, name="cb"),
               hvd.broadcast(x.cuda(), root, name="gb"))
+        rows = x[:hvd.rank() + 1]  # unequal parts
+        check("allgather", hvd.allgather(rows, name="ca"),
+              hvd.allgather(rows.cuda(), name="ga"))
+        for c, g in zip(
+                hvd.grouped_allgather([rows, ints], name="cga"),
+                hvd.grouped_allgather([rows.cuda(), ints.cuda()],
+                                      name="gga")):
+            check("grouped allgather", c, g)
 
         def train(device):
             torch.manual_seed(7)

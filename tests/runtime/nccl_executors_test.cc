@@ -141,7 +141,9 @@ class NcclExecutorTest : public ::testing::Test {
         made[rank] = comm.status();
         return;
       }
-      auto lane = Lane::Create(gpus_.Rank(rank), std::move(*comm));
+      // FakeGpus owns its ranks' seams.
+      std::shared_ptr<Api> api(gpus_.Rank(rank), [](Api*) {});
+      auto lane = Lane::Create(api, std::move(*comm));
       if (!lane.ok()) {
         made[rank] = lane.status();
         return;
@@ -346,6 +348,60 @@ TEST_F(NcclExecutorTest, BroadcastFromAnyRootReachesEveryRank) {
     EXPECT_EQ(gpus_.launches(rank),
               std::vector<std::string>({"broadcast 2 int64 root 1"}));
   }
+}
+
+// Rank r gives r rows of `a` (none from rank 0) and one of `b`; every rank
+// gets them all in rank order, in device memory of its own, from one
+// group of broadcasts per unit.
+TEST_F(NcclExecutorTest, AllgatherOfUnequalPartsIsOneGroupOfBroadcasts) {
+  MakeLanes(3);
+  Request gather;
+  gather.type = OpType::kAllgather;
+  gather.dtype = DataType::kInt32;
+  std::vector<Response> responses(2);
+  responses[0].sizes = {0, 1, 2};
+  responses[1].sizes = {1, 1, 1};
+  std::vector<std::vector<TensorEntry>> units(3);
+  std::vector<std::vector<OpResult>> results(3);
+  std::vector<Status> statuses(3);
+  for (int rank = 0; rank < 3; ++rank) {
+    std::vector<int32_t> a;
+    for (int row = 0; row < rank; ++row) {
+      a.push_back(10 * rank + row);
+      a.push_back(-(10 * rank + row));
+    }
+    TensorEntry ea =
+        Entry("a", gather, rank, Device<int32_t>(rank, a), nullptr);
+    ea.request.shape = {rank, 2};
+    TensorEntry eb =
+        Entry("b", gather, 1, Device<int32_t>(rank, {rank}), nullptr);
+    units[rank] = {ea, eb};
+  }
+  OnEveryRank(3, [&](int rank) {
+    statuses[rank] = RunNcclAllgather(On(rank), Unit(units[rank]),
+                                      {&responses[0], &responses[1]}, nullptr,
+                                      &results[rank], nullptr);
+  });
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    ASSERT_EQ(results[rank].size(), 2u);
+    const OpResult& a = results[rank][0];
+    EXPECT_EQ(a.shape, std::vector<int64_t>({3, 2}));
+    const auto* got = static_cast<const int32_t*>(a.device_data.memory.get());
+    EXPECT_EQ(std::vector<int32_t>(got, got + 6),
+              std::vector<int32_t>({10, -10, 20, -20, 21, -21}));
+    const OpResult& b = results[rank][1];
+    EXPECT_EQ(b.shape, std::vector<int64_t>({3}));
+    got = static_cast<const int32_t*>(b.device_data.memory.get());
+    EXPECT_EQ(std::vector<int32_t>(got, got + 3),
+              std::vector<int32_t>({0, 1, 2}));
+    EXPECT_EQ(gpus_.launches(rank),
+              std::vector<std::string>(
+                  {"broadcast 2 int32 root 1", "broadcast 4 int32 root 2",
+                   "broadcast 1 int32 root 0", "broadcast 1 int32 root 1",
+                   "broadcast 1 int32 root 2"}));
+  }
+  results.clear();  // frees the outputs before TearDown counts
 }
 
 TEST_F(NcclExecutorTest, AHungPeerEndsTheOthersWaitAtTheDeadlineAndAborts) {

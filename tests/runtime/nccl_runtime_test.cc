@@ -92,6 +92,31 @@ TEST_F(NcclRuntimeTest, AGroupOfCudaTensorsIsOneNcclCallBesideTheHostOnes) {
                                       "copy 12"}));
 }
 
+TEST_F(NcclRuntimeTest, AllgatherGivesDeviceMemoryTheResultOwns) {
+  float* a = Device({1, 2, 3, 4});
+  TensorSpec spec = Cuda("a", 2);
+  spec.shape = {2, 2};
+  auto handle = runtime_->Allgather(spec, a);
+  ASSERT_TRUE(handle.ok()) << handle.status().ToString();
+  auto done = runtime_->Wait(*handle);
+  ASSERT_TRUE(done.ok() && done->status.ok());
+  EXPECT_EQ(done->data, nullptr);
+  EXPECT_EQ(done->shape, std::vector<int64_t>({2, 2}));
+  ASSERT_EQ(done->device_data.bytes, 16u);
+  EXPECT_EQ(done->device_data.device, 0);
+  EXPECT_EQ(gpus_.launches(0),
+            std::vector<std::string>({"broadcast 4 float32 root 0"}));
+  // A user keeps a gathered tensor across hvd.shutdown() (an elastic
+  // reset): its memory, and the seam that frees it, outlive the runtime.
+  OpResult kept = std::move(*done);
+  runtime_.reset();
+  const auto* out = static_cast<const float*>(kept.device_data.memory.get());
+  EXPECT_EQ(std::vector<float>(out, out + 4), std::vector<float>({1, 2, 3, 4}));
+  const int live = gpus_.live_allocations();
+  kept.device_data = {};
+  EXPECT_EQ(gpus_.live_allocations(), live - 1) << "the result's memory";
+}
+
 TEST_F(NcclRuntimeTest, BroadcastRunsOnTheLaneAndOtherOpsAreRefused) {
   float* w = Device({9, 8});
   auto handle = runtime_->Broadcast(Cuda("w", 2), w, 0);
@@ -100,12 +125,12 @@ TEST_F(NcclRuntimeTest, BroadcastRunsOnTheLaneAndOtherOpsAreRefused) {
   ASSERT_TRUE(done.ok() && done->status.ok());
   EXPECT_EQ(gpus_.launches(0),
             std::vector<std::string>({"broadcast 2 float32 root 0"}));
-  auto gathered = runtime_->Allgather(Cuda("g", 2), w);
-  ASSERT_FALSE(gathered.ok());
-  EXPECT_NE(gathered.status().message().find(
-                "allgather 'g': hvd runs allgather on CPU tensors only"),
+  auto exchanged = runtime_->Alltoall(Cuda("a", 2), w, {});
+  ASSERT_FALSE(exchanged.ok());
+  EXPECT_NE(exchanged.status().message().find(
+                "alltoall 'a': hvd runs alltoall on CPU tensors only"),
             std::string::npos)
-      << gathered.status().message();
+      << exchanged.status().message();
   // An orderly shutdown closes the communicator cleanly, not by abort.
   runtime_.reset();
   EXPECT_EQ(gpus_.launches(0),

@@ -14,10 +14,12 @@ Dtypes without a numpy counterpart the core takes:
 * ``bool`` travels as ``uint8`` for broadcast and allgather only; a sum of
   booleans has no meaning, so reductions refuse it.
 
-CUDA tensors stay on their device: allreduce and broadcast hand the core a
-``CudaArray`` (the tensor's ``__cuda_array_interface__`` with torch's current
-stream, whose work so far hvd's stream waits for) and run through NCCL; the
-other ops refuse them for now (docs/gpu.md).
+CUDA tensors stay on their device: allreduce, allgather and broadcast hand
+the core a ``CudaArray`` (the tensor's ``__cuda_array_interface__`` with
+torch's current stream, whose work so far hvd's stream waits for) and run
+through NCCL; an allgather's result is device memory the core allocated,
+which ``from_core`` wraps without a copy. The other ops refuse CUDA tensors
+for now (docs/gpu.md).
 
 Everything here is called on the caller's thread; nothing is shared.
 """
@@ -33,12 +35,13 @@ _WIDENED = {torch.bfloat16: torch.float32, torch.int16: torch.int32}
 _REINTERPRETED = {torch.bool: torch.uint8}
 
 # The ops whose names (with _async, _ or both) take CUDA tensors.
-_CUDA_OPS = frozenset({"allreduce", "grouped_allreduce", "broadcast"})
+_CUDA_OPS = frozenset({"allreduce", "grouped_allreduce", "allgather",
+                       "grouped_allgather", "broadcast"})
 
 CUDA_MESSAGE = (
-    "CUDA tensors run allreduce and broadcast (and their grouped and async "
-    "forms) through NCCL; the other collectives take CPU tensors only so "
-    "far (docs/gpu.md). Move the tensor to the CPU (tensor.cpu()).")
+    "CUDA tensors run allreduce, allgather and broadcast (and their grouped "
+    "and async forms) through NCCL; the other collectives take CPU tensors "
+    "only so far (docs/gpu.md). Move the tensor to the CPU (tensor.cpu()).")
 
 
 def _takes_cuda(op: str) -> bool:
@@ -201,15 +204,20 @@ class Gathered:
         self.tensor = tensor
         self.buffer, _ = _to_wire(
             tensor, wire_dtype(tensor.dtype, op, reduction))
-        self.array: np.ndarray = self.buffer.numpy()
+        self.array = _core_array(self.buffer)
 
     def finish(self, result: np.ndarray) -> torch.Tensor:
         return from_core(result, self.tensor.dtype)
 
 
-def from_core(result: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-    """A tensor of ``dtype`` over an array the core allocated (wire dtype)."""
-    out = torch.from_numpy(result)
+def from_core(result, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor of ``dtype`` over an array the core allocated (wire dtype):
+    a numpy array, or a CUDA one (``hvd.ops.CudaResult``)."""
+    if hasattr(result, "__cuda_array_interface__"):
+        out = torch.as_tensor(result,
+                              device=torch.device("cuda", result.device))
+    else:
+        out = torch.from_numpy(result)
     if dtype in _REINTERPRETED:
         return out.view(dtype)
     return out.to(dtype)

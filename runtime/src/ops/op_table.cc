@@ -16,7 +16,7 @@ constexpr std::array<OpInfo, kOpTypeCount> kOps{{
      RunAllreduce, nullptr, nccl::RunNcclAllreduce, nullptr},
     {OpType::kAllgather, "allgather", kActivityAllgather,
      kActivityNegotiateAllgather, Agreement::kRows, true, true, false,
-     RunAllgather, nullptr},
+     RunAllgather, nullptr, nccl::RunNcclAllgather, nullptr},
     {OpType::kBroadcast, "broadcast", kActivityBroadcast,
      kActivityNegotiateBroadcast, Agreement::kRoot, true, false, false, nullptr,
      RunBroadcast, nullptr, nccl::RunNcclBroadcast},

@@ -88,9 +88,17 @@ struct AllreduceArgs {
   double postscale = 1.0;
 };
 
+// Device memory the runtime allocated for a CUDA tensor's result; the last
+// copy of `memory` frees it.
+struct DeviceBytes {
+  std::shared_ptr<void> memory;
+  size_t bytes = 0;
+  int32_t device = -1;
+};
+
 // A completed handle's result. `data`/`shape` are set for allgather,
 // alltoall and reducescatter, whose output size is known only after
-// negotiation.
+// negotiation; for CUDA tensors `device_data` instead of `data`.
 struct OpResult {
   common::Status status;
   std::shared_ptr<std::vector<uint8_t>> data;
@@ -98,6 +106,7 @@ struct OpResult {
   // Alltoall: rows received from each rank of the set. Join: the rank that
   // joined last. Adding a process set: its id.
   std::vector<int64_t> sizes;
+  DeviceBytes device_data;
 };
 
 // How a process set's negotiation went so far on this rank.

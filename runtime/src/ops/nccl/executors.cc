@@ -102,6 +102,55 @@ Status RunNcclAllreduce(const Backends& backends,
   return status;
 }
 
+Status RunNcclAllgather(const Backends& backends,
+                        const std::vector<const TensorEntry*>& entries,
+                        const std::vector<const Response*>& responses,
+                        std::vector<uint8_t>* /*buffer*/,
+                        std::vector<OpResult>* results, const PhaseFn& phase) {
+  Lane& lane = *backends.lane;
+  const int size = lane.communicator().size();
+  const int me = lane.communicator().rank();
+  std::vector<OpResult> made(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    OpResult& result = made[i];
+    result.shape = entries[i]->request.shape;
+    result.shape[0] = 0;
+    for (int rank = 0; rank < size; ++rank) {
+      result.shape[0] += responses[i]->sizes[rank];
+    }
+    Result<DeviceBytes> output = lane.AllocateResult(
+        static_cast<size_t>(result.shape[0]) * RowBytes(entries[i]->request));
+    if (!output.ok()) return output.status().WithContext(UnitName(entries));
+    result.device_data = std::move(*output);
+  }
+  Status status = lane.WaitForInputs(entries);
+  if (!status.ok()) return status;
+  Say(phase, kActivityNcclAllgather);
+  status = lane.communicator().Launch(UnitName(entries), [&](Comm comm) {
+    Api& api = lane.api();
+    Status launched = api.GroupStart();
+    for (size_t i = 0; launched.ok() && i < entries.size(); ++i) {
+      const Request& r = entries[i]->request;
+      const size_t row_elements = RowBytes(r) / DataTypeSize(r.dtype);
+      auto* out = static_cast<uint8_t*>(made[i].device_data.memory.get());
+      for (int rank = 0; launched.ok() && rank < size; ++rank) {
+        const size_t rows = static_cast<size_t>(responses[i]->sizes[rank]);
+        if (rows > 0) {
+          launched = api.Broadcast(rank == me ? entries[i]->input : out, out,
+                                   rows * row_elements, r.dtype, rank, comm,
+                                   lane.stream());
+        }
+        out += rows * RowBytes(r);
+      }
+    }
+    Status ended = api.GroupEnd();  // closes the group even after a failure
+    return launched.ok() ? ended : launched;
+  });
+  if (status.ok()) status = lane.Finish(UnitName(entries));
+  if (status.ok()) *results = std::move(made);
+  return status;
+}
+
 OpResult RunNcclBroadcast(const Backends& backends,
                           const Response& /*response*/,
                           const TensorEntry& entry) {

@@ -26,7 +26,10 @@ namespace hvd::runtime::nccl {
 common::Result<Reduction> NcclReduction(const Request& r, int size);
 
 // On backends.lane; the host buffer is unused (the lane has its own).
-FusedExecutorFn RunNcclAllreduce;
+// Allgather's outputs are device memory it allocates (OpResult's
+// device_data); each rank's rows arrive by a broadcast from it, all of a
+// unit in one NCCL group (NCCL has no allgather of unequal parts).
+FusedExecutorFn RunNcclAllreduce, RunNcclAllgather;
 SingleExecutorFn RunNcclBroadcast;
 
 }  // namespace hvd::runtime::nccl

@@ -10,7 +10,7 @@ using common::Status;
 
 Gpus::Gpus(Loader load) : load_(std::move(load)) {}
 
-Result<Api*> Gpus::For(int device) {
+Result<std::shared_ptr<Api>> Gpus::For(int device) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!api_ && !load_error_) {
     Result<std::unique_ptr<Api>> loaded = load_();
@@ -30,11 +30,11 @@ Result<Api*> Gpus::For(int device) {
         ", but this process sees " + std::to_string(device_count_) +
         " CUDA device(s) (CUDA_VISIBLE_DEVICES)");
   }
-  return api_.get();
+  return api_;
 }
 
 Result<std::shared_ptr<void>> Gpus::RecordReady(int device, Stream producer) {
-  Result<Api*> api = For(device);
+  Result<std::shared_ptr<Api>> api = For(device);
   if (!api.ok()) return api.status();
   Result<Event> event = (*api)->CreateEvent(device);
   if (!event.ok()) return event.status();

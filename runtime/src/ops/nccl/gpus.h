@@ -25,8 +25,9 @@ class Gpus {
 
   // The seam, if `device` is a CUDA device this process can use; else
   // why not (no NCCL in this build, no driver or device, an ordinal out of
-  // range), the same answer every time.
-  common::Result<Api*> For(int device);
+  // range), the same answer every time. Shared: device memory handed to
+  // the user (an allgather's result) may outlive the runtime and this.
+  common::Result<std::shared_ptr<Api>> For(int device);
 
   // Records an event on `producer` (a stream of `device`) that hvd's
   // stream will wait for; destroying the last copy of the result destroys
@@ -38,7 +39,7 @@ class Gpus {
   std::mutex mu_;
   Loader load_;
   std::optional<common::Status> load_error_;  // guarded by mu_
-  std::unique_ptr<Api> api_;                  // set once, under mu_
+  std::shared_ptr<Api> api_;                  // set once, under mu_
   int device_count_ = 0;                      // guarded by mu_
 };
 

@@ -7,15 +7,15 @@ namespace hvd::runtime::nccl {
 using common::Result;
 using common::Status;
 
-Lane::Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
-           Event done)
-    : api_(api),
+Lane::Lane(std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
+           Stream stream, Event done)
+    : api_(std::move(api)),
       communicator_(std::move(communicator)),
       stream_(stream),
       done_(done) {}
 
 Result<std::unique_ptr<Lane>> Lane::Create(
-    Api* api, std::unique_ptr<Communicator> communicator,
+    std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
     std::shared_ptr<AbortSwitch> abort_switch) {
   const int device = communicator->device();
   Result<Stream> stream = api->CreateStream(device);
@@ -26,7 +26,7 @@ Result<std::unique_ptr<Lane>> Lane::Create(
     return done.status();
   }
   std::unique_ptr<Lane> lane(
-      new Lane(api, std::move(communicator), *stream, *done));
+      new Lane(std::move(api), std::move(communicator), *stream, *done));
   if (abort_switch) {
     Communicator* comm = lane->communicator_.get();
     lane->subscription_ = abort_switch->Subscribe([comm] {
@@ -46,6 +46,19 @@ Lane::~Lane() {
   if (buffer_ != nullptr) api_->Free(device, buffer_);
   api_->DestroyEvent(device, done_);
   api_->DestroyStream(device, stream_);
+}
+
+Result<DeviceBytes> Lane::AllocateResult(size_t bytes) {
+  // At least a byte: cudaMalloc(0) gives no pointer to hand out.
+  Result<void*> memory = api_->Allocate(device(), bytes > 0 ? bytes : 1);
+  if (!memory.ok()) return memory.status();
+  DeviceBytes result;
+  result.memory = std::shared_ptr<void>(
+      *memory,
+      [api = api_, device = device()](void* m) { api->Free(device, m); });
+  result.bytes = bytes;
+  result.device = device();
+  return result;
 }
 
 Result<uint8_t*> Lane::FusionBuffer(size_t bytes) {

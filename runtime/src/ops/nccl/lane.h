@@ -27,7 +27,7 @@ class Lane {
   // `abort_switch` (may be null) trips, as on the driver's Abort push or a
   // Gloo failure of this generation, the communicator's wait ends.
   static common::Result<std::unique_ptr<Lane>> Create(
-      Api* api, std::unique_ptr<Communicator> communicator,
+      std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
       std::shared_ptr<AbortSwitch> abort_switch = nullptr);
   // Aborts the communicator unless Close() closed it: after a failure its
   // peers may never take part in a clean close.
@@ -40,6 +40,9 @@ class Lane {
   Stream stream() const { return stream_; }
   int device() const { return communicator_->device(); }
 
+  // Device memory for a result the caller keeps (an allgather's); it
+  // keeps the seam alive, so it may outlive the lane and the runtime.
+  common::Result<DeviceBytes> AllocateResult(size_t bytes);
   // The device buffer, at least `bytes` long; grown, never shrunk.
   common::Result<uint8_t*> FusionBuffer(size_t bytes);
   // hvd's stream waits for each entry's ready event (TensorEntry::ready).
@@ -52,10 +55,10 @@ class Lane {
   common::Status Close() { return communicator_->Close(); }
 
  private:
-  Lane(Api* api, std::unique_ptr<Communicator> communicator, Stream stream,
-       Event done);
+  Lane(std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
+       Stream stream, Event done);
 
-  Api* const api_;
+  const std::shared_ptr<Api> api_;
   std::unique_ptr<Communicator> communicator_;
   const Stream stream_;
   const Event done_;
