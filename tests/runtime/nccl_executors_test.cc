@@ -168,7 +168,7 @@ class NcclExecutorTest : public ::testing::Test {
         gpus_.Rank(rank)->Allocate(0, values.size() * sizeof(T));
     EXPECT_TRUE(memory.ok());
     buffers_.emplace_back(rank, *memory);
-    std::memcpy(*memory, values.data(), values.size() * sizeof(T));
+    std::copy(values.begin(), values.end(), static_cast<T*>(*memory));
     return static_cast<T*>(*memory);
   }
 
