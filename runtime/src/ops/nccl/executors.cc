@@ -1,5 +1,6 @@
 #include "ops/nccl/executors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -133,6 +134,16 @@ Status RunNcclAllgather(const Backends& backends,
       const Request& r = entries[i]->request;
       const size_t row_elements = RowBytes(r) / DataTypeSize(r.dtype);
       auto* out = static_cast<uint8_t*>(made[i].device_data.memory.get());
+      const std::vector<int64_t>& sizes = responses[i]->sizes;
+      if (std::all_of(sizes.begin(), sizes.end(),
+                      [&](int64_t n) { return n == sizes[0]; })) {
+        if (sizes[0] > 0) {
+          launched =
+              api.AllGather(entries[i]->input, out, sizes[0] * row_elements,
+                            r.dtype, comm, lane.stream());
+        }
+        continue;
+      }
       for (int rank = 0; launched.ok() && rank < size; ++rank) {
         const size_t rows = static_cast<size_t>(responses[i]->sizes[rank]);
         if (rows > 0) {

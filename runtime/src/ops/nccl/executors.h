@@ -27,8 +27,9 @@ common::Result<Reduction> NcclReduction(const Request& r, int size);
 
 // On backends.lane; the host buffer is unused (the lane has its own).
 // Allgather's outputs are device memory it allocates (OpResult's
-// device_data); each rank's rows arrive by a broadcast from it, all of a
-// unit in one NCCL group (NCCL has no allgather of unequal parts).
+// device_data), all of a unit's tensors in one NCCL group: ncclAllGather
+// where every rank has as many rows, else a broadcast from each rank of
+// its rows (NCCL has no allgather of unequal parts).
 FusedExecutorFn RunNcclAllreduce, RunNcclAllgather;
 SingleExecutorFn RunNcclBroadcast;
 
