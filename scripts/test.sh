@@ -12,8 +12,8 @@
 #   pytest  end-to-end tests through the real hvdrun
 # Prints each stage's duration. A failed stage does not stop the later ones;
 # the script then ends with a line naming the failed stages and exits 1.
-# With pytest, the fuzz stage runs beside it at the lowest CPU priority and
-# reports after pytest's summary.
+# With pytest, the tsan and fuzz stages run beside it, one after the other,
+# at the lowest CPU priority, and report after pytest's summary.
 # Environment: HVD_TEST_STAGES="asan fuzz" runs only those stages (a local
 # shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 30 s,
 # CI=true turns compiler warnings into errors (as in setup.sh).
@@ -269,14 +269,19 @@ fi
 run_stage setup stage_setup
 [ ${#failed[@]} -eq 0 ] || hvd_die "setup failed: nothing was tested"
 run_stage layering stage_layering
-# With pytest, the fuzz stage runs beside it: its fuzzers at the lowest CPU
-# priority (nice 19) take only what pytest's jobs, which mostly wait, leave
-# idle, so the two take pytest's time rather than their sum. Its report
-# comes after pytest's.
-fuzz_beside_pytest=""
-if wants fuzz && wants pytest; then fuzz_beside_pytest=yes; fi
+# With pytest, the tsan and fuzz stages run beside it, one after the other:
+# at the lowest CPU priority (nice 19) they take only what pytest's jobs,
+# which mostly wait, leave idle, so they take pytest's time rather than the
+# sum (docs/testing.md, "Time budget"). Their reports come after pytest's.
+beside_pytest=()
+if wants pytest; then
+  for stage in tsan fuzz; do
+    if wants "$stage"; then beside_pytest+=("$stage"); fi
+  done
+fi
+beside() { [[ " ${beside_pytest[*]} " == *" $1 "* ]]; }
 for stage in ctest asan tsan fuzz gpu; do
-  if wants "$stage" && ! [[ "$stage" == fuzz && -n "$fuzz_beside_pytest" ]]; then
+  if wants "$stage" && ! beside "$stage"; then
     run_stage "$stage" "stage_$stage"
   fi
 done
@@ -285,28 +290,30 @@ echo "stage durations:"
 printf '  %s\n' "${durations[@]}"
 [ -n "$gpu_note" ] && echo "$gpu_note"
 if wants pytest; then
-  fuzz_pid=""
-  if [ -n "$fuzz_beside_pytest" ]; then
-    if build_asan; then
-      fuzz_log="$(mktemp)"
-      failed_before=${#failed[@]}
-      (
-        renice -n 19 -p "$BASHPID" >/dev/null
-        run_stage fuzz stage_fuzz
-        [ ${#failed[@]} -eq "$failed_before" ]
-      ) >"$fuzz_log" 2>&1 &
-      fuzz_pid=$!
-    else
-      failed+=(fuzz)
-    fi
+  beside_pid=""
+  if [ ${#beside_pytest[@]} -gt 0 ]; then
+    beside_log="$(mktemp)"
+    beside_failed="$(mktemp)"
+    (
+      renice -n 19 -p "$BASHPID" >/dev/null
+      failed=()
+      for stage in "${beside_pytest[@]}"; do
+        run_stage "$stage" "stage_$stage"
+      done
+      printf '%s\n' "${failed[@]}" >"$beside_failed"
+    ) >"$beside_log" 2>&1 &
+    beside_pid=$!
   fi
   # Not through run_stage: its summary line carries its duration.
   echo "== stage pytest ($(date +%H:%M:%S), load average $(cut -d' ' -f1-3 /proc/loadavg))"
   stage_pytest || failed+=(pytest)
-  if [ -n "$fuzz_pid" ]; then
-    wait "$fuzz_pid" || failed+=(fuzz)
-    cat "$fuzz_log"
-    rm -f "$fuzz_log"
+  if [ -n "$beside_pid" ]; then
+    wait "$beside_pid" || failed+=("${beside_pytest[@]}")
+    cat "$beside_log"
+    while read -r stage; do
+      [ -n "$stage" ] && failed+=("$stage")
+    done <"$beside_failed"
+    rm -f "$beside_log" "$beside_failed"
   fi
 fi
 if [ ${#failed[@]} -gt 0 ]; then
