@@ -128,9 +128,10 @@ def grouped_allreduce_async(arrays, name=None, op=None, prescale_factor=1.0,
                                     postscale_factor, process_set)
 
 
-def _gather_source(array):
-    """(what the core reads, its dtype): a CUDA array as it is (its result
-    is a CudaResult), anything else as a C-contiguous numpy array."""
+def _source(array):
+    """(what the core reads, its dtype) for an op that allocates its
+    output: a CUDA array as it is (its result is a CudaResult), anything
+    else as a C-contiguous numpy array."""
     if hasattr(array, "__cuda_array_interface__"):
         return array, np.dtype(array.__cuda_array_interface__["typestr"])
     source = np.asarray(array, order="C")
@@ -138,8 +139,8 @@ def _gather_source(array):
 
 
 class CudaResult:
-    """A CUDA array over device memory the runtime allocated (an
-    allgather of CUDA arrays): ``torch.as_tensor(result, device="cuda")``
+    """A CUDA array over device memory the runtime allocated (the output
+    of an allgather, alltoall or reducescatter of CUDA arrays): ``torch.as_tensor(result, device="cuda")``
     takes it without a copy and keeps the memory alive."""
 
     def __init__(self, flat, dtype, shape):
@@ -151,14 +152,14 @@ class CudaResult:
 
 
 def allgather_async(array, name=None, process_set=global_process_set):
-    source, dtype = _gather_source(array)
+    source, dtype = _source(array)
     handle = core.allgather_async(source, _name(name), set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
 def grouped_allgather_async(arrays, name=None,
                             process_set=global_process_set):
-    sources = [_gather_source(a) for a in arrays]
+    sources = [_source(a) for a in arrays]
     handles = core.grouped_allgather_async([s for s, _ in sources],
                                            _names(name, len(sources)),
                                            set_id(process_set))
@@ -187,12 +188,12 @@ def alltoall_async(array, splits=None, name=None,
     """Sends splits[r] rows of dimension 0 to the set's rank r (equal parts
     without splits). synchronize gives the received rows, and with splits
     also how many came from each rank."""
-    source = np.asarray(array, order="C")
+    source, dtype = _source(array)
     split_list = [] if splits is None else [int(s) for s in
                                             np.asarray(splits).ravel()]
     handle = core.alltoall_async(source, split_list, _name(name),
                                  set_id(process_set))
-    return _remember(handle, _Pending((source,), None, dtype=source.dtype,
+    return _remember(handle, _Pending((source,), None, dtype=dtype,
                                       with_splits=splits is not None))
 
 
@@ -202,24 +203,25 @@ def reducescatter_async(array, name=None, op=None, prescale_factor=1.0,
     """Reduces across the set (Average by default, or Sum) and returns this
     rank's block of dimension 0; the first (rows % size) ranks get a row
     more."""
-    source = np.asarray(array, order="C")
+    source, dtype = _source(array)
     handle = core.reducescatter_async(source, _name(name),
                                       _reduce_op(op, None, Average),
                                       float(prescale_factor),
                                       float(postscale_factor),
                                       set_id(process_set))
-    return _remember(handle, _Pending((source,), None, dtype=source.dtype))
+    return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
 def grouped_reducescatter_async(arrays, name=None, op=None,
                                 prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=global_process_set):
-    sources = [np.asarray(a, order="C") for a in arrays]
+    sources = [_source(a) for a in arrays]
     handles = core.grouped_reducescatter_async(
-        sources, _names(name, len(sources)), _reduce_op(op, None, Average),
-        float(prescale_factor), float(postscale_factor), set_id(process_set))
-    return [_remember(h, _Pending((s,), None, dtype=s.dtype))
-            for h, s in zip(handles, sources)]
+        [s for s, _ in sources], _names(name, len(sources)),
+        _reduce_op(op, None, Average), float(prescale_factor),
+        float(postscale_factor), set_id(process_set))
+    return [_remember(h, _Pending((s,), None, dtype=d))
+            for h, (s, d) in zip(handles, sources)]
 
 
 def poll(handle):

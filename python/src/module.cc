@@ -167,8 +167,11 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
   common::Result<std::unique_ptr<Runtime>> started = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    started = Runtime::Start(config, generation, process_sets, g_state.stats,
-                             membership);
+    // An elastic worker's GPUs serve every generation (a failed one's NCCL
+    // communicator may be shrunk by the next).
+    started = Runtime::Start(
+        config, generation, process_sets, g_state.stats, membership,
+        g_state.elastic ? g_state.elastic->gpus() : nullptr);
   }
   g_state.runtime = ValueOrRaise(std::move(started));
   stats.RuntimeStarted(config.layout.rank, config.layout.size);
@@ -227,24 +230,30 @@ runtime::TensorSpec InSet(runtime::TensorSpec spec, int32_t process_set) {
   return spec;
 }
 
-// The specs and data pointers of a grouped op's inputs.
+// The specs and data pointers of a grouped op's tensors (numpy or CUDA
+// arrays, BufferOf); `writable` for the ops that write in place.
 struct Group {
   std::vector<runtime::TensorSpec> specs;
-  std::vector<const void*> inputs;
+  std::vector<void*> data;
 };
 
-Group GroupOf(const std::vector<py::array>& arrays,
-              const std::vector<std::string>& names, int32_t process_set) {
+Group GroupOf(const std::vector<py::object>& arrays,
+              const std::vector<std::string>& names, int32_t process_set,
+              bool writable) {
   if (arrays.size() != names.size()) {
     Raise(Status::InvalidArgument("one name per tensor, please"));
   }
   Group group;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    group.specs.push_back(
-        InSet(SpecOf(arrays[i], names[i], false), process_set));
-    group.inputs.push_back(arrays[i].data());
+    Buffer buffer = BufferOf(arrays[i], names[i], writable);
+    group.specs.push_back(InSet(buffer.spec, process_set));
+    group.data.push_back(buffer.data);
   }
   return group;
+}
+
+std::vector<const void*> Inputs(const Group& group) {
+  return {group.data.begin(), group.data.end()};
 }
 
 PYBIND11_MODULE(_hvd_core, m) {
@@ -344,24 +353,14 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("grouped_allreduce_async",
         [](std::vector<py::object> buffers, std::vector<std::string> names,
            int op, double prescale, double postscale, int32_t process_set) {
-          if (buffers.size() != names.size()) {
-            Raise(Status::InvalidArgument("one name per tensor, please"));
-          }
-          std::vector<runtime::TensorSpec> specs;
-          std::vector<const void*> inputs;
-          std::vector<void*> outputs;
-          for (size_t i = 0; i < buffers.size(); ++i) {
-            Buffer buffer = BufferOf(buffers[i], names[i], true);
-            specs.push_back(InSet(buffer.spec, process_set));
-            inputs.push_back(buffer.data);
-            outputs.push_back(buffer.data);
-          }
+          Group group = GroupOf(buffers, names, process_set, true);
           auto runtime = Current();
           return Checked(*runtime, runtime->GroupedAllreduce(
-                                       specs, inputs, outputs,
+                                       group.specs, Inputs(group), group.data,
                                        ReduceArgs(op, prescale, postscale)));
         });
-  // Numpy or CUDA arrays; a CUDA one's result is a DeviceBytes.
+  // Numpy or CUDA arrays, here and below; a CUDA array's result is a
+  // DeviceBytes.
   m.def("allgather_async",
         [](py::object input, std::string name, int32_t process_set) {
           Buffer in = BufferOf(input, std::move(name), false);
@@ -372,18 +371,10 @@ PYBIND11_MODULE(_hvd_core, m) {
   m.def("grouped_allgather_async",
         [](std::vector<py::object> inputs, std::vector<std::string> names,
            int32_t process_set) {
-          if (inputs.size() != names.size()) {
-            Raise(Status::InvalidArgument("one name per tensor, please"));
-          }
-          std::vector<runtime::TensorSpec> specs;
-          std::vector<const void*> data;
-          for (size_t i = 0; i < inputs.size(); ++i) {
-            Buffer in = BufferOf(inputs[i], names[i], false);
-            specs.push_back(InSet(in.spec, process_set));
-            data.push_back(in.data);
-          }
+          Group group = GroupOf(inputs, names, process_set, false);
           auto runtime = Current();
-          return Checked(*runtime, runtime->GroupedAllgather(specs, data));
+          return Checked(*runtime,
+                         runtime->GroupedAllgather(group.specs, Inputs(group)));
         });
   m.def("broadcast_async",
         [](py::object buffer, int root, std::string name, int32_t process_set) {
@@ -394,29 +385,29 @@ PYBIND11_MODULE(_hvd_core, m) {
                                             in_place.data, root));
         });
   // `splits`: rows for each rank of the set; empty for equal parts.
-  m.def("alltoall_async", [](py::array input, std::vector<int64_t> splits,
+  m.def("alltoall_async", [](py::object input, std::vector<int64_t> splits,
                              std::string name, int32_t process_set) {
-    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+    Buffer in = BufferOf(input, std::move(name), false);
     auto runtime = Current();
-    return Checked(*runtime,
-                   runtime->Alltoall(spec, input.data(), std::move(splits)));
+    return Checked(*runtime, runtime->Alltoall(InSet(in.spec, process_set),
+                                               in.data, std::move(splits)));
   });
-  m.def("reducescatter_async", [](py::array input, std::string name, int op,
+  m.def("reducescatter_async", [](py::object input, std::string name, int op,
                                   double prescale, double postscale,
                                   int32_t process_set) {
-    auto spec = InSet(SpecOf(input, std::move(name), false), process_set);
+    Buffer in = BufferOf(input, std::move(name), false);
     auto runtime = Current();
     return Checked(*runtime,
-                   runtime->Reducescatter(spec, input.data(),
+                   runtime->Reducescatter(InSet(in.spec, process_set), in.data,
                                           ReduceArgs(op, prescale, postscale)));
   });
   m.def("grouped_reducescatter_async",
-        [](std::vector<py::array> inputs, std::vector<std::string> names,
+        [](std::vector<py::object> inputs, std::vector<std::string> names,
            int op, double prescale, double postscale, int32_t process_set) {
-          Group group = GroupOf(inputs, names, process_set);
+          Group group = GroupOf(inputs, names, process_set, false);
           auto runtime = Current();
           return Checked(*runtime, runtime->GroupedReducescatter(
-                                       group.specs, group.inputs,
+                                       group.specs, Inputs(group),
                                        ReduceArgs(op, prescale, postscale)));
         });
   m.def("barrier_async", [](int32_t process_set) {

@@ -2,10 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <chrono>
 #include <new>
+#include <optional>
 
+#include "ops/gloo/gloo_ops.h"
 #include "ops/nccl/id_exchange.h"
 #include "ops/nccl/lane.h"
+#include "ops/nccl/watchdog.h"
 #include "ops/op_table.h"
 
 namespace hvd::runtime {
@@ -69,14 +74,21 @@ Status BackgroundLoop::Run() {
         "hvd's background loop stopped; this and every later collective fail "
         "until hvd.shutdown() and hvd.init() (an elastic reset)");
   }
-  // After an orderly shutdown every member closes its lanes cleanly; after
-  // a failure they are aborted when their sets go.
+  // After an orderly shutdown every member closes its lanes cleanly. After
+  // a failure they are aborted when their sets go, except the global set's
+  // in an elastic job: the next generation may shrink it (MakeLane).
   const bool orderly = stopped.code() == common::Code::kAborted &&
                        !(parts_.abort_switch && parts_.abort_switch->aborted());
   for (const auto& set : parts_.sets->All()) {
-    if (!orderly || !set->lane) continue;
-    Status closed = set->lane->Close();
-    if (!closed.ok()) spdlog::warn("{}", closed.ToString());
+    if (!set->lane) continue;
+    if (orderly) {
+      Status closed = set->lane->Close();
+      if (!closed.ok()) spdlog::warn("{}", closed.ToString());
+    } else if (set->id == 0 && parts_.config->elastic &&
+               set->lane->communicator().open()) {
+      set->lane->Detach();
+      parts_.gpus->Park(set->id, {parts_.generation, std::move(set->lane)});
+    }
   }
   for (Handle handle : failed_) {
     parts_.handles->Complete(handle, OpResult{stopped, nullptr, {}, {}, {}});
@@ -262,33 +274,100 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
   return Status::Ok();
 }
 
+common::Result<std::unique_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
+    ProcessSet& set, int device) {
+  const std::string name = "process set " + std::to_string(set.id) +
+                           " on cuda:" + std::to_string(device);
+  common::Result<std::shared_ptr<nccl::Api>> api = parts_.gpus->For(device);
+  if (!api.ok()) return api.status();
+  std::optional<nccl::Gpus::Parked> parked = parts_.gpus->TakeParked(set.id);
+  // Whether a member may bring its last generation's communicator is the
+  // same on every member: the global set of an elastic job. A set of one
+  // has nothing to agree on: a communicator of one needs no peer.
+  if (set.id == 0 && parts_.config->elastic && set.size() > 1) {
+    common::Result<nccl::ResetPlan> plan =
+        PlanLane(set, device, (*api)->Version(), parked);
+    if (!plan.ok()) return plan.status();
+    if (plan->shrink) {
+      const auto started = std::chrono::steady_clock::now();
+      nccl::Communicator& old = parked->lane->communicator();
+      const int old_size = old.size();
+      // Its generation failed: NCCL ends whatever it still runs first.
+      auto shrunk = old.Shrink(plan->excluded, /*abort_first=*/true);
+      parked.reset();  // its stream and buffer; the communicator is gone
+      if (!shrunk.ok()) return shrunk.status().WithContext(name);
+      spdlog::info(
+          "NCCL communicator of {} shrunk from {} to {} ranks in {:.3f} s",
+          name, old_size, (*shrunk)->size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        started)
+              .count());
+      auto lane =
+          nccl::Lane::Create(*api, std::move(*shrunk), parts_.abort_switch);
+      if (!lane.ok()) return lane.status().WithContext(name);
+      return std::move(*lane);
+    }
+    if (parked) {
+      spdlog::info("NCCL communicator of {} made anew: {}", name, plan->why);
+    }
+  }
+  parked.reset();  // aborted before its successor takes the device
+  nccl::CommunicatorLimits limits;
+  limits.setup = parts_.config->start_timeout;
+  limits.op = parts_.config->gloo_timeout;
+  // A set of one needs nobody's id (and a job of one, no rendezvous).
+  nccl::IdExchange exchange =
+      set.size() == 1 ? nccl::IdExchange([](const nccl::UniqueId* made) {
+        return common::Result<nccl::UniqueId>(*made);
+      })
+                      : nccl::StoreIdExchange(*parts_.config, parts_.generation,
+                                              "set" + std::to_string(set.id));
+  auto comm = nccl::Communicator::Create(api->get(), exchange, name, device,
+                                         set.rank, set.size(), limits);
+  if (!comm.ok()) return comm.status();
+  auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
+  if (!lane.ok()) return lane.status().WithContext(name);
+  spdlog::info("NCCL communicator of {} is up", name);
+  return std::move(*lane);
+}
+
+common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
+    ProcessSet& set, int device, int nccl_version,
+    const std::optional<nccl::Gpus::Parked>& parked) {
+  nccl::Inheritance mine;
+  mine.nccl_version = nccl_version;
+  if (parked && parked->lane->device() == device &&
+      parked->lane->communicator().open()) {
+    mine.generation = parked->generation;
+    mine.rank = parked->lane->communicator().rank();
+    mine.size = parked->lane->communicator().size();
+  }
+  const std::array<int64_t, 4> wire = {mine.generation, mine.rank, mine.size,
+                                       mine.nccl_version};
+  std::vector<int64_t> all(wire.size() * set.size());
+  Status status = gloo_ops::Allgather(
+      set.context, wire.data(), std::vector<size_t>(set.size(), sizeof(wire)),
+      all.data(),
+      "what each rank keeps of process set " + std::to_string(set.id) +
+          "'s NCCL communicator");
+  if (!status.ok()) return status;
+  std::vector<nccl::Inheritance> members(set.size());
+  for (int rank = 0; rank < set.size(); ++rank) {
+    const int64_t* at = all.data() + rank * wire.size();
+    members[rank] = {at[0], static_cast<int>(at[1]), static_cast<int>(at[2]),
+                     static_cast<int>(at[3])};
+  }
+  return nccl::PlanInheritance(members);
+}
+
 common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
                                                     int device) {
   Backends backends{set.context, set.host.get(), nullptr};
   if (device < 0) return backends;
   if (!set.lane) {
-    const std::string name = "process set " + std::to_string(set.id) +
-                             " on cuda:" + std::to_string(device);
-    common::Result<std::shared_ptr<nccl::Api>> api = parts_.gpus->For(device);
-    if (!api.ok()) return api.status();
-    nccl::CommunicatorLimits limits;
-    limits.setup = parts_.config->start_timeout;
-    limits.op = parts_.config->gloo_timeout;
-    // A set of one needs nobody's id (and a job of one, no rendezvous).
-    nccl::IdExchange exchange =
-        set.size() == 1
-            ? nccl::IdExchange([](const nccl::UniqueId* made) {
-                return common::Result<nccl::UniqueId>(*made);
-              })
-            : nccl::StoreIdExchange(*parts_.config, parts_.generation,
-                                    "set" + std::to_string(set.id));
-    auto comm = nccl::Communicator::Create(api->get(), exchange, name, device,
-                                           set.rank, set.size(), limits);
-    if (!comm.ok()) return comm.status();
-    auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
-    if (!lane.ok()) return lane.status().WithContext(name);
+    common::Result<std::unique_ptr<nccl::Lane>> lane = MakeLane(set, device);
+    if (!lane.ok()) return lane.status();
     set.lane = std::move(*lane);
-    spdlog::info("NCCL communicator of {} is up", name);
   } else if (set.lane->device() != device) {
     // Submit fixes one device per rank and set.
     return Status::Internal(

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "hvd/runtime/worker_stats.h"
 #include "ops/executor.h"
 #include "ops/nccl/gpus.h"
+#include "ops/nccl/watchdog.h"
 #include "parameter_manager.h"
 #include "process_set.h"
 #include "socket_watch.h"
@@ -78,6 +80,16 @@ class BackgroundLoop {
   // lane, made at the first (every member gets there in the same
   // response).
   common::Result<Backends> BackendsOf(ProcessSet& set, int device);
+  // The set's lane on `device`: in an elastic job's global set, the
+  // communicator the last generation left shrunk when every member agrees
+  // (nccl::PlanInheritance), else a new one from rank 0's id.
+  common::Result<std::unique_ptr<nccl::Lane>> MakeLane(ProcessSet& set,
+                                                       int device);
+  // Every member's answer to what it keeps of the set's last communicator
+  // (one allgather on the set's Gloo context), and the plan they share.
+  common::Result<nccl::ResetPlan> PlanLane(
+      ProcessSet& set, int device, int nccl_version,
+      const std::optional<nccl::Gpus::Parked>& parked);
   // Every rank: adopts rank 0's tuning for this and every other set.
   void Apply(const Tuning& tuning);
   // Add or remove a process set (on the global set only).

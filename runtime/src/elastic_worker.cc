@@ -6,6 +6,7 @@
 
 #include "hvd/notify/server.h"
 #include "hvd/runtime/runtime.h"
+#include "ops/nccl/gpus.h"
 
 namespace hvd::runtime {
 
@@ -23,13 +24,18 @@ Result<std::unique_ptr<ElasticWorker>> ElasticWorker::Start(
     return server.status().WithContext("elastic worker's notification server");
   }
   worker->server_ = std::move(*server);
+  worker->gpus_ = std::make_shared<nccl::Gpus>();
   return worker;
 }
 
 ElasticWorker::~ElasticWorker() {
   // WARNING: in a fork the server is abandoned: stopping it would join
-  // threads that do not exist here and shut down the parent's socket.
-  if (!owner_.IsCurrent()) (void)server_.release();
+  // threads that do not exist here and shut down the parent's socket; and
+  // so are the GPUs, whose parked communicator is the parent's.
+  if (!owner_.IsCurrent()) {
+    (void)server_.release();
+    (void)new std::shared_ptr<nccl::Gpus>(std::move(gpus_));
+  }
 }
 
 Result<JoinedGeneration> ElasticWorker::JoinNext(const RuntimeConfig& config) {

@@ -58,14 +58,6 @@ Status CheckRequest(const ProcessSet& set, int world_size, Request* r) {
     if (dim < 0) return Status::InvalidArgument(what + ": negative dimension");
   }
   const OpInfo& op = OpInfoOf(r->type);
-  if (r->device >= 0 && op.payload && op.gpu_fused == nullptr &&
-      op.gpu_single == nullptr) {
-    return Status::InvalidArgument(
-        what + ": hvd runs " + OpTypeName(r->type) +
-        " on CPU tensors only so far (allreduce, allgather and broadcast "
-        "run on CUDA tensors, docs/gpu.md); move the tensor to the CPU with "
-        ".cpu()");
-  }
   if (r->device >= 0 && op.agreement == Agreement::kReduction) {
     Status nccl_can = nccl::NcclReduction(*r, set.size()).status();
     if (!nccl_can.ok()) return nccl_can;

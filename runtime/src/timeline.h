@@ -93,6 +93,7 @@ inline constexpr char kActivityBroadcast[] = "BROADCAST";
 // Collectives of CUDA tensors.
 inline constexpr char kActivityNcclAllreduce[] = "NCCL_ALLREDUCE";
 inline constexpr char kActivityNcclAllgather[] = "NCCL_ALLGATHER";
+inline constexpr char kActivityNcclReducescatter[] = "NCCL_REDUCESCATTER";
 inline constexpr char kActivityBarrier[] = "BARRIER";
 inline constexpr char kActivityAlltoall[] = "ALLTOALL";
 inline constexpr char kActivityReducescatter[] = "REDUCESCATTER";

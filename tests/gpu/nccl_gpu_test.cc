@@ -61,6 +61,9 @@ TEST(NcclGpuTest, AnAbortAskedForEndsTheNextWaitWithoutAHang) {
   (*comm)->RequestAbort("the test asked");
   const common::Status status = (*comm)->AwaitIdle("allreduce");
   EXPECT_EQ(status.code(), Code::kAborted);
+  EXPECT_TRUE((*comm)->failed());
+  // Failed, it is kept for a shrink; closing it aborts it.
+  EXPECT_TRUE((*comm)->Close().ok());
   EXPECT_FALSE((*comm)->open());
 }
 

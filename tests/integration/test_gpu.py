@@ -17,9 +17,9 @@ pytestmark = pytest.mark.skipif(GPUS == 0, reason="no CUDA device here")
 
 
 def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
-    """Every op and scaling, grouped, allgather, broadcast and
-    DistributedOptimizer on CUDA tensors give what the same calls give on
-    CPU tensors. One rank per GPU (NCCL takes a device once per
+    """Every op and scaling, grouped, allgather, broadcast, alltoall,
+    reducescatter and DistributedOptimizer on CUDA tensors give what the
+    same calls give on CPU tensors. One rank per GPU (NCCL takes a device once per
     communicator), at most two."""
     r = run_torch_workers(hvdrun, tmp_path, """
         torch.cuda.set_device(hvd.local_rank())
@@ -64,6 +64,26 @@ def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
                 hvd.grouped_allgather([rows.cuda(), ints.cuda()],
                                       name="gga")):
             check("grouped allgather", c, g)
+        # Rank r sends r + k rows to rank k (none from rank 0 to rank 0).
+        splits = [hvd.rank() + k for k in range(hvd.size())]
+        payload = torch.randn(sum(splits), 3)
+        c_rows, c_got = hvd.alltoall(payload, splits, name="cat")
+        g_rows, g_got = hvd.alltoall(payload.cuda(), splits, name="gat")
+        check("alltoall", c_rows, g_rows)
+        same["alltoall splits"] = c_got.tolist() == g_got.tolist()
+        for op in ("Sum", "Average"):  # 5 rows: unequal blocks on 2 ranks
+            o = getattr(hvd, op)
+            check("reducescatter " + op,
+                  hvd.reducescatter(x, op=o, postscale_factor=2,
+                                    name="cr" + op),
+                  hvd.reducescatter(x.cuda(), op=o, postscale_factor=2,
+                                    name="gr" + op))
+        even = torch.randn(4, 2)
+        for c, g in zip(
+                hvd.grouped_reducescatter([x, even], op=hvd.Sum, name="cgr"),
+                hvd.grouped_reducescatter([x.cuda(), even.cuda()],
+                                          op=hvd.Sum, name="ggr")):
+            check("grouped reducescatter", c, g)
 
         def train(device):
             torch.manual_seed(7)
@@ -111,3 +131,27 @@ def test_kill_mid_nccl_allreduce_recovers_within_5_s(hvdrun, tmp_path):
              if r["event"] == "batch" and r["time"] > exit_time]
     assert after and min(after) - exit_time < 5, (exit_time, after)
     assert time.monotonic() - started < 90
+
+
+@pytest.mark.skipif(GPUS < 3, reason="needs three GPUs (one per rank)")
+def test_kill_with_three_gpus_the_survivors_shrink_their_communicator(
+        hvdrun, tmp_path):
+    """One of three ranks dies mid NCCL allreduce: the two survivors shrink
+    the failed generation's communicator (ncclCommShrink, no new unique
+    id) instead of making a new one, and go on within 5 s."""
+    s = Scenario(tmp_path, "", epochs=2, batches=3, payload=1 << 20,
+                 cuda=True,
+                 exits=[{"slot": "127.0.0.2:0", "epoch": 1, "batch": 1,
+                         "how": "kill", "during": "payload"}])
+    result = hvdrun(["-np", "3", "--min-np", "2", "--log-level", "info",
+                     "-H", "localhost:1,127.0.0.1:1,127.0.0.2:1",
+                     *s.command()], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert result.stderr.count("shrunk from 3 to 2 ranks") == 2, \
+        result.stderr
+    records = s.records()
+    exit_time = next(r["time"] for r in records if r["event"] == "exit")
+    after = [r["time"] for r in records
+             if r["event"] == "batch" and r["time"] > exit_time]
+    assert after and min(after) - exit_time < 5, (exit_time, after)

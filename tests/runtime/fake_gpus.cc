@@ -17,6 +17,8 @@ struct FakeGpus::FakeComm {
   int rank = 0;
   int size = 0;
   int sequence = 0;
+  // Point-to-point messages issued so far, by peer.
+  std::map<int, int> sent, received;
   bool aborted = false;
 };
 
@@ -33,7 +35,13 @@ struct FakeGpus::FakeEvent {
 };
 
 struct FakeGpus::Collective {
-  enum class Kind { kAllReduce, kBroadcast, kAllGather } kind;
+  enum class Kind {
+    kAllReduce,
+    kBroadcast,
+    kAllGather,
+    kReduce,
+    kReduceScatter
+  } kind;
   DataType dtype = DataType::kFloat32;
   size_t count = 0;
   Reduction reduction;
@@ -89,6 +97,7 @@ class FakeRank final : public Api {
     made->id = std::string(id.bytes.data());
     made->rank = rank;
     made->size = nranks;
+    ++gpus_->inits_[rank_];
     *comm = made.get();
     gpus_->comms_.push_back(std::move(made));
     return Status::Ok();
@@ -112,9 +121,28 @@ class FakeRank final : public Api {
   }
   Status Finalize(nccl::Comm /*comm*/) override { return Log("finalize"); }
   Status Destroy(nccl::Comm /*comm*/) override { return Log("destroy"); }
-  Status Shrink(nccl::Comm /*comm*/, const std::vector<int>& /*excluded*/,
-                bool /*abort_first*/, nccl::Comm* /*shrunk*/) override {
-    return Status::Internal("the fake GPUs do not shrink");
+  // The child's id follows from the parent's and who left, so every
+  // survivor's child is the same communicator.
+  Status Shrink(nccl::Comm comm, const std::vector<int>& excluded,
+                bool abort_first, nccl::Comm* shrunk) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    auto* parent = static_cast<FakeGpus::FakeComm*>(comm);
+    std::string what = "shrink";
+    for (int gone : excluded) what += " -" + std::to_string(gone);
+    if (abort_first) {
+      what += " abort";
+      parent->aborted = true;  // its pending work ends
+    }
+    gpus_->launches_[rank_].push_back(what);
+    auto made = std::make_unique<FakeGpus::FakeComm>();
+    made->id = parent->id + " " + what;
+    made->rank = parent->rank;
+    for (int gone : excluded) made->rank -= gone < parent->rank ? 1 : 0;
+    made->size = parent->size - static_cast<int>(excluded.size());
+    *shrunk = made.get();
+    gpus_->comms_.push_back(std::move(made));
+    gpus_->ProgressLocked(rank_);
+    return Status::Ok();
   }
 
   Result<void*> Allocate(int /*device*/, size_t bytes) override {
@@ -184,19 +212,40 @@ class FakeRank final : public Api {
     return Status::Ok();
   }
 
-  Status GroupStart() override { return Status::Ok(); }
-  Status GroupEnd() override { return Status::Ok(); }
+  // Work launched inside a group runs as one item of its stream, each part
+  // as soon as it can, so a Recv waiting for its peer does not hold back a
+  // Send after it (NCCL's group semantics for point-to-point calls).
+  Status GroupStart() override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    ++group_depth_;
+    return Status::Ok();
+  }
+  Status GroupEnd() override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    if (--group_depth_ > 0 || group_.empty()) return Status::Ok();
+    auto parts =
+        std::make_shared<std::vector<std::function<bool()>>>(std::move(group_));
+    group_.clear();
+    auto done = std::make_shared<std::vector<bool>>(parts->size(), false);
+    StreamOf(group_stream_)->work.push_back([parts, done] {
+      bool all = true;
+      for (size_t i = 0; i < parts->size(); ++i) {
+        if (!(*done)[i]) (*done)[i] = (*parts)[i]();
+        all = all && (*done)[i];
+      }
+      return all;
+    });
+    gpus_->ProgressLocked(rank_);
+    return Status::Ok();
+  }
 
   Status AllReduce(const void* send, void* recv, size_t count, DataType dtype,
                    Reduction reduction, nccl::Comm comm,
                    nccl::Stream stream) override {
-    std::string what = std::string("allreduce ") + std::to_string(count) + " " +
-                       DataTypeName(dtype) + " " + ReduceOpName(reduction.op);
-    if (reduction.premultiply != 1.0) {
-      what += "*" + Number(reduction.premultiply);
-    }
-    return Launch(what, FakeGpus::Collective::Kind::kAllReduce, send, recv,
-                  count, dtype, reduction, 0, comm, stream);
+    return Launch("allreduce " + std::to_string(count) + " " +
+                      DataTypeName(dtype) + " " + Describe(reduction),
+                  FakeGpus::Collective::Kind::kAllReduce, send, recv, count,
+                  dtype, reduction, 0, comm, stream);
   }
   Status Broadcast(const void* send, void* recv, size_t count, DataType dtype,
                    int root, nccl::Comm comm, nccl::Stream stream) override {
@@ -212,12 +261,78 @@ class FakeRank final : public Api {
         FakeGpus::Collective::Kind::kAllGather, send, recv, count, dtype, {}, 0,
         comm, stream);
   }
+  Status Reduce(const void* send, void* recv, size_t count, DataType dtype,
+                Reduction reduction, int root, nccl::Comm comm,
+                nccl::Stream stream) override {
+    return Launch("reduce " + std::to_string(count) + " " +
+                      DataTypeName(dtype) + " " + Describe(reduction) +
+                      " root " + std::to_string(root),
+                  FakeGpus::Collective::Kind::kReduce, send, recv, count, dtype,
+                  reduction, root, comm, stream);
+  }
+  Status ReduceScatter(const void* send, void* recv, size_t count,
+                       DataType dtype, Reduction reduction, nccl::Comm comm,
+                       nccl::Stream stream) override {
+    return Launch("reducescatter " + std::to_string(count) + " " +
+                      DataTypeName(dtype) + " " + Describe(reduction),
+                  FakeGpus::Collective::Kind::kReduceScatter, send, recv, count,
+                  dtype, reduction, 0, comm, stream);
+  }
+  Status Send(const void* send, size_t count, DataType dtype, int peer,
+              nccl::Comm comm, nccl::Stream stream) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    const std::string what = std::to_string(count) + " " + DataTypeName(dtype);
+    gpus_->launches_[rank_].push_back("send " + what + " to " +
+                                      std::to_string(peer));
+    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
+    const auto key = std::make_tuple(c->id, c->rank, peer, c->sent[peer]++);
+    const size_t bytes = count * DataTypeSize(dtype);
+    FakeGpus* gpus = gpus_;
+    Push(stream, [=] {
+      if (c->aborted) return true;
+      const auto* from = static_cast<const uint8_t*>(send);
+      gpus->mail_[key].assign(from, from + bytes);
+      return true;
+    });
+    return Status::Ok();
+  }
+  Status Recv(void* recv, size_t count, DataType dtype, int peer,
+              nccl::Comm comm, nccl::Stream stream) override {
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    const std::string what = std::to_string(count) + " " + DataTypeName(dtype);
+    gpus_->launches_[rank_].push_back("recv " + what + " from " +
+                                      std::to_string(peer));
+    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
+    const auto key = std::make_tuple(c->id, peer, c->rank, c->received[peer]++);
+    const size_t bytes = count * DataTypeSize(dtype);
+    FakeGpus* gpus = gpus_;
+    Push(stream, [=] {
+      if (c->aborted) return true;
+      auto mail = gpus->mail_.find(key);
+      if (mail == gpus->mail_.end()) return false;
+      // A size mismatch is a bug of the executor under test.
+      if (mail->second.size() != bytes) std::abort();
+      if (bytes > 0) std::memcpy(recv, mail->second.data(), bytes);
+      gpus->mail_.erase(mail);
+      return true;
+    });
+    return Status::Ok();
+  }
 
  private:
   Status Log(const std::string& call) {
     std::lock_guard<std::mutex> lock(gpus_->mu_);
     gpus_->launches_[rank_].push_back(call);
     return Status::Ok();
+  }
+
+  // "sum", or "sum*0.25" when it premultiplies.
+  static std::string Describe(Reduction reduction) {
+    std::string text = ReduceOpName(reduction.op);
+    if (reduction.premultiply != 1.0) {
+      text += "*" + Number(reduction.premultiply);
+    }
+    return text;
   }
 
   static std::string Number(double value) {
@@ -259,12 +374,15 @@ class FakeRank final : public Api {
     std::shared_ptr<FakeGpus::Collective> collective = slot;
     FakeGpus* gpus = gpus_;
     const int rank = c->rank;
+    const size_t sent = kind == FakeGpus::Collective::Kind::kReduceScatter
+                            ? count * c->size
+                            : count;
     bool arrived = false;
-    StreamOf(stream)->work.push_back([=]() mutable {
+    Push(stream, [=]() mutable {
       if (c->aborted) return true;
       if (!arrived) {
         arrived = true;
-        const size_t bytes = count * DataTypeSize(dtype);
+        const size_t bytes = sent * DataTypeSize(dtype);
         const auto* from = static_cast<const uint8_t*>(send);
         collective->inputs[rank].assign(from, from + bytes);
         collective->outputs[rank] = recv;
@@ -276,55 +394,79 @@ class FakeRank final : public Api {
       }
       return collective->complete;
     });
-    gpus_->ProgressLocked(rank_);
     return Status::Ok();
+  }
+
+  // Holds mu_. Queues `work` on `stream`, or in the open group.
+  void Push(nccl::Stream stream, std::function<bool()> work) {
+    if (group_depth_ > 0) {
+      group_.push_back(std::move(work));
+      group_stream_ = stream;
+      return;
+    }
+    StreamOf(stream)->work.push_back(std::move(work));
+    gpus_->ProgressLocked(rank_);
   }
 
   FakeGpus* const gpus_;
   const int rank_;
+  int group_depth_ = 0;
+  std::vector<std::function<bool()>> group_;
+  nccl::Stream group_stream_ = nullptr;
 };
 
-void FakeGpus::Compute(const Collective& c) {
+void FakeGpus::ReduceInto(const Collective& c, size_t offset, size_t count,
+                          uint8_t* out) {
   const size_t element = DataTypeSize(c.dtype);
-  const size_t bytes = c.count * element;
+  WithCppType(c.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    for (size_t i = 0; i < count; ++i) {
+      double acc = 0;
+      for (int from = 0; from < c.size; ++from) {
+        T value;
+        std::memcpy(static_cast<void*>(&value),
+                    c.inputs[from].data() + (offset + i) * element, element);
+        const double x = ToDouble(value) * c.reduction.premultiply;
+        if (from == 0) {
+          acc = x;
+        } else if (c.reduction.op == ReduceOp::kMin) {
+          acc = std::min(acc, x);
+        } else if (c.reduction.op == ReduceOp::kMax) {
+          acc = std::max(acc, x);
+        } else if (c.reduction.op == ReduceOp::kProduct) {
+          acc *= x;
+        } else {
+          acc += x;
+        }
+      }
+      if (c.reduction.op == ReduceOp::kAverage) acc /= c.size;
+      const T result = FromDouble<T>(acc);
+      std::memcpy(out + i * element, &result, element);
+    }
+  });
+}
+
+void FakeGpus::Compute(const Collective& c) {
+  const size_t bytes = c.count * DataTypeSize(c.dtype);
   for (int r = 0; r < c.size; ++r) {
     auto* out = static_cast<uint8_t*>(c.outputs[r]);
     switch (c.kind) {
-      case FakeGpus::Collective::Kind::kBroadcast:
+      case Collective::Kind::kBroadcast:
         std::memcpy(out, c.inputs[c.root].data(), bytes);
         break;
-      case FakeGpus::Collective::Kind::kAllGather:
+      case Collective::Kind::kAllGather:
         for (int from = 0; from < c.size; ++from) {
           std::memcpy(out + from * bytes, c.inputs[from].data(), bytes);
         }
         break;
-      case FakeGpus::Collective::Kind::kAllReduce:
-        WithCppType(c.dtype, [&](auto zero) {
-          using T = decltype(zero);
-          for (size_t i = 0; i < c.count; ++i) {
-            double acc = 0;
-            for (int from = 0; from < c.size; ++from) {
-              T value;
-              std::memcpy(static_cast<void*>(&value),
-                          c.inputs[from].data() + i * element, element);
-              const double x = ToDouble(value) * c.reduction.premultiply;
-              if (from == 0) {
-                acc = x;
-              } else if (c.reduction.op == ReduceOp::kMin) {
-                acc = std::min(acc, x);
-              } else if (c.reduction.op == ReduceOp::kMax) {
-                acc = std::max(acc, x);
-              } else if (c.reduction.op == ReduceOp::kProduct) {
-                acc *= x;
-              } else {
-                acc += x;
-              }
-            }
-            if (c.reduction.op == ReduceOp::kAverage) acc /= c.size;
-            const T result = FromDouble<T>(acc);
-            std::memcpy(out + i * element, &result, element);
-          }
-        });
+      case Collective::Kind::kAllReduce:
+        ReduceInto(c, 0, c.count, out);
+        break;
+      case Collective::Kind::kReduce:
+        if (r == c.root) ReduceInto(c, 0, c.count, out);
+        break;
+      case Collective::Kind::kReduceScatter:
+        ReduceInto(c, r * c.count, c.count, out);
         break;
     }
   }
@@ -358,6 +500,11 @@ int FakeGpus::live_allocations() {
 int FakeGpus::live_streams_and_events() {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(streams_.size() + events_.size());
+}
+
+int FakeGpus::inits(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return inits_[rank];
 }
 
 std::vector<std::string> FakeGpus::launches(int rank) {

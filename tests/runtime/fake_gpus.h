@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ops/nccl/nccl_api.h"
@@ -40,8 +41,12 @@ class FakeGpus {
   int live_streams_and_events();
   // Collectives and copies launched by `rank`, and its communicators'
   // ends, in order ("allreduce 6 float32 sum*0.25", "copy 24", "broadcast 4
-  // int32 root 1", "finalize", "destroy", "abort").
+  // int32 root 1", "finalize", "destroy", "abort", "shrink -2 abort").
   std::vector<std::string> launches(int rank);
+
+  // Communicators `rank` has made with ncclCommInitRankConfig (a shrink
+  // makes one without).
+  int inits(int rank);
 
   // Stops `stream` at this point of its work until Release(hold), as a
   // long kernel of the tensor's producer would.
@@ -61,6 +66,10 @@ class FakeGpus {
 
   // What NCCL computes for every member once all have arrived.
   static void Compute(const Collective& c);
+  // Writes to `out` the reduction of `count` elements at element `offset`
+  // of every member's input.
+  static void ReduceInto(const Collective& c, size_t offset, size_t count,
+                         uint8_t* out);
   // Runs the work at the front of every stream of `rank` until none can
   // run. Holds mu_.
   void ProgressLocked(int rank);
@@ -73,7 +82,11 @@ class FakeGpus {
   std::vector<std::unique_ptr<FakeComm>> comms_;
   // Collectives by communicator id and sequence number.
   std::map<std::pair<std::string, int>, std::shared_ptr<Collective>> pending_;
+  // Sent, not yet received: by communicator, sender, receiver and the
+  // pair's sequence number.
+  std::map<std::tuple<std::string, int, int, int>, std::vector<uint8_t>> mail_;
   std::map<int, std::vector<std::string>> launches_;
+  std::map<int, int> inits_;
   std::map<int, common::Status> failed_;
   std::map<int, std::unique_ptr<FakeStream>> default_streams_;
   std::map<int, bool> released_;

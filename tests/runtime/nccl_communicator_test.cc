@@ -47,7 +47,7 @@ TEST(DecideWatchTest, WaitsUntilTheDeadlineThenAbortsWithATimeout) {
   EXPECT_EQ(DecideWatch(watch, t0 + milliseconds(29999)).verdict,
             Verdict::kWait);
   const WatchAction late = DecideWatch(watch, t0 + seconds(30));
-  EXPECT_EQ(late.verdict, Verdict::kAbort);
+  EXPECT_EQ(late.verdict, Verdict::kFail);
   EXPECT_EQ(late.status.code(), Code::kTimeout);
   EXPECT_NE(late.status.message().find("NCCL init of set 0 on device 1"),
             std::string::npos);
@@ -69,7 +69,7 @@ TEST(DecideWatchTest, NcclsErrorAbortsWithItsCodeAndWhatWaited) {
   watch.state = {CommHealth::kFailed,
                  Status::Transport("an NCCL operation failed: remote error")};
   const WatchAction action = DecideWatch(watch, t0);
-  EXPECT_EQ(action.verdict, Verdict::kAbort);
+  EXPECT_EQ(action.verdict, Verdict::kFail);
   EXPECT_EQ(action.status.code(), Code::kTransport);
   EXPECT_NE(action.status.message().find("remote error"), std::string::npos);
   EXPECT_NE(action.status.message().find("set 0 on device 1"),
@@ -86,7 +86,7 @@ TEST(DecideWatchTest, AnAbortAskedForWinsOverEverything) {
                                : Status::Ok()};
     watch.abort_reason = "worker 3 died";
     const WatchAction action = DecideWatch(watch, t0);
-    EXPECT_EQ(action.verdict, Verdict::kAbort);
+    EXPECT_EQ(action.verdict, Verdict::kFail);
     EXPECT_EQ(action.status.code(), Code::kAborted);
     EXPECT_NE(action.status.message().find("worker 3 died"), std::string::npos);
   }
@@ -124,6 +124,40 @@ TEST(PlanResetTest, NothingToShrinkOrNoShrinkInThisNccl) {
   const ResetPlan old_nccl = PlanReset(4, {0, 2, 3}, 22605);
   EXPECT_FALSE(old_nccl.shrink);
   EXPECT_NE(old_nccl.why.find("2.27"), std::string::npos);
+}
+
+// ---- PlanInheritance ----
+
+Inheritance From(int64_t generation, int rank, int size,
+                 int nccl_version = kNccl228) {
+  return {generation, rank, size, nccl_version};
+}
+
+TEST(PlanInheritanceTest, TheSurvivorsOfOneCommunicatorShrinkAwayWhoLeft) {
+  const ResetPlan plan = PlanInheritance({From(5, 0, 3), From(5, 2, 3)});
+  EXPECT_TRUE(plan.shrink) << plan.why;
+  EXPECT_EQ(plan.excluded, std::vector<int>({1}));
+}
+
+TEST(PlanInheritanceTest, MembersOfDifferentCommunicatorsMakeANewOne) {
+  const ResetPlan generations = PlanInheritance({From(5, 0, 3), From(4, 2, 3)});
+  EXPECT_FALSE(generations.shrink);
+  EXPECT_NE(generations.why.find("rank 1 comes from generation 4"),
+            std::string::npos)
+      << generations.why;
+  EXPECT_FALSE(PlanInheritance({From(5, 0, 3), From(5, 1, 4)}).shrink);
+  const ResetPlan newcomer = PlanInheritance({From(5, 0, 3), From(-1, -1, 0)});
+  EXPECT_FALSE(newcomer.shrink);
+  EXPECT_NE(newcomer.why.find("rank 1 is new"), std::string::npos);
+  const ResetPlan nobody = PlanInheritance({From(-1, -1, 0), From(-1, -1, 0)});
+  EXPECT_FALSE(nobody.shrink);
+  EXPECT_NE(nobody.why.find("no communicator"), std::string::npos);
+}
+
+TEST(PlanInheritanceTest, TheOldestNcclAmongTheMembersDecides) {
+  const ResetPlan plan = PlanInheritance({From(5, 0, 3), From(5, 2, 3, 22605)});
+  EXPECT_FALSE(plan.shrink);
+  EXPECT_NE(plan.why.find("NCCL 22605"), std::string::npos) << plan.why;
 }
 
 // ---- Communicator over a fake seam ----
@@ -218,6 +252,20 @@ class FakeNccl final : public Api {
   }
   Status AllGather(const void*, void*, size_t, DataType, Comm,
                    Stream) override {
+    return Unused();
+  }
+  Status Reduce(const void*, void*, size_t, DataType, Reduction, int, Comm,
+                Stream) override {
+    return Unused();
+  }
+  Status ReduceScatter(const void*, void*, size_t, DataType, Reduction, Comm,
+                       Stream) override {
+    return Unused();
+  }
+  Status Send(const void*, size_t, DataType, int, Comm, Stream) override {
+    return Unused();
+  }
+  Status Recv(void*, size_t, DataType, int, Comm, Stream) override {
     return Unused();
   }
 
@@ -372,7 +420,9 @@ TEST_F(CommunicatorTest, AFailedExchangeOrInitLeavesNothingBehind) {
   EXPECT_EQ(nccl.calls().back(), "abort c1");
 }
 
-TEST_F(CommunicatorTest, AnOperationPastTheOpLimitIsAbortedAndLaterWaitsFail) {
+// The communicator fails, and is kept for a shrink (which ends its pending
+// work) until its owner aborts it; every later wait fails at once.
+TEST_F(CommunicatorTest, AnOperationPastTheOpLimitFailsItAndLaterWaitsFail) {
   auto comm = Create(0, 0, 2);
   ASSERT_TRUE(comm.ok());
   // A collective launched that never completes: a peer hung.
@@ -383,11 +433,19 @@ TEST_F(CommunicatorTest, AnOperationPastTheOpLimitIsAbortedAndLaterWaitsFail) {
                                   "finish within 3 s"),
             std::string::npos)
       << status.ToString();
-  EXPECT_FALSE((*comm)->open());
-  EXPECT_EQ(nccl.calls().back(), "abort c1");
+  EXPECT_TRUE((*comm)->failed());
+  EXPECT_TRUE((*comm)->open());
+  EXPECT_EQ(nccl.calls().back(), "init c1 dev0 0/2 id42");
+  const int polls = nccl.polls;
   const Status later = (*comm)->AwaitIdle("broadcast");
   EXPECT_EQ(later.code(), Code::kAborted);
-  EXPECT_TRUE((*comm)->Close().ok());  // nothing left to close
+  EXPECT_NE(later.message().find("broadcast on set 0: the communicator "
+                                 "failed earlier (allreduce of 2 tensors"),
+            std::string::npos)
+      << later.ToString();
+  EXPECT_EQ(nccl.polls, polls) << "a failed communicator was polled again";
+  EXPECT_TRUE((*comm)->Close().ok());  // no finalize: its peer hung
+  EXPECT_FALSE((*comm)->open());
   EXPECT_EQ(nccl.calls().back(), "abort c1");
 }
 
@@ -412,6 +470,8 @@ TEST_F(CommunicatorTest, AnAbortFromAnotherThreadEndsAWaitInProgress) {
   ASSERT_TRUE(polled) << "the owner never polled within 30 s";
   EXPECT_EQ(status.code(), Code::kAborted);
   EXPECT_NE(status.message().find("worker 1 die"), std::string::npos);
+  EXPECT_TRUE((*comm)->failed());
+  comm->reset();  // the owner gives it up: an abort, not a finalize
   EXPECT_EQ(nccl.calls().back(), "abort c1");
 }
 
@@ -421,7 +481,7 @@ TEST_F(CommunicatorTest, AnAbortAskedForBeforeAWaitEndsTheNextOne) {
   (*comm)->RequestAbort("reset to generation 4");
   const Status status = (*comm)->AwaitIdle("allreduce");
   EXPECT_EQ(status.code(), Code::kAborted);
-  EXPECT_EQ(nccl.calls().back(), "abort c1");
+  EXPECT_TRUE((*comm)->failed());
 }
 
 TEST_F(CommunicatorTest, AFinalizeThatHangsIsAbortedWithinTheOpLimit) {
@@ -435,14 +495,19 @@ TEST_F(CommunicatorTest, AFinalizeThatHangsIsAbortedWithinTheOpLimit) {
             Calls({"id", "init c1 dev0 0/2 id42", "finalize c1", "abort c1"}));
 }
 
-TEST_F(CommunicatorTest, ShrinkRenumbersTheSurvivorsAndFreesTheParent) {
+// After a peer's death the survivors shrink the failed communicator, NCCL
+// ending its pending work first (NCCL_SHRINK_ABORT).
+TEST_F(CommunicatorTest, AFailedCommunicatorShrinksRenumberingTheSurvivors) {
   auto parent = Create(1, 2, 4);
   ASSERT_TRUE(parent.ok());
-  auto child = (*parent)->Shrink({1}, /*peer_failed=*/true);
+  nccl.StartOperation(kFirst, -1);
+  ASSERT_EQ((*parent)->AwaitIdle("allreduce").code(), Code::kTimeout);
+  auto child = (*parent)->Shrink({1}, /*abort_first=*/true);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   EXPECT_EQ((*child)->rank(), 1);
   EXPECT_EQ((*child)->size(), 3);
   EXPECT_EQ((*child)->device(), 1);
+  EXPECT_FALSE((*child)->failed());
   EXPECT_FALSE((*parent)->open());
   EXPECT_TRUE((*child)->Close().ok());
   EXPECT_EQ(nccl.calls(),
@@ -454,7 +519,7 @@ TEST_F(CommunicatorTest, AFailedShrinkAbortsBothAndSaysSo) {
   auto parent = Create(0, 0, 3);
   ASSERT_TRUE(parent.ok());
   nccl.shrink_result = Status::Transport("ncclCommShrink failed: remote error");
-  auto child = (*parent)->Shrink({2}, /*peer_failed=*/false);
+  auto child = (*parent)->Shrink({2}, /*abort_first=*/false);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), Code::kTransport);
   EXPECT_NE(child.status().message().find("shrinking NCCL communicator set 0"),

@@ -1,18 +1,24 @@
 // CUDA tensors through a real one-rank Runtime on fake GPUs (fake_gpus.h):
-// the request path (device in the request, the producer's ready event, the
-// ops that have no GPU path refused), the background loop (the set's lane
+// the request path (device in the request, the producer's ready event, what
+// NCCL cannot compute refused), the background loop (the set's lane
 // made at its first GPU collective, host and device tensors never fused)
-// and the lane's clean close at shutdown. And, on this machine's own CUDA
-// runtime, the error a CUDA tensor gets where no GPU is usable.
+// and the lane's clean close at shutdown; an elastic reset of ranks as
+// threads, whose survivors shrink the communicator the failed generation
+// left. And, on this machine's own CUDA runtime, the error a CUDA tensor
+// gets where no GPU is usable.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_gpus.h"
+#include "hvd/rendezvous/server.h"
 #include "hvd/runtime/runtime.h"
 #include "ops/nccl/gpus.h"
 
@@ -117,25 +123,35 @@ TEST_F(NcclRuntimeTest, AllgatherGivesDeviceMemoryTheResultOwns) {
   EXPECT_EQ(gpus_.live_allocations(), live - 1) << "the result's memory";
 }
 
-TEST_F(NcclRuntimeTest, BroadcastRunsOnTheLaneAndOtherOpsAreRefused) {
+TEST_F(NcclRuntimeTest, BroadcastAlltoallAndReducescatterRunOnTheLane) {
   float* w = Device({9, 8});
   auto handle = runtime_->Broadcast(Cuda("w", 2), w, 0);
   ASSERT_TRUE(handle.ok()) << handle.status().ToString();
   auto done = runtime_->Wait(*handle);
   ASSERT_TRUE(done.ok() && done->status.ok());
-  EXPECT_EQ(gpus_.launches(0),
-            std::vector<std::string>({"broadcast 2 float32 root 0"}));
-  auto exchanged = runtime_->Alltoall(Cuda("a", 2), w, {});
-  ASSERT_FALSE(exchanged.ok());
-  EXPECT_NE(exchanged.status().message().find(
-                "alltoall 'a': hvd runs alltoall on CPU tensors only"),
-            std::string::npos)
-      << exchanged.status().message();
+  auto exchanged = runtime_->Alltoall(Cuda("a", 2), w, {2});
+  ASSERT_TRUE(exchanged.ok()) << exchanged.status().ToString();
+  done = runtime_->Wait(*exchanged);
+  ASSERT_TRUE(done.ok() && done->status.ok());
+  EXPECT_EQ(done->sizes, std::vector<int64_t>({2}));
+  const auto* rows = static_cast<const float*>(done->device_data.memory.get());
+  EXPECT_EQ(std::vector<float>(rows, rows + 2), std::vector<float>({9, 8}));
+  AllreduceArgs sum;
+  sum.op = ReduceOp::kSum;
+  auto scattered = runtime_->Reducescatter(Cuda("s", 2), w, sum);
+  ASSERT_TRUE(scattered.ok()) << scattered.status().ToString();
+  done = runtime_->Wait(*scattered);
+  ASSERT_TRUE(done.ok() && done->status.ok());
+  EXPECT_EQ(done->shape, std::vector<int64_t>({2}));
+  ASSERT_EQ(done->device_data.bytes, 8u);
+  done = common::Status::Internal("results dropped");  // frees their memory
   // An orderly shutdown closes the communicator cleanly, not by abort.
   runtime_.reset();
   EXPECT_EQ(gpus_.launches(0),
             std::vector<std::string>(
-                {"broadcast 2 float32 root 0", "finalize", "destroy"}));
+                {"broadcast 2 float32 root 0", "send 2 float32 to 0",
+                 "recv 2 float32 from 0", "reducescatter 2 float32 sum",
+                 "finalize", "destroy"}));
 }
 
 // Refused at enqueue, on the caller's thread, so the runtime goes on.
@@ -149,6 +165,15 @@ TEST_F(NcclRuntimeTest, WhatNcclCannotRunIsRefusedAtOnceAndTheRuntimeGoesOn) {
   EXPECT_NE(refused.status().message().find("NCCL scales only sums"),
             std::string::npos)
       << refused.status().message();
+  AllreduceArgs adasum;
+  adasum.op = ReduceOp::kAdasum;
+  auto no_adasum = runtime_->Reducescatter(Cuda("r", 2), x, adasum);
+  ASSERT_FALSE(no_adasum.ok());
+  EXPECT_NE(no_adasum.status().message().find(
+                "reducescatter 'r' of a CUDA tensor with op adasum: hvd runs "
+                "Adasum on CPU tensors only"),
+            std::string::npos)
+      << no_adasum.status().message();
   auto first = runtime_->Allreduce(Cuda("x", 2), x, x, {});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   TensorSpec elsewhere = Cuda("y", 2);
@@ -175,6 +200,147 @@ TEST_F(NcclRuntimeTest, ADeviceThisProcessDoesNotSeeIsRefusedAtOnce) {
                 "device 3, but this process sees 2 CUDA device(s)"),
             std::string::npos)
       << handle.status().message();
+}
+
+// ---- Elastic resets: ranks as threads of this process ----
+
+// An elastic job's ranks, each a Runtime on a thread of this process with
+// its own Gpus over the shared fake GPUs (kept across generations, as the
+// ElasticWorker keeps them), through a real rendezvous server.
+class NcclResetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rendezvous::ServerOptions options;
+    options.secret = "nccl-reset-test";
+    auto server = rendezvous::RendezvousServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+
+  std::shared_ptr<Gpus>& GpusOf(int slot) {
+    auto& gpus = gpus_[slot];
+    if (!gpus) gpus = std::make_shared<Gpus>(fake_.Loader(slot));
+    return gpus;
+  }
+
+  // Starts generation `generation` with `slots` (slot s is rank s of the
+  // fake GPUs, whatever its rank in the generation) and runs one allreduce
+  // of a CUDA tensor holding slot + 1 on each; returns every rank's sum.
+  std::vector<float> Generation(int64_t generation,
+                                const std::vector<int>& slots) {
+    const int size = static_cast<int>(slots.size());
+    runtimes_.clear();
+    runtimes_.resize(size);
+    std::vector<float> sums(size, -1);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < size; ++rank) {
+      threads.emplace_back(
+          [&, rank] {
+            const int slot = slots[rank];
+            RuntimeConfig config;
+            config.rendezvous_addr = "127.0.0.1";
+            config.rendezvous_port = server_->port();
+            config.secret = "nccl-reset-test";
+            config.hostname = "127.0.0.1";
+            config.layout.rank = config.layout.cross_rank = rank;
+            config.layout.size = config.layout.cross_size = size;
+            config.layout.local_size = 1;
+            config.elastic = true;
+            config.stall_check = false;
+            config.start_timeout = std::chrono::seconds(30);
+            auto started = Runtime::Start(config, generation, {}, nullptr,
+                                          std::nullopt, GpusOf(slot));
+            if (!started.ok()) {
+              ADD_FAILURE()
+                  << "rank " << rank << ": " << started.status().ToString();
+              return;
+            }
+            runtimes_[rank] = std::move(*started);
+            Result<void*> memory = fake_.Rank(slot)->Allocate(0, sizeof(float));
+            ASSERT_TRUE(memory.ok());
+            auto* x = static_cast<float*>(*memory);
+            *x = static_cast<float>(slot + 1);
+            TensorSpec spec;
+            spec.name = "g";
+            spec.shape = {1};
+            spec.device = 0;
+            AllreduceArgs sum;
+            sum.op = ReduceOp::kSum;
+            auto handle = runtimes_[rank]->Allreduce(spec, x, x, sum);
+            auto done = handle.ok() ? runtimes_[rank]->Wait(*handle)
+                                    : Result<OpResult>(handle.status());
+            if (done.ok() && done->status.ok()) {
+              sums[rank] = *x;
+            } else {
+              ADD_FAILURE()
+                  << "rank " << rank << ": "
+                  << (done.ok() ? done->status : done.status()).ToString();
+            }
+            fake_.Rank(slot)->Free(0, *memory);
+          });
+    }
+    for (std::thread& thread : threads) thread.join();
+    return sums;
+  }
+
+  // The generation fails, as when the driver pushes Abort after a death.
+  void Fail() {
+    for (auto& runtime : runtimes_) {
+      if (runtime) runtime->Abort("worker 2 died");
+    }
+    runtimes_.clear();
+  }
+
+  FakeGpus fake_;
+  std::unique_ptr<rendezvous::RendezvousServer> server_;
+  std::map<int, std::shared_ptr<Gpus>> gpus_;
+  std::vector<std::unique_ptr<Runtime>> runtimes_;
+};
+
+TEST_F(NcclResetTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
+  EXPECT_EQ(Generation(1, {0, 1, 2}), std::vector<float>({6, 6, 6}));
+  Fail();
+  gpus_.erase(2);  // slot 2 is gone: its process ended
+  EXPECT_EQ(Generation(2, {0, 1}), std::vector<float>({3, 3}));
+  for (int slot : {0, 1}) {
+    EXPECT_EQ(fake_.inits(slot), 1) << "slot " << slot << " made a new one";
+    const auto calls = fake_.launches(slot);
+    EXPECT_NE(std::find(calls.begin(), calls.end(), "shrink -2 abort"),
+              calls.end())
+        << "slot " << slot;
+  }
+  runtimes_.clear();  // an orderly shutdown closes the shrunk communicator
+  EXPECT_EQ(fake_.launches(0).back(), "destroy");
+}
+
+// Alone, the survivor has nobody to agree with: it drops the old one and
+// makes a communicator of one.
+TEST_F(NcclResetTest, ALoneSurvivorDropsTheOldCommunicatorForItsOwn) {
+  EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
+  Fail();
+  gpus_.erase(1);
+  EXPECT_EQ(Generation(2, {0}), std::vector<float>({1}));
+  EXPECT_EQ(fake_.inits(0), 2);
+  const auto calls = fake_.launches(0);
+  EXPECT_NE(std::find(calls.begin(), calls.end(), "abort"), calls.end());
+  runtimes_.clear();
+}
+
+// A newcomer has no part in the old communicator: every member drops its
+// own (abort) and they make a new one from rank 0's id.
+TEST_F(NcclResetTest, ANewcomerMeansANewCommunicatorForEveryone) {
+  EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
+  Fail();
+  EXPECT_EQ(Generation(2, {0, 1, 2}), std::vector<float>({6, 6, 6}));
+  for (int slot : {0, 1}) {
+    EXPECT_EQ(fake_.inits(slot), 2) << "slot " << slot;
+    const auto calls = fake_.launches(slot);
+    EXPECT_NE(std::find(calls.begin(), calls.end(), "abort"), calls.end());
+    for (const std::string& call : calls) {
+      EXPECT_EQ(call.find("shrink"), std::string::npos) << call;
+    }
+  }
+  runtimes_.clear();
 }
 
 // This machine's own CUDA runtime and NCCL, as a user's CUDA tensor meets

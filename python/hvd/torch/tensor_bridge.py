@@ -14,12 +14,12 @@ Dtypes without a numpy counterpart the core takes:
 * ``bool`` travels as ``uint8`` for broadcast and allgather only; a sum of
   booleans has no meaning, so reductions refuse it.
 
-CUDA tensors stay on their device: allreduce, allgather and broadcast hand
-the core a ``CudaArray`` (the tensor's ``__cuda_array_interface__`` with
-torch's current stream, whose work so far hvd's stream waits for) and run
-through NCCL; an allgather's result is device memory the core allocated,
-which ``from_core`` wraps without a copy. The other ops refuse CUDA tensors
-for now (docs/gpu.md).
+CUDA tensors stay on their device: every collective hands the core a
+``CudaArray`` (the tensor's ``__cuda_array_interface__`` with torch's
+current stream, whose work so far hvd's stream waits for) and runs through
+NCCL; the result of an allgather, alltoall or reducescatter is device
+memory the core allocated, which ``from_core`` wraps without a copy
+(docs/gpu.md).
 
 Everything here is called on the caller's thread; nothing is shared.
 """
@@ -33,19 +33,6 @@ _NATIVE = frozenset({torch.uint8, torch.int8, torch.int32, torch.int64,
                      torch.float16, torch.float32, torch.float64})
 _WIDENED = {torch.bfloat16: torch.float32, torch.int16: torch.int32}
 _REINTERPRETED = {torch.bool: torch.uint8}
-
-# The ops whose names (with _async, _ or both) take CUDA tensors.
-_CUDA_OPS = frozenset({"allreduce", "grouped_allreduce", "allgather",
-                       "grouped_allgather", "broadcast"})
-
-CUDA_MESSAGE = (
-    "CUDA tensors run allreduce, allgather and broadcast (and their grouped "
-    "and async forms) through NCCL; the other collectives take CPU tensors "
-    "only so far (docs/gpu.md). Move the tensor to the CPU (tensor.cpu()).")
-
-
-def _takes_cuda(op: str) -> bool:
-    return op.rstrip("_").removesuffix("_async") in _CUDA_OPS
 
 
 class CudaArray:
@@ -72,8 +59,6 @@ def check_tensor(tensor: torch.Tensor, op: str,
     With ``reduction`` given, the dtype is checked too (see ``wire_dtype``).
 
     Raises:
-        NotImplementedError: a CUDA tensor for an op that takes CPU
-            tensors only.
         TypeError: not a tensor, another device, a sparse tensor, or an
             unsupported dtype.
     """
@@ -81,8 +66,6 @@ def check_tensor(tensor: torch.Tensor, op: str,
         raise TypeError(f"hvd.torch.{op} expects a torch.Tensor, "
                         f"got {type(tensor).__name__}")
     device = tensor.device
-    if device.type == "cuda" and not _takes_cuda(op):
-        raise NotImplementedError(f"hvd.torch.{op}: {CUDA_MESSAGE}")
     if device.type not in ("cpu", "cuda"):
         raise TypeError(f"hvd.torch.{op}: tensors on device '{device}' are "
                         "not supported; only CPU and CUDA tensors are")

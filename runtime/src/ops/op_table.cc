@@ -24,10 +24,10 @@ constexpr std::array<OpInfo, kOpTypeCount> kOps{{
      Agreement::kNothing, false, false, true, nullptr, RunBarrier},
     {OpType::kAlltoall, "alltoall", kActivityAlltoall,
      kActivityNegotiateAlltoall, Agreement::kRows, true, true, false, nullptr,
-     RunAlltoall},
+     RunAlltoall, nullptr, nccl::RunNcclAlltoall},
     {OpType::kReducescatter, "reducescatter", kActivityReducescatter,
      kActivityNegotiateReducescatter, Agreement::kReduction, true, true, false,
-     RunReducescatter, nullptr},
+     RunReducescatter, nullptr, nccl::RunNcclReducescatter, nullptr},
     {OpType::kJoin, "join", kActivityJoin, kActivityNegotiateJoin,
      Agreement::kNothing, false, false, false, nullptr, RunJoin},
     {OpType::kAddProcessSet, "add_process_set", kActivityAddProcessSet,
@@ -45,6 +45,18 @@ constexpr bool InOpTypeOrder() {
   return true;
 }
 static_assert(InOpTypeOrder(), "kOps must list OpType's values in order");
+
+// Python hands CUDA tensors to every collective that moves data.
+constexpr bool EveryPayloadRunsOnGpus() {
+  for (const OpInfo& op : kOps) {
+    if (op.payload && op.gpu_fused == nullptr && op.gpu_single == nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(EveryPayloadRunsOnGpus(),
+              "an op that moves tensors needs an NCCL executor");
 
 }  // namespace
 

@@ -268,7 +268,8 @@ def allreduce(tensor: torch.Tensor, average: Optional[bool] = None,
     """Reduces ``tensor`` over the ranks of ``process_set``.
 
     Args:
-        tensor: a CPU tensor; every rank passes the same shape and dtype.
+        tensor: a CPU or CUDA tensor; every rank passes the same shape
+            and dtype.
         average: deprecated; ``True`` means ``op=Average``, ``False`` Sum.
         name: matches this call across ranks (``allreduce.<name>``).
         compression: ``Compression.none`` or ``Compression.fp16``; the

@@ -97,8 +97,8 @@ def alltoall_async(tensor: torch.Tensor, splits: Splits = None,
     """Starts sending ``splits[i]`` rows of ``tensor`` to the set's i-th rank.
 
     Args:
-        tensor: a CPU tensor with at least one dimension; the dimensions
-            after the first must agree on every rank.
+        tensor: a CPU or CUDA tensor with at least one dimension; the
+            dimensions after the first must agree on every rank.
         splits: how many rows (of dimension 0, in order) go to each rank of
             the set, in set order; they must add up to ``tensor.shape[0]``
             (zeros allowed). Without it, dimension 0 is cut into equal

@@ -52,8 +52,9 @@ def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None,
     """Starts reducing ``tensor`` over the set and scattering the result.
 
     Args:
-        tensor: a CPU tensor with at least one dimension, of the same shape
-            and dtype on every rank (bool is refused, as for allreduce).
+        tensor: a CPU or CUDA tensor with at least one dimension, of the
+            same shape and dtype on every rank (bool is refused, as for
+            allreduce).
         name: matches this call across ranks (``reducescatter.<name>``).
         op: ``hvd.Average`` (default), ``hvd.Sum`` or ``hvd.Adasum`` (the
             Adasum of the whole tensor, each rank keeping its block).

@@ -36,6 +36,9 @@ struct Abort;
 namespace hvd::runtime {
 
 class Runtime;
+namespace nccl {
+class Gpus;
+}
 
 class ElasticWorker {
  public:
@@ -74,6 +77,10 @@ class ElasticWorker {
   std::string notify_address() const;
   // Ok in the process that started it; kInvalidArgument in a fork.
   common::Status CheckProcess() const { return owner_.Check(); }
+  // This process's GPUs, for every generation's Runtime::Start: the NCCL
+  // communicator a failed generation leaves waits there for the next one
+  // to shrink (runtime/src/ops/nccl/gpus.h).
+  const std::shared_ptr<nccl::Gpus>& gpus() const { return gpus_; }
 
  private:
   ElasticWorker() = default;
@@ -85,6 +92,7 @@ class ElasticWorker {
   std::mutex abort_mu_;
   std::weak_ptr<Runtime> abortable_;  // guarded by abort_mu_
   int64_t abortable_generation_ = 0;  // guarded by abort_mu_
+  std::shared_ptr<nccl::Gpus> gpus_;  // set by Start
   // Last, so it stops (and its threads end) before the members its Abort
   // handler uses are destroyed.
   std::unique_ptr<notify::NotificationServer> server_;

@@ -40,11 +40,25 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(
       api, comm, std::move(name), device, rank, size, std::move(limits)));
   status = communicator->Await("NCCL init of " + communicator->name_,
                                communicator->limits_.setup);
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    communicator->Abort();  // nobody has a use for it
+    return status;
+  }
   return communicator;
 }
 
 Communicator::~Communicator() { Close(); }
+
+Status Communicator::Unusable(const std::string& what) const {
+  if (comm_ == nullptr) {
+    return Status::Aborted(what + ": the communicator was aborted earlier");
+  }
+  if (!failure_.ok()) {
+    return Status::Aborted(what + ": the communicator failed earlier (" +
+                           failure_.message() + ")");
+  }
+  return Status::Ok();
+}
 
 void Communicator::RequestAbort(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -58,9 +72,8 @@ std::optional<std::string> Communicator::AbortReason() {
 
 Status Communicator::Await(const std::string& what,
                            std::chrono::milliseconds deadline, Event event) {
-  if (comm_ == nullptr) {
-    return Status::Aborted(what + ": the communicator was aborted earlier");
-  }
+  Status unusable = Unusable(what);
+  if (!unusable.ok()) return unusable;
   Watch watch;
   watch.what = what;
   watch.started = limits_.now();
@@ -78,8 +91,8 @@ Status Communicator::Await(const std::string& what,
     watch.abort_reason = AbortReason();
     const WatchAction action = DecideWatch(watch, limits_.now());
     if (action.verdict == Verdict::kDone) return Status::Ok();
-    if (action.verdict == Verdict::kAbort) {
-      Abort();
+    if (action.verdict == Verdict::kFail) {
+      failure_ = action.status;
       return action.status;
     }
     if (limits_.pause) {
@@ -96,14 +109,12 @@ Status Communicator::AwaitIdle(const std::string& what) {
 
 Status Communicator::Launch(const std::string& what,
                             const std::function<Status(Comm)>& calls) {
-  if (comm_ == nullptr) {
-    return Status::Aborted(what + " on " + name_ +
-                           ": the communicator was aborted earlier");
-  }
+  Status unusable = Unusable(what + " on " + name_);
+  if (!unusable.ok()) return unusable;
   Status status = calls(comm_);
   if (!status.ok()) {
-    Abort();
-    return status.WithContext(what + " on " + name_);
+    failure_ = status.WithContext(what + " on " + name_);
+    return failure_;
   }
   return AwaitIdle(what);
 }
@@ -113,13 +124,13 @@ Status Communicator::AwaitDone(Event event, const std::string& what) {
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::Shrink(
-    const std::vector<int>& excluded, bool peer_failed) {
+    const std::vector<int>& excluded, bool abort_first) {
   if (comm_ == nullptr) {
     return Status::Aborted("shrinking " + name_ +
                            ": the communicator was aborted earlier");
   }
   Comm shrunk = nullptr;
-  Status status = api_->Shrink(comm_, excluded, peer_failed, &shrunk);
+  Status status = api_->Shrink(comm_, excluded, abort_first, &shrunk);
   if (!status.ok()) {
     if (shrunk != nullptr) api_->Abort(shrunk);
     Abort();
@@ -132,6 +143,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Shrink(
       new Communicator(api_, shrunk, name_, device_, rank,
                        size_ - static_cast<int>(excluded.size()), limits_));
   status = child->Await("NCCL shrink of " + name_, limits_.setup);
+  if (!status.ok()) child->Abort();
   // The parent is still hvd's to free. Abort, not a clean close: its
   // ranks that left will never take part in a finalize.
   Abort();
@@ -149,10 +161,15 @@ void Communicator::Abort() {
 
 Status Communicator::Close() {
   if (comm_ == nullptr) return Status::Ok();
+  if (failed()) {
+    // Its peers may be gone or hung: they would never finalize with it.
+    Abort();
+    return Status::Ok();
+  }
   Status status = api_->Finalize(comm_);
   if (status.ok()) status = Await("NCCL finalize of " + name_, limits_.op);
   if (!status.ok()) {
-    Abort();  // Await has done so already when it ran out
+    Abort();
     return status;
   }
   status = api_->Destroy(comm_);

@@ -1,14 +1,20 @@
 // One NCCL communicator of one generation (a process set on one device)
 // through its life: made from a unique id rank 0 publishes, waited on under
-// the watchdog's deadline, aborted when a peer dies, hangs or the driver
-// says so, shrunk for the next generation when only ranks left, closed
-// cleanly at shutdown. Every NCCL call goes through the seam (nccl_api.h)
-// and every wait is a poll of DecideWatch (watchdog.h), so nothing blocks in
-// NCCL and a dead peer becomes a status, never a hang or std::terminate.
+// the watchdog's deadline, failed when a peer dies, hangs or the driver
+// says so, then shrunk for the next generation when only ranks left or
+// aborted, closed cleanly at shutdown. Every NCCL call goes through the seam
+// (nccl_api.h) and every wait is a poll of DecideWatch (watchdog.h), so nothing
+// blocks in NCCL and a dead peer becomes a status, never a hang or
+// std::terminate.
+//
+// A wait that fails (NCCL's error, the deadline, an abort asked for) ends
+// with a status at once, but leaves the communicator to its owner, failed:
+// every later wait fails at once, and the owner either shrinks it (NCCL
+// ends its pending work first) or aborts it. Its destructor aborts it.
 //
 // Thread safety: one owner thread (the background loop) calls everything
 // but RequestAbort, which any thread may call at any time: the owner's
-// current or next wait aborts the communicator and fails with kAborted.
+// current or next wait fails the communicator with kAborted.
 #pragma once
 
 #include <chrono>
@@ -55,11 +61,11 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  // Any thread: the owner's current or next wait aborts the communicator.
+  // Any thread: the owner's current or next wait fails the communicator.
   void RequestAbort(const std::string& reason);
 
   // Makes NCCL calls on the communicator (`calls` gets the raw one; a
-  // group of them, say), then waits until NCCL has launched them. Aborts
+  // group of them, say), then waits until NCCL has launched them. Fails
   // it when a call fails or the wait does.
   common::Status Launch(const std::string& what,
                         const std::function<common::Status(Comm)>& calls);
@@ -76,18 +82,21 @@ class Communicator {
   // A communicator of this one's ranks less `excluded` (ranks of this one),
   // through ncclCommShrink, numbering the survivors in their old order.
   // This one is aborted either way, once the shrink has finished or
-  // failed. `peer_failed`: NCCL ends this one's pending work first, as
-  // after a death.
+  // failed. `abort_first`: NCCL ends this one's pending work first, as
+  // after a death (a failed generation may have left some).
   common::Result<std::unique_ptr<Communicator>> Shrink(
-      const std::vector<int>& excluded, bool peer_failed);
+      const std::vector<int>& excluded, bool abort_first);
 
   // Ends the communicator now: ncclCommAbort. Idempotent.
   void Abort();
-  // Finalizes within the op limit, then destroys; aborts instead when that
-  // fails or runs out. Idempotent.
+  // Finalizes within the op limit, then destroys; aborts instead when it
+  // has failed, or the finalize fails or runs out. Idempotent.
   common::Status Close();
 
+  // Whether NCCL still holds it (not aborted, shrunk or closed); a failed
+  // communicator is open until its owner aborts or shrinks it.
   bool open() const { return comm_ != nullptr; }
+  bool failed() const { return !failure_.ok(); }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return device_; }
@@ -103,6 +112,8 @@ class Communicator {
                        std::chrono::milliseconds deadline,
                        Event event = nullptr);
   std::optional<std::string> AbortReason();
+  // Why the communicator cannot run what `what` asks, if it cannot.
+  common::Status Unusable(const std::string& what) const;
 
   Api* const api_;
   Comm comm_;
@@ -111,6 +122,7 @@ class Communicator {
   const int rank_;
   const int size_;
   const CommunicatorLimits limits_;
+  common::Status failure_;  // the first failed wait's
 
   std::mutex mu_;
   std::optional<std::string> abort_reason_;  // guarded by mu_

@@ -22,7 +22,7 @@ bool FloatingPoint(DataType dtype) {
 }  // namespace
 
 Result<Reduction> NcclReduction(const Request& r, int size) {
-  const std::string what = std::string("allreduce '") + r.name +
+  const std::string what = std::string(OpTypeName(r.type)) + " '" + r.name +
                            "' of a CUDA tensor with op " + ReduceOpName(r.op);
   if (r.op == ReduceOp::kAdasum) {
     return Status::InvalidArgument(
@@ -160,6 +160,120 @@ Status RunNcclAllgather(const Backends& backends,
   if (status.ok()) status = lane.Finish(UnitName(entries));
   if (status.ok()) *results = std::move(made);
   return status;
+}
+
+Status RunNcclReducescatter(const Backends& backends,
+                            const std::vector<const TensorEntry*>& entries,
+                            const std::vector<const Response*>& /*responses*/,
+                            std::vector<uint8_t>* /*buffer*/,
+                            std::vector<OpResult>* results,
+                            const PhaseFn& phase) {
+  Lane& lane = *backends.lane;
+  const int size = lane.communicator().size();
+  const int me = lane.communicator().rank();
+  const std::string what = UnitName(entries);
+  Result<Reduction> reduction = NcclReduction(entries.front()->request, size);
+  if (!reduction.ok()) return reduction.status();
+  std::vector<OpResult> made(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Request& r = entries[i]->request;
+    made[i].shape = r.shape;
+    made[i].shape[0] = ReducescatterRows(r.shape[0], size)[me];
+    Result<DeviceBytes> output = lane.AllocateResult(
+        static_cast<size_t>(made[i].shape[0]) * RowBytes(r));
+    if (!output.ok()) return output.status().WithContext(what);
+    made[i].device_data = std::move(*output);
+  }
+  Status status = lane.WaitForInputs(entries);
+  if (!status.ok()) return status;
+  Say(phase, kActivityNcclReducescatter);
+  status = lane.communicator().Launch(what, [&](Comm comm) {
+    Api& api = lane.api();
+    Status launched = api.GroupStart();
+    for (size_t i = 0; launched.ok() && i < entries.size(); ++i) {
+      const Request& r = entries[i]->request;
+      const size_t row_elements = RowBytes(r) / DataTypeSize(r.dtype);
+      const std::vector<int64_t> rows = ReducescatterRows(r.shape[0], size);
+      void* out = made[i].device_data.memory.get();
+      if (rows.front() == rows.back()) {  // every rank's block is as long
+        if (rows[0] > 0) {
+          launched =
+              api.ReduceScatter(entries[i]->input, out, rows[0] * row_elements,
+                                r.dtype, *reduction, comm, lane.stream());
+        }
+        continue;
+      }
+      // NCCL's reduce-scatter takes equal blocks only: reduce each rank's
+      // block to it.
+      const auto* in = static_cast<const uint8_t*>(entries[i]->input);
+      for (int root = 0; launched.ok() && root < size; ++root) {
+        if (rows[root] > 0) {
+          launched = api.Reduce(in, root == me ? out : nullptr,
+                                rows[root] * row_elements, r.dtype, *reduction,
+                                root, comm, lane.stream());
+        }
+        in += rows[root] * RowBytes(r);
+      }
+    }
+    Status ended = api.GroupEnd();  // closes the group even after a failure
+    return launched.ok() ? ended : launched;
+  });
+  if (status.ok()) status = lane.Finish(what);
+  if (status.ok()) *results = std::move(made);
+  return status;
+}
+
+OpResult RunNcclAlltoall(const Backends& backends, const Response& response,
+                         const TensorEntry& entry) {
+  Lane& lane = *backends.lane;
+  const int size = lane.communicator().size();
+  const int me = lane.communicator().rank();
+  const std::vector<int64_t>& matrix = response.sizes;
+  const Request& r = entry.request;
+  const size_t row_bytes = RowBytes(r);
+  const size_t row_elements = row_bytes / DataTypeSize(r.dtype);
+  const std::string what = What(entry);
+  OpResult result;
+  result.shape = r.shape;
+  result.shape[0] = 0;
+  for (int rank = 0; rank < size; ++rank) {
+    result.sizes.push_back(matrix[rank * size + me]);
+    result.shape[0] += result.sizes.back();
+  }
+  Result<DeviceBytes> output =
+      lane.AllocateResult(static_cast<size_t>(result.shape[0]) * row_bytes);
+  if (!output.ok()) {
+    result.status = output.status().WithContext(what);
+    return result;
+  }
+  result.device_data = std::move(*output);
+  result.status = lane.WaitForInputs({&entry});
+  if (!result.status.ok()) return result;
+  result.status = lane.communicator().Launch(what, [&](Comm comm) {
+    Api& api = lane.api();
+    const auto* in = static_cast<const uint8_t*>(entry.input);
+    auto* out = static_cast<uint8_t*>(result.device_data.memory.get());
+    Status launched = api.GroupStart();
+    for (int peer = 0; launched.ok() && peer < size; ++peer) {
+      const auto rows_out = static_cast<size_t>(matrix[me * size + peer]);
+      const auto rows_in = static_cast<size_t>(matrix[peer * size + me]);
+      // Both sides read the same matrix, so both skip an empty message.
+      if (rows_out > 0) {
+        launched = api.Send(in, rows_out * row_elements, r.dtype, peer, comm,
+                            lane.stream());
+      }
+      if (launched.ok() && rows_in > 0) {
+        launched = api.Recv(out, rows_in * row_elements, r.dtype, peer, comm,
+                            lane.stream());
+      }
+      in += rows_out * row_bytes;
+      out += rows_in * row_bytes;
+    }
+    Status ended = api.GroupEnd();
+    return launched.ok() ? ended : launched;
+  });
+  if (result.status.ok()) result.status = lane.Finish(what);
+  return result;
 }
 
 OpResult RunNcclBroadcast(const Backends& backends,

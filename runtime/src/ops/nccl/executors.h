@@ -31,6 +31,12 @@ common::Result<Reduction> NcclReduction(const Request& r, int size);
 // where every rank has as many rows, else a broadcast from each rank of
 // its rows (NCCL has no allgather of unequal parts).
 FusedExecutorFn RunNcclAllreduce, RunNcclAllgather;
-SingleExecutorFn RunNcclBroadcast;
+// Reducescatter's outputs are device memory too: ncclReduceScatter where
+// dimension 0 splits evenly, else a reduce to each rank of its block, all
+// of a unit's tensors in one group.
+FusedExecutorFn RunNcclReducescatter;
+// Alltoall: a send and a receive per peer with rows to move (the split
+// matrix of response.sizes), in one group; the output is device memory.
+SingleExecutorFn RunNcclBroadcast, RunNcclAlltoall;
 
 }  // namespace hvd::runtime::nccl

@@ -45,4 +45,21 @@ Result<std::shared_ptr<void>> Gpus::RecordReady(int device, Stream producer) {
   return ready;
 }
 
+void Gpus::Park(int32_t set_id, Parked parked) {
+  std::shared_ptr<Lane> replaced;  // aborted outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = parked_[set_id];
+  replaced = std::move(slot.lane);
+  slot = std::move(parked);
+}
+
+std::optional<Gpus::Parked> Gpus::TakeParked(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto found = parked_.find(set_id);
+  if (found == parked_.end()) return std::nullopt;
+  Parked parked = std::move(found->second);
+  parked_.erase(found);
+  return parked;
+}
+
 }  // namespace hvd::runtime::nccl

@@ -1,18 +1,22 @@
 // This process's GPUs as hvd uses them: the seam over NCCL and the CUDA
 // runtime, loaded when the first CUDA tensor arrives (so a worker that has
-// none never maps the CUDA libraries), and the ready events of the tensors
-// enqueued on them.
+// none never maps the CUDA libraries), the ready events of the tensors
+// enqueued on them, and the lanes a failed generation leaves for the next
+// to shrink. One Gpus serves every generation of an elastic worker.
 //
 // Thread safety: any thread (the callers of collectives and the background
 // loop).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "hvd/common/status.h"
+#include "ops/nccl/lane.h"
 #include "ops/nccl/nccl_api.h"
 
 namespace hvd::runtime::nccl {
@@ -35,12 +39,25 @@ class Gpus {
   common::Result<std::shared_ptr<void>> RecordReady(int device,
                                                     Stream producer);
 
+  // A process set's lane whose generation failed, with its communicator
+  // (failed or not, never aborted), left for the set's next generation to
+  // shrink or abort; it replaces (aborts) one parked before. Its abort
+  // switch was the old generation's: the caller detaches it first.
+  struct Parked {
+    int64_t generation = 0;
+    std::shared_ptr<Lane> lane;
+  };
+  void Park(int32_t set_id, Parked parked);
+  // The lane parked for `set_id`, if any; the caller owns it now.
+  std::optional<Parked> TakeParked(int32_t set_id);
+
  private:
   std::mutex mu_;
   Loader load_;
   std::optional<common::Status> load_error_;  // guarded by mu_
   std::shared_ptr<Api> api_;                  // set once, under mu_
   int device_count_ = 0;                      // guarded by mu_
+  std::map<int32_t, Parked> parked_;          // guarded by mu_
 };
 
 }  // namespace hvd::runtime::nccl

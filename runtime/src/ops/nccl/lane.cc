@@ -37,10 +37,15 @@ Result<std::unique_ptr<Lane>> Lane::Create(
   return lane;
 }
 
+void Lane::Detach() {
+  if (abort_switch_) abort_switch_->Unsubscribe(subscription_);
+  abort_switch_.reset();
+}
+
 Lane::~Lane() {
   // The communicator goes first: an abort ends what the stream still runs.
   const int device = this->device();
-  if (abort_switch_) abort_switch_->Unsubscribe(subscription_);
+  Detach();
   communicator_->Abort();
   communicator_.reset();
   if (buffer_ != nullptr) api_->Free(device, buffer_);

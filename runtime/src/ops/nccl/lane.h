@@ -53,6 +53,9 @@ class Lane {
   common::Status Finish(const std::string& what);
   // A clean close, at an orderly shutdown (every member calls it).
   common::Status Close() { return communicator_->Close(); }
+  // No abort switch reaches the communicator any more (its generation is
+  // over; the lane waits for the next one, gpus.h).
+  void Detach();
 
  private:
   Lane(std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,

@@ -99,7 +99,8 @@ class Api {
   virtual common::Status WaitFor(Stream stream, Event event) = 0;
   // Whether the event has completed; an error if its work failed.
   virtual common::Result<bool> Done(Event event) = 0;
-  // Copies `bytes` between device buffers, in `stream`'s order.
+  // Copies `bytes` in `stream`'s order, wherever either side lives
+  // (cudaMemcpyDefault).
   virtual common::Status Copy(void* to, const void* from, size_t bytes,
                               Stream stream) = 0;
 
@@ -119,6 +120,24 @@ class Api {
   virtual common::Status AllGather(const void* send, void* recv, size_t count,
                                    DataType dtype, Comm comm,
                                    Stream stream) = 0;
+  // The reduction of every rank's `count` elements, into `root`'s recv
+  // only (the others' recv is unused and may be null).
+  virtual common::Status Reduce(const void* send, void* recv, size_t count,
+                                DataType dtype, Reduction reduction, int root,
+                                Comm comm, Stream stream) = 0;
+  // Every rank's send holds size * `count` elements; rank r's recv gets
+  // the reduction of everyone's r-th block of `count`.
+  virtual common::Status ReduceScatter(const void* send, void* recv,
+                                       size_t count, DataType dtype,
+                                       Reduction reduction, Comm comm,
+                                       Stream stream) = 0;
+  // Point to point: a Send to `peer` is matched by that peer's Recv from
+  // this rank, in the order each pair issues them; both sides must be in
+  // one group (or each side's calls must not wait on others').
+  virtual common::Status Send(const void* send, size_t count, DataType dtype,
+                              int peer, Comm comm, Stream stream) = 0;
+  virtual common::Status Recv(void* recv, size_t count, DataType dtype,
+                              int peer, Comm comm, Stream stream) = 0;
 };
 
 // NCCL and the CUDA runtime themselves. In a build without NCCL

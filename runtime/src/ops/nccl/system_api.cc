@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <string>
@@ -23,6 +24,7 @@ static_assert(sizeof(ncclUniqueId) == sizeof(UniqueId::bytes),
               "UniqueId must hold an ncclUniqueId");
 
 ncclComm_t AsNccl(Comm comm) { return static_cast<ncclComm_t>(comm); }
+cudaStream_t AsCuda(Stream stream) { return static_cast<cudaStream_t>(stream); }
 
 // The calls hvd makes, resolved from the loaded libraries; the types come
 // from the headers, so a mismatch fails the build, not a run.
@@ -58,6 +60,10 @@ struct Functions {
   decltype(&ncclAllReduce) all_reduce;
   decltype(&ncclBroadcast) broadcast;
   decltype(&ncclAllGather) all_gather;
+  decltype(&ncclReduce) reduce;
+  decltype(&ncclReduceScatter) reduce_scatter;
+  decltype(&ncclSend) send;
+  decltype(&ncclRecv) recv;
 };
 
 // dlopen by soname first (LD_LIBRARY_PATH, or the copy a GPU build of torch
@@ -132,6 +138,10 @@ common::Result<Functions> Load() {
   nc("ncclAllReduce", &f.all_reduce);
   nc("ncclBroadcast", &f.broadcast);
   nc("ncclAllGather", &f.all_gather);
+  nc("ncclReduce", &f.reduce);
+  nc("ncclReduceScatter", &f.reduce_scatter);
+  nc("ncclSend", &f.send);
+  nc("ncclRecv", &f.recv);
   if (!status.ok()) return status;
   return f;
 }
@@ -291,7 +301,7 @@ class SystemNccl final : public Api {
   }
   void DestroyStream(int device, Stream stream) override {
     if (OnDevice(device).ok()) {
-      f_.destroy_stream(static_cast<cudaStream_t>(stream));
+      f_.destroy_stream(AsCuda(stream));
     }
   }
 
@@ -312,14 +322,14 @@ class SystemNccl final : public Api {
   }
 
   Status Record(Event event, Stream stream) override {
-    return CudaCheck("cudaEventRecord",
-                     f_.record(static_cast<cudaEvent_t>(event),
-                               static_cast<cudaStream_t>(stream)));
+    return CudaCheck(
+        "cudaEventRecord",
+        f_.record(static_cast<cudaEvent_t>(event), AsCuda(stream)));
   }
   Status WaitFor(Stream stream, Event event) override {
-    return CudaCheck("cudaStreamWaitEvent",
-                     f_.wait_event(static_cast<cudaStream_t>(stream),
-                                   static_cast<cudaEvent_t>(event), 0));
+    return CudaCheck(
+        "cudaStreamWaitEvent",
+        f_.wait_event(AsCuda(stream), static_cast<cudaEvent_t>(event), 0));
   }
   Result<bool> Done(Event event) override {
     const cudaError_t error = f_.query_event(static_cast<cudaEvent_t>(event));
@@ -330,9 +340,9 @@ class SystemNccl final : public Api {
   }
   Status Copy(void* to, const void* from, size_t bytes,
               Stream stream) override {
-    return CudaCheck("cudaMemcpyAsync",
-                     f_.copy(to, from, bytes, cudaMemcpyDefault,
-                             static_cast<cudaStream_t>(stream)));
+    return CudaCheck(
+        "cudaMemcpyAsync",
+        f_.copy(to, from, bytes, cudaMemcpyDefault, AsCuda(stream)));
   }
 
   Status GroupStart() override {
@@ -342,44 +352,84 @@ class SystemNccl final : public Api {
 
   Status AllReduce(const void* send, void* recv, size_t count, DataType dtype,
                    Reduction reduction, Comm comm, Stream stream) override {
-    ncclRedOp_t op = NcclOp(reduction.op);
-    const bool premultiplied = reduction.premultiply != 1.0;
-    if (premultiplied) {
-      // The scalar has the tensor's type; NCCL reads it before returning.
-      Status status = WithCppType(dtype, [&](auto zero) {
-        using T = decltype(zero);
-        T scalar = static_cast<T>(reduction.premultiply);
-        return Check(
-            "ncclRedOpCreatePreMulSum",
-            f_.create_premul_sum(&op, &scalar, NcclType(dtype),
-                                 ncclScalarHostImmediate, AsNccl(comm)));
-      });
-      if (!status.ok()) return status;
-    }
-    Status status =
-        Check("ncclAllReduce",
-              f_.all_reduce(send, recv, count, NcclType(dtype), op,
-                            AsNccl(comm), static_cast<cudaStream_t>(stream)));
-    // NCCL allows freeing the operator once the call that took it returns.
-    if (premultiplied) f_.destroy_op(op, AsNccl(comm));
-    return status;
+    return WithOp(reduction, dtype, comm, [&](ncclRedOp_t op) {
+      return Check("ncclAllReduce",
+                   f_.all_reduce(send, recv, count, NcclType(dtype), op,
+                                 AsNccl(comm), AsCuda(stream)));
+    });
+  }
+
+  Status Reduce(const void* send, void* recv, size_t count, DataType dtype,
+                Reduction reduction, int root, Comm comm,
+                Stream stream) override {
+    return WithOp(reduction, dtype, comm, [&](ncclRedOp_t op) {
+      return Check("ncclReduce",
+                   f_.reduce(send, recv, count, NcclType(dtype), op, root,
+                             AsNccl(comm), AsCuda(stream)));
+    });
+  }
+
+  Status ReduceScatter(const void* send, void* recv, size_t count,
+                       DataType dtype, Reduction reduction, Comm comm,
+                       Stream stream) override {
+    return WithOp(reduction, dtype, comm, [&](ncclRedOp_t op) {
+      return Check("ncclReduceScatter",
+                   f_.reduce_scatter(send, recv, count, NcclType(dtype), op,
+                                     AsNccl(comm), AsCuda(stream)));
+    });
+  }
+
+  Status Send(const void* send, size_t count, DataType dtype, int peer,
+              Comm comm, Stream stream) override {
+    return Check("ncclSend", f_.send(send, count, NcclType(dtype), peer,
+                                     AsNccl(comm), AsCuda(stream)));
+  }
+
+  Status Recv(void* recv, size_t count, DataType dtype, int peer, Comm comm,
+              Stream stream) override {
+    return Check("ncclRecv", f_.recv(recv, count, NcclType(dtype), peer,
+                                     AsNccl(comm), AsCuda(stream)));
   }
 
   Status Broadcast(const void* send, void* recv, size_t count, DataType dtype,
                    int root, Comm comm, Stream stream) override {
     return Check("ncclBroadcast",
                  f_.broadcast(send, recv, count, NcclType(dtype), root,
-                              AsNccl(comm), static_cast<cudaStream_t>(stream)));
+                              AsNccl(comm), AsCuda(stream)));
   }
 
   Status AllGather(const void* send, void* recv, size_t count, DataType dtype,
                    Comm comm, Stream stream) override {
     return Check("ncclAllGather",
                  f_.all_gather(send, recv, count, NcclType(dtype), AsNccl(comm),
-                               static_cast<cudaStream_t>(stream)));
+                               AsCuda(stream)));
   }
 
  private:
+  // Runs `call` with NCCL's operator for `reduction`: a PreMulSum made for
+  // it when it premultiplies (its scalar has the tensor's type; NCCL reads
+  // it before returning), destroyed once the call has returned, as NCCL
+  // allows.
+  template <typename Call>
+  Status WithOp(Reduction reduction, DataType dtype, Comm comm, Call call) {
+    ncclRedOp_t op = NcclOp(reduction.op);
+    if (reduction.premultiply == 1.0) return call(op);
+    Status made = WithCppType(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T scalar = static_cast<T>(reduction.premultiply);
+      return Check("ncclRedOpCreatePreMulSum",
+                   f_.create_premul_sum(&op, &scalar, NcclType(dtype),
+                                        ncclScalarHostImmediate, AsNccl(comm)));
+    });
+    if (!made.ok()) return made;
+    Status status = call(op);
+    Status destroyed =
+        Check("ncclRedOpDestroy", f_.destroy_op(op, AsNccl(comm)));
+    // A leaked operator costs a slot of the communicator's, not a result.
+    if (!destroyed.ok()) spdlog::warn("{}", destroyed.message());
+    return status;
+  }
+
   // An NCCL failure as a status: NCCL's own words for the code, and its
   // last error message, which names the peer or the transport when it
   // knows them. A system or remote error is kTransport (a reset rebuilds

@@ -1,5 +1,6 @@
 #include "ops/nccl/watchdog.h"
 
+#include <algorithm>
 #include <string>
 
 namespace hvd::runtime::nccl {
@@ -19,13 +20,13 @@ std::string Seconds(std::chrono::milliseconds d) {
 WatchAction DecideWatch(const Watch& watch, Clock::time_point now) {
   if (watch.abort_reason) {
     return {
-        Verdict::kAbort,
+        Verdict::kFail,
         Status::Aborted(watch.what + " was aborted: " + *watch.abort_reason)};
   }
   switch (watch.state.health) {
     case CommHealth::kFailed:
       // NCCL's own error: a peer's connection broke, or a remote error.
-      return {Verdict::kAbort, watch.state.error.WithContext(watch.what)};
+      return {Verdict::kFail, watch.state.error.WithContext(watch.what)};
     case CommHealth::kReady:
       return {Verdict::kDone, Status::Ok()};
     case CommHealth::kInProgress:
@@ -33,7 +34,7 @@ WatchAction DecideWatch(const Watch& watch, Clock::time_point now) {
   }
   if (now - watch.started >= watch.deadline) {
     return {
-        Verdict::kAbort,
+        Verdict::kFail,
         Status::Timeout(watch.what + " did not finish within " +
                         Seconds(watch.deadline) +
                         " (a peer did not take part: it may have died, hung or "
@@ -85,6 +86,34 @@ ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
   }
   plan.shrink = true;
   return plan;
+}
+
+ResetPlan PlanInheritance(const std::vector<Inheritance>& members) {
+  ResetPlan plan;
+  if (members.empty()) {
+    plan.why = "the set has no members";
+    return plan;
+  }
+  const Inheritance* known = nullptr;
+  int nccl_version = members.front().nccl_version;
+  std::vector<int> old_rank_of;
+  for (size_t rank = 0; rank < members.size(); ++rank) {
+    const Inheritance& m = members[rank];
+    nccl_version = std::min(nccl_version, m.nccl_version);
+    old_rank_of.push_back(m.generation < 0 ? -1 : m.rank);
+    if (m.generation < 0) continue;
+    if (known == nullptr) known = &m;
+    if (m.generation != known->generation || m.size != known->size) {
+      plan.why = "rank " + std::to_string(rank) + " comes from generation " +
+                 std::to_string(m.generation) + "'s communicator of " +
+                 std::to_string(m.size) + ", another from generation " +
+                 std::to_string(known->generation) + "'s of " +
+                 std::to_string(known->size);
+      return plan;
+    }
+  }
+  return PlanReset(known == nullptr ? 0 : known->size, old_rank_of,
+                   nccl_version);
 }
 
 }  // namespace hvd::runtime::nccl

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,9 +30,9 @@ struct Watch {
 };
 
 enum class Verdict {
-  kWait,   // poll again
-  kDone,   // NCCL finished the call
-  kAbort,  // abort the communicator; `status` is the error callers get
+  kWait,  // poll again
+  kDone,  // NCCL finished the call
+  kFail,  // the communicator failed; `status` is the error callers get
 };
 struct WatchAction {
   Verdict verdict = Verdict::kWait;
@@ -57,5 +58,23 @@ struct ResetPlan {
 // with NCCL 2.27 or newer (`nccl_version`).
 ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
                     int nccl_version);
+
+// What one member of a process set's new generation brings of the set's
+// last communicator (the lane its failed generation left, gpus.h): that
+// generation, its rank and size there, on the device it uses now; and the
+// NCCL it runs. generation -1: none (new to the job, on another device, or
+// its communicator is gone).
+struct Inheritance {
+  int64_t generation = -1;
+  int rank = -1;
+  int size = 0;
+  int nccl_version = 0;
+};
+
+// The plan every member reaches from all members' inheritances (in new
+// rank order, as an allgather gives them): PlanReset, when they all come
+// from one communicator (one generation, one size) and run an NCCL that
+// shrinks (the oldest member's version counts).
+ResetPlan PlanInheritance(const std::vector<Inheritance>& members);
 
 }  // namespace hvd::runtime::nccl
