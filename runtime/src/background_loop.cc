@@ -234,7 +234,10 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
     const int device = entries[unit.front()].request.device;
     const FusedExecutor fused = device < 0 ? op.fused : op.gpu_fused;
     common::Result<Backends> backends = Backends{};
-    if (head.kind == Response::Kind::kRun) backends = BackendsOf(set, device);
+    if (head.kind == Response::Kind::kRun) {
+      backends =
+          BackendsOf(set, device, head.request.type == OpType::kAllreduce);
+    }
     if (!backends.ok()) {
       status = backends.status();
     } else if (head.kind == Response::Kind::kRun && fused != nullptr) {
@@ -360,9 +363,9 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
   return nccl::PlanInheritance(members);
 }
 
-common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
-                                                    int device) {
-  Backends backends{set.context, set.host.get(), nullptr};
+common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set, int device,
+                                                    bool allreduce) {
+  Backends backends{set.context, set.host.get(), nullptr, nullptr};
   if (device < 0) return backends;
   if (!set.lane) {
     common::Result<std::unique_ptr<nccl::Lane>> lane = MakeLane(set, device);
@@ -376,7 +379,52 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set,
         ", a unit on cuda:" + std::to_string(device));
   }
   backends.lane = set.lane.get();
+  const shm::HostGroup* host = set.host.get();
+  if (allreduce && host != nullptr && host->allreduce_on() &&
+      host->place().cross_size > 1) {
+    if (set.lane->hierarchy() == nullptr) {
+      Status made = MakeHierarchy(set, *set.lane);
+      if (!made.ok()) return made;
+    }
+    backends.gpu_hierarchy = set.lane->hierarchy();
+  }
   return backends;
+}
+
+Status BackgroundLoop::MakeHierarchy(const ProcessSet& set, nccl::Lane& lane) {
+  const common::RankLayout& place = set.host->place();
+  nccl::CommunicatorLimits limits;
+  limits.setup = parts_.config->start_timeout;
+  limits.op = parts_.config->gloo_timeout;
+  const std::string prefix = "set" + std::to_string(set.id);
+  const std::string on = " of process set " + std::to_string(set.id) +
+                         " on cuda:" + std::to_string(lane.device());
+  // Among this host's ranks of the set; among equal local ranks across
+  // hosts. Each sub-communicator's rank 0 publishes its id under its own
+  // key.
+  auto local = nccl::Communicator::Create(
+      &lane.api(),
+      nccl::StoreIdExchange(
+          *parts_.config, parts_.generation,
+          prefix + ".local" + std::to_string(place.cross_rank)),
+      "host communicator" + on, lane.device(), place.local_rank,
+      place.local_size, limits);
+  if (!local.ok()) return local.status();
+  auto cross = nccl::Communicator::Create(
+      &lane.api(),
+      nccl::StoreIdExchange(
+          *parts_.config, parts_.generation,
+          prefix + ".cross" + std::to_string(place.local_rank)),
+      "cross-host communicator" + on, lane.device(), place.cross_rank,
+      place.cross_size, limits);
+  if (!cross.ok()) {
+    (*local)->Abort();  // its peers may not close with it
+    return cross.status();
+  }
+  lane.SetHierarchy({std::move(*local), std::move(*cross)});
+  spdlog::info("NCCL hierarchical allreduce{}: {} ranks per host, {} hosts", on,
+               place.local_size, place.cross_size);
+  return Status::Ok();
 }
 
 Status BackgroundLoop::ExecuteOne(const Backends& backends,

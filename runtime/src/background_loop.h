@@ -79,7 +79,12 @@ class BackgroundLoop {
   // What `set`'s collectives run on; for CUDA tensors (`device` >= 0) its
   // lane, made at the first (every member gets there in the same
   // response).
-  common::Result<Backends> BackendsOf(ProcessSet& set, int device);
+  // With `allreduce` (the unit's op), the lane's hierarchy when the set's
+  // allreduce is hierarchical now, made at the first such unit.
+  common::Result<Backends> BackendsOf(ProcessSet& set, int device,
+                                      bool allreduce);
+  // The lane's local and cross communicators (every member at once).
+  common::Status MakeHierarchy(const ProcessSet& set, nccl::Lane& lane);
   // The set's lane on `device`: in an elastic job's global set, the
   // communicator the last generation left shrunk when every member agrees
   // (nccl::PlanInheritance), else a new one from rank 0's id.

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -401,6 +402,108 @@ TEST_F(NcclExecutorTest, AllgatherTakesUnequalPartsByBroadcastsEqualOnesWhole) {
                                         "allgather 1 int32"}));
   }
   results.clear();  // frees the outputs before TearDown counts
+}
+
+// Four ranks on two "hosts" (ranks 0-1 and 2-3): each lane gets a host
+// communicator and a cross-host one, as the background loop gives them.
+class NcclHierarchyTest : public NcclExecutorTest {
+ protected:
+  void MakeHierarchy() {
+    MakeLanes(4);
+    for (const char* board : {"local0", "local1", "cross0", "cross1"}) {
+      boards_[board];  // made here: the threads only read the map
+    }
+    std::vector<Status> made(4);
+    OnEveryRank(4, [&](int rank) {
+      const int host = rank / 2;
+      const int local_rank = rank % 2;
+      auto local = Communicator::Create(
+          gpus_.Rank(rank),
+          boards_.at("local" + std::to_string(host)).Exchange(), "host", 0,
+          local_rank, 2, {});
+      auto cross = Communicator::Create(
+          gpus_.Rank(rank),
+          boards_.at("cross" + std::to_string(local_rank)).Exchange(), "cross",
+          0, host, 2, {});
+      if (!local.ok() || !cross.ok()) {
+        made[rank] = local.ok() ? cross.status() : local.status();
+        return;
+      }
+      lanes_[rank]->SetHierarchy({std::move(*local), std::move(*cross)});
+    });
+    for (const Status& status : made) {
+      ASSERT_TRUE(status.ok()) << status.message();
+    }
+  }
+
+  Backends Hierarchical(int rank) {
+    return Backends{nullptr, nullptr, lanes_[rank].get(),
+                    lanes_[rank]->hierarchy()};
+  }
+
+  std::map<std::string, IdBoard> boards_;
+};
+
+// 5 elements pad to 2 blocks of 3: a host reduce-scatter leaves each local
+// rank its block reduced over the host, a cross-host allreduce reduces it
+// over the job, a host allgather gives every rank both. The average's
+// 1/size and the postscale fold into the first stage's factor.
+TEST_F(NcclHierarchyTest, AllreduceGoesThroughTheHostThenAcrossHosts) {
+  MakeHierarchy();
+  const Request average =
+      Allreduce(ReduceOp::kAverage, DataType::kFloat32, 1, 2);
+  std::vector<std::vector<TensorEntry>> units(4);
+  std::vector<std::vector<float*>> outputs(4);
+  std::vector<Status> statuses(4);
+  for (int rank = 0; rank < 4; ++rank) {
+    const float v = static_cast<float>(rank + 1);
+    float* a = Device<float>(rank, {v, 10 * v, 100 * v});
+    float* b = Device<float>(rank, {-v, 2 * v});
+    outputs[rank] = {a, b};
+    units[rank] = {Entry("a", average, 3, a, a), Entry("b", average, 2, b, b)};
+  }
+  OnEveryRank(4, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] = RunNcclAllreduce(Hierarchical(rank), Unit(units[rank]), {},
+                                      nullptr, &results, nullptr);
+  });
+  // The average of 1..4 is 2.5, times 2.
+  for (int rank = 0; rank < 4; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_EQ(std::vector<float>(outputs[rank][0], outputs[rank][0] + 3),
+              std::vector<float>({5, 50, 500}));
+    EXPECT_EQ(std::vector<float>(outputs[rank][1], outputs[rank][1] + 2),
+              std::vector<float>({-5, 10}));
+    EXPECT_EQ(gpus_.launches(rank),
+              std::vector<std::string>(
+                  {"copy 12", "copy 8", "reducescatter 3 float32 sum*0.5",
+                   "allreduce 3 float32 sum", "allgather 3 float32", "copy 12",
+                   "copy 8"}));
+  }
+}
+
+// Each stage of an integer average would truncate: it stays flat.
+TEST_F(NcclHierarchyTest, AnIntegerAverageStaysFlat) {
+  MakeHierarchy();
+  std::vector<int32_t*> tensors(4);
+  std::vector<TensorEntry> entries(4);
+  for (int rank = 0; rank < 4; ++rank) {
+    tensors[rank] = Device<int32_t>(rank, {rank});
+    entries[rank] = Entry("i", Allreduce(ReduceOp::kAverage, DataType::kInt32),
+                          1, tensors[rank], tensors[rank]);
+  }
+  std::vector<Status> statuses(4);
+  OnEveryRank(4, [&](int rank) {
+    std::vector<OpResult> results;
+    statuses[rank] = RunNcclAllreduce(Hierarchical(rank), {&entries[rank]}, {},
+                                      nullptr, &results, nullptr);
+  });
+  for (int rank = 0; rank < 4; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_EQ(*tensors[rank], 1);  // (0 + 1 + 2 + 3) / 4, truncated once
+    EXPECT_EQ(gpus_.launches(rank),
+              std::vector<std::string>({"allreduce 1 int32 average"}));
+  }
 }
 
 // Rank r's inputs hold r + 1 everywhere. `even` (6 rows over 3 ranks)

@@ -26,6 +26,7 @@ namespace hvd::runtime::nccl {
 namespace {
 
 using common::Result;
+using common::Status;
 
 class NcclRuntimeTest : public ::testing::Test {
  protected:
@@ -202,12 +203,12 @@ TEST_F(NcclRuntimeTest, ADeviceThisProcessDoesNotSeeIsRefusedAtOnce) {
       << handle.status().message();
 }
 
-// ---- Elastic resets: ranks as threads of this process ----
+// ---- Jobs of several ranks: threads of this process ----
 
-// An elastic job's ranks, each a Runtime on a thread of this process with
-// its own Gpus over the shared fake GPUs (kept across generations, as the
-// ElasticWorker keeps them), through a real rendezvous server.
-class NcclResetTest : public ::testing::Test {
+// A job's ranks, each a Runtime on a thread of this process with its own
+// Gpus over the shared fake GPUs (kept across generations, as the
+// ElasticWorker keeps them), through a real rendezvous server; elastic.
+class NcclJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
     rendezvous::ServerOptions options;
@@ -224,63 +225,70 @@ class NcclResetTest : public ::testing::Test {
   }
 
   // Starts generation `generation` with `slots` (slot s is rank s of the
-  // fake GPUs, whatever its rank in the generation) and runs one allreduce
-  // of a CUDA tensor holding slot + 1 on each; returns every rank's sum.
+  // fake GPUs, whatever its rank in the generation), `local_size` ranks
+  // per host, and runs one allreduce of a CUDA tensor holding slot + 1 on
+  // each; returns every rank's sum.
   std::vector<float> Generation(int64_t generation,
-                                const std::vector<int>& slots) {
+                                const std::vector<int>& slots,
+                                int local_size = 1) {
     const int size = static_cast<int>(slots.size());
     runtimes_.clear();
     runtimes_.resize(size);
     std::vector<float> sums(size, -1);
+    for (int slot : slots) GpusOf(slot);  // made here: the threads only read
     std::vector<std::thread> threads;
     for (int rank = 0; rank < size; ++rank) {
-      threads.emplace_back(
-          [&, rank] {
-            const int slot = slots[rank];
-            RuntimeConfig config;
-            config.rendezvous_addr = "127.0.0.1";
-            config.rendezvous_port = server_->port();
-            config.secret = "nccl-reset-test";
-            config.hostname = "127.0.0.1";
-            config.layout.rank = config.layout.cross_rank = rank;
-            config.layout.size = config.layout.cross_size = size;
-            config.layout.local_size = 1;
-            config.elastic = true;
-            config.stall_check = false;
-            config.start_timeout = std::chrono::seconds(30);
-            auto started = Runtime::Start(config, generation, {}, nullptr,
-                                          std::nullopt, GpusOf(slot));
-            if (!started.ok()) {
-              ADD_FAILURE()
-                  << "rank " << rank << ": " << started.status().ToString();
-              return;
-            }
-            runtimes_[rank] = std::move(*started);
-            Result<void*> memory = fake_.Rank(slot)->Allocate(0, sizeof(float));
-            ASSERT_TRUE(memory.ok());
-            auto* x = static_cast<float*>(*memory);
-            *x = static_cast<float>(slot + 1);
-            TensorSpec spec;
-            spec.name = "g";
-            spec.shape = {1};
-            spec.device = 0;
-            AllreduceArgs sum;
-            sum.op = ReduceOp::kSum;
-            auto handle = runtimes_[rank]->Allreduce(spec, x, x, sum);
-            auto done = handle.ok() ? runtimes_[rank]->Wait(*handle)
-                                    : Result<OpResult>(handle.status());
-            if (done.ok() && done->status.ok()) {
-              sums[rank] = *x;
-            } else {
-              ADD_FAILURE()
-                  << "rank " << rank << ": "
-                  << (done.ok() ? done->status : done.status()).ToString();
-            }
-            fake_.Rank(slot)->Free(0, *memory);
-          });
+      threads.emplace_back([&, rank] {
+        common::RankLayout layout;
+        layout.rank = rank;
+        layout.size = size;
+        layout.local_rank = rank % local_size;
+        layout.local_size = local_size;
+        layout.cross_rank = rank / local_size;
+        layout.cross_size = size / local_size;
+        Status status = RunRank(generation, layout, slots[rank], &sums[rank]);
+        if (!status.ok()) {
+          ADD_FAILURE() << "rank " << rank << ": " << status.ToString();
+        }
+      });
     }
     for (std::thread& thread : threads) thread.join();
     return sums;
+  }
+
+  Status RunRank(int64_t generation, const common::RankLayout& layout, int slot,
+                 float* sum) {
+    RuntimeConfig config;
+    config.rendezvous_addr = "127.0.0.1";
+    config.rendezvous_port = server_->port();
+    config.secret = "nccl-reset-test";
+    config.hostname = "127.0.0.1";
+    config.layout = layout;
+    config.elastic = true;
+    config.stall_check = false;
+    config.start_timeout = std::chrono::seconds(30);
+    auto started = Runtime::Start(config, generation, {}, nullptr, std::nullopt,
+                                  gpus_.at(slot));
+    if (!started.ok()) return started.status();
+    runtimes_[layout.rank] = std::move(*started);
+    Runtime& runtime = *runtimes_[layout.rank];
+    Result<void*> memory = fake_.Rank(slot)->Allocate(0, sizeof(float));
+    if (!memory.ok()) return memory.status();
+    auto* x = static_cast<float*>(*memory);
+    *x = static_cast<float>(slot + 1);
+    TensorSpec spec;
+    spec.name = "g";
+    spec.shape = {1};
+    spec.device = 0;
+    AllreduceArgs args;
+    args.op = ReduceOp::kSum;
+    auto handle = runtime.Allreduce(spec, x, x, args);
+    auto done =
+        handle.ok() ? runtime.Wait(*handle) : Result<OpResult>(handle.status());
+    Status status = done.ok() ? done->status : done.status();
+    if (status.ok()) *sum = *x;
+    fake_.Rank(slot)->Free(0, *memory);
+    return status;
   }
 
   // The generation fails, as when the driver pushes Abort after a death.
@@ -297,7 +305,7 @@ class NcclResetTest : public ::testing::Test {
   std::vector<std::unique_ptr<Runtime>> runtimes_;
 };
 
-TEST_F(NcclResetTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
+TEST_F(NcclJobTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
   EXPECT_EQ(Generation(1, {0, 1, 2}), std::vector<float>({6, 6, 6}));
   Fail();
   gpus_.erase(2);  // slot 2 is gone: its process ended
@@ -315,7 +323,7 @@ TEST_F(NcclResetTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
 
 // Alone, the survivor has nobody to agree with: it drops the old one and
 // makes a communicator of one.
-TEST_F(NcclResetTest, ALoneSurvivorDropsTheOldCommunicatorForItsOwn) {
+TEST_F(NcclJobTest, ALoneSurvivorDropsTheOldCommunicatorForItsOwn) {
   EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
   Fail();
   gpus_.erase(1);
@@ -326,9 +334,25 @@ TEST_F(NcclResetTest, ALoneSurvivorDropsTheOldCommunicatorForItsOwn) {
   runtimes_.clear();
 }
 
+// Two hosts of two ranks: the allreduce goes through the host's
+// communicator, then across hosts, then back through the host's.
+TEST_F(NcclJobTest, TwoHostsOfTwoRanksReduceHierarchically) {
+  EXPECT_EQ(Generation(1, {0, 1, 2, 3}, 2),
+            std::vector<float>({10, 10, 10, 10}));
+  for (int slot = 0; slot < 4; ++slot) {
+    EXPECT_EQ(fake_.inits(slot), 3) << "the set's, the host's, the cross";
+    EXPECT_EQ(fake_.launches(slot),
+              std::vector<std::string>({"copy 4", "reducescatter 1 float32 sum",
+                                        "allreduce 1 float32 sum",
+                                        "allgather 1 float32", "copy 4"}))
+        << "slot " << slot;
+  }
+  runtimes_.clear();
+}
+
 // A newcomer has no part in the old communicator: every member drops its
 // own (abort) and they make a new one from rank 0's id.
-TEST_F(NcclResetTest, ANewcomerMeansANewCommunicatorForEveryone) {
+TEST_F(NcclJobTest, ANewcomerMeansANewCommunicatorForEveryone) {
   EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
   Fail();
   EXPECT_EQ(Generation(2, {0, 1, 2}), std::vector<float>({6, 6, 6}));

@@ -21,7 +21,8 @@ namespace hvd::runtime {
 
 namespace nccl {
 class Lane;
-}
+struct Hierarchy;
+}  // namespace nccl
 
 // What a process set offers its collectives: its Gloo context, and its
 // host's shared-memory stage when it has one (every rank's says the same
@@ -31,6 +32,9 @@ struct Backends {
   std::shared_ptr<gloo::Context> context;
   shm::HostGroup* host = nullptr;
   nccl::Lane* lane = nullptr;
+  // With the lane: its local and cross communicators when the set's
+  // allreduce is hierarchical now (HostGroup::allreduce_on, several hosts).
+  nccl::Hierarchy* gpu_hierarchy = nullptr;
 };
 
 // `phase`, if set, hears each step of an executor start: the copy into the

@@ -19,6 +19,74 @@ bool FloatingPoint(DataType dtype) {
          dtype == DataType::kFloat64;
 }
 
+// Copies every entry's input to its place in the buffer at `at`
+// (into_buffer), or its place back to its output, on hvd's stream.
+Status CopyEntries(Lane& lane, const std::vector<const TensorEntry*>& entries,
+                   uint8_t* at, size_t element, bool into_buffer) {
+  for (const TensorEntry* e : entries) {
+    const size_t bytes = ElementCount(e->request.shape) * element;
+    Status status = into_buffer ? lane.Copy(at, e->input, bytes)
+                                : lane.Copy(e->output, at, bytes);
+    if (!status.ok()) return status;
+    at += bytes;
+  }
+  return Status::Ok();
+}
+
+// The hierarchical allreduce of a unit, packed into the device buffer
+// (padded to a whole number of blocks, one per local rank): a reduce-scatter
+// among the host's ranks leaves each its block reduced over the host; an
+// allreduce across hosts among equal local ranks reduces it over the job;
+// an allgather among the host's ranks gives every rank every block. Each
+// step in place, on hvd's stream; the host waits once, under the cross
+// communicator's watchdog (where a remote peer's death shows).
+Status HierarchicalAllreduce(Lane& lane, Hierarchy& hierarchy,
+                             const std::vector<const TensorEntry*>& entries,
+                             Reduction reduction, const PhaseFn& phase) {
+  const Request& r = entries.front()->request;
+  const std::string what = UnitName(entries);
+  const size_t element = DataTypeSize(r.dtype);
+  size_t count = 0;
+  for (size_t c : Counts(entries)) count += c;
+  const int local_size = hierarchy.local->size();
+  const size_t block = (count + local_size - 1) / local_size;
+  Result<uint8_t*> buffer = lane.FusionBuffer(block * local_size * element);
+  if (!buffer.ok()) return buffer.status().WithContext(what);
+  uint8_t* mine = *buffer + hierarchy.local->rank() * block * element;
+  Api& api = lane.api();
+  Status status = lane.WaitForInputs(entries);
+  if (!status.ok()) return status;
+  Say(phase, kActivityMemcpyInFusionBuffer);
+  status = CopyEntries(lane, entries, *buffer, element, true);
+  if (status.ok() && block > 0) {
+    Say(phase, kActivityNcclReducescatter);
+    status = hierarchy.local->Launch(what, [&](Comm comm) {
+      return api.ReduceScatter(*buffer, mine, block, r.dtype, reduction, comm,
+                               lane.stream());
+    });
+  }
+  if (status.ok() && block > 0) {
+    // The scale was applied once, on the host's stage.
+    Say(phase, kActivityNcclAllreduce);
+    status = hierarchy.cross->Launch(what, [&](Comm comm) {
+      return api.AllReduce(mine, mine, block, r.dtype, {reduction.op, 1.0},
+                           comm, lane.stream());
+    });
+  }
+  if (status.ok() && block > 0) {
+    Say(phase, kActivityNcclAllgather);
+    status = hierarchy.local->Launch(what, [&](Comm comm) {
+      return api.AllGather(mine, *buffer, block, r.dtype, comm, lane.stream());
+    });
+  }
+  if (status.ok()) {
+    Say(phase, kActivityMemcpyOutFusionBuffer);
+    status = CopyEntries(lane, entries, *buffer, element, false);
+  }
+  if (status.ok()) status = lane.Finish(what, hierarchy.cross.get());
+  return status;
+}
+
 }  // namespace
 
 Result<Reduction> NcclReduction(const Request& r, int size) {
@@ -63,6 +131,15 @@ Status RunNcclAllreduce(const Backends& backends,
   const std::string what = UnitName(entries);
   Result<Reduction> reduction = NcclReduction(r, lane.communicator().size());
   if (!reduction.ok()) return reduction.status();
+  // An integer average truncates once on the flat path; the hierarchy
+  // would truncate at each stage.
+  if (backends.gpu_hierarchy != nullptr &&
+      !(reduction->op == ReduceOp::kAverage && !FloatingPoint(r.dtype))) {
+    Status status = HierarchicalAllreduce(lane, *backends.gpu_hierarchy,
+                                          entries, *reduction, phase);
+    if (status.ok()) results->resize(entries.size());
+    return status;
+  }
   const size_t element = DataTypeSize(r.dtype);
   size_t count = 0;
   for (size_t c : Counts(entries)) count += c;
@@ -74,12 +151,7 @@ Status RunNcclAllreduce(const Backends& backends,
     Result<uint8_t*> buffer = lane.FusionBuffer(count * element);
     if (!buffer.ok()) return buffer.status().WithContext(what);
     Say(phase, kActivityMemcpyInFusionBuffer);
-    uint8_t* at = *buffer;
-    for (const TensorEntry* e : entries) {
-      const size_t bytes = ElementCount(e->request.shape) * element;
-      if (status.ok()) status = lane.Copy(at, e->input, bytes);
-      at += bytes;
-    }
+    status = CopyEntries(lane, entries, *buffer, element, true);
     send = recv = *buffer;
   }
   if (status.ok() && count > 0) {
@@ -91,12 +163,8 @@ Status RunNcclAllreduce(const Backends& backends,
   }
   if (status.ok() && entries.size() > 1) {
     Say(phase, kActivityMemcpyOutFusionBuffer);
-    const auto* at = static_cast<const uint8_t*>(recv);
-    for (const TensorEntry* e : entries) {
-      const size_t bytes = ElementCount(e->request.shape) * element;
-      if (status.ok()) status = lane.Copy(e->output, at, bytes);
-      at += bytes;
-    }
+    status =
+        CopyEntries(lane, entries, static_cast<uint8_t*>(recv), element, false);
   }
   if (status.ok()) status = lane.Finish(what);
   if (status.ok()) results->resize(entries.size());

@@ -26,6 +26,9 @@ namespace hvd::runtime::nccl {
 common::Result<Reduction> NcclReduction(const Request& r, int size);
 
 // On backends.lane; the host buffer is unused (the lane has its own).
+// Allreduce is hierarchical with backends.gpu_hierarchy (local
+// reduce-scatter, cross allreduce, local allgather, through the device
+// buffer), except an integer average, which stays flat.
 // Allgather's outputs are device memory it allocates (OpResult's
 // device_data), all of a unit's tensors in one NCCL group: ncclAllGather
 // where every rank has as many rows, else a broadcast from each rank of

@@ -29,21 +29,51 @@ Result<std::unique_ptr<Lane>> Lane::Create(
       new Lane(std::move(api), std::move(communicator), *stream, *done));
   if (abort_switch) {
     Communicator* comm = lane->communicator_.get();
-    lane->subscription_ = abort_switch->Subscribe([comm] {
+    lane->subscriptions_.push_back(abort_switch->Subscribe([comm] {
       comm->RequestAbort("this generation's collectives were aborted");
-    });
+    }));
     lane->abort_switch_ = std::move(abort_switch);
   }
   return lane;
 }
 
+void Lane::SetHierarchy(Hierarchy hierarchy) {
+  hierarchy_ = std::move(hierarchy);
+  if (!abort_switch_) return;
+  for (Communicator* comm : {hierarchy_.local.get(), hierarchy_.cross.get()}) {
+    subscriptions_.push_back(abort_switch_->Subscribe([comm] {
+      comm->RequestAbort("this generation's collectives were aborted");
+    }));
+  }
+}
+
 void Lane::Detach() {
-  if (abort_switch_) abort_switch_->Unsubscribe(subscription_);
+  if (abort_switch_) {
+    for (int subscription : subscriptions_) {
+      abort_switch_->Unsubscribe(subscription);
+    }
+  }
+  subscriptions_.clear();
   abort_switch_.reset();
+  // Aborted, not closed: after a failure their peers may never finalize.
+  for (Communicator* comm : {hierarchy_.local.get(), hierarchy_.cross.get()}) {
+    if (comm != nullptr) comm->Abort();
+  }
+  hierarchy_ = {};
+}
+
+Status Lane::Close() {
+  Status status = communicator_->Close();
+  for (Communicator* comm : {hierarchy_.local.get(), hierarchy_.cross.get()}) {
+    if (comm == nullptr) continue;
+    Status closed = comm->Close();
+    if (status.ok()) status = closed;
+  }
+  return status;
 }
 
 Lane::~Lane() {
-  // The communicator goes first: an abort ends what the stream still runs.
+  // The communicators go first: an abort ends what the stream still runs.
   const int device = this->device();
   Detach();
   communicator_->Abort();
@@ -94,10 +124,11 @@ Status Lane::Copy(void* to, const void* from, size_t bytes) {
   return api_->Copy(to, from, bytes, stream_);
 }
 
-Status Lane::Finish(const std::string& what) {
+Status Lane::Finish(const std::string& what, Communicator* watch) {
   Status status = api_->Record(done_, stream_);
   if (!status.ok()) return status;
-  return communicator_->AwaitDone(done_, what);
+  return (watch != nullptr ? watch : communicator_.get())
+      ->AwaitDone(done_, what);
 }
 
 }  // namespace hvd::runtime::nccl

@@ -21,6 +21,14 @@
 
 namespace hvd::runtime::nccl {
 
+// The communicators of a hierarchical allreduce on this rank, besides the
+// set's own: among the set's ranks on this host (local), and among the
+// ranks of every host with this rank's local rank (cross).
+struct Hierarchy {
+  std::unique_ptr<Communicator> local;
+  std::unique_ptr<Communicator> cross;
+};
+
 class Lane {
  public:
   // Makes the stream and the event on the communicator's device. When
@@ -29,8 +37,8 @@ class Lane {
   static common::Result<std::unique_ptr<Lane>> Create(
       std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
       std::shared_ptr<AbortSwitch> abort_switch = nullptr);
-  // Aborts the communicator unless Close() closed it: after a failure its
-  // peers may never take part in a clean close.
+  // Aborts the communicators unless Close() closed them: after a failure
+  // their peers may never take part in a clean close.
   ~Lane();
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -49,13 +57,21 @@ class Lane {
   common::Status WaitForInputs(const std::vector<const TensorEntry*>& entries);
   // Copies on hvd's stream.
   common::Status Copy(void* to, const void* from, size_t bytes);
-  // Waits on the host until all work given to hvd's stream has finished.
-  common::Status Finish(const std::string& what);
+  // Waits on the host until all work given to hvd's stream has finished,
+  // under `watch`'s watchdog (the set's communicator when null).
+  common::Status Finish(const std::string& what, Communicator* watch = nullptr);
   // A clean close, at an orderly shutdown (every member calls it).
-  common::Status Close() { return communicator_->Close(); }
+  common::Status Close();
   // No abort switch reaches the communicator any more (its generation is
-  // over; the lane waits for the next one, gpus.h).
+  // over; the lane waits for the next one, gpus.h); the hierarchy's are
+  // aborted (the next generation makes its own).
   void Detach();
+
+  // The hierarchical allreduce's communicators once SetHierarchy has
+  // given them (every member at once); null before. The abort switch
+  // reaches them too.
+  Hierarchy* hierarchy() { return hierarchy_.local ? &hierarchy_ : nullptr; }
+  void SetHierarchy(Hierarchy hierarchy);
 
  private:
   Lane(std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
@@ -66,7 +82,8 @@ class Lane {
   const Stream stream_;
   const Event done_;
   std::shared_ptr<AbortSwitch> abort_switch_;
-  int subscription_ = -1;
+  std::vector<int> subscriptions_;
+  Hierarchy hierarchy_;
   void* buffer_ = nullptr;
   size_t buffer_bytes_ = 0;
 };

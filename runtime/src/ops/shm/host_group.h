@@ -104,6 +104,7 @@ class HostGroup {
   // This rank's place in the set, and the set's size.
   int rank() const { return place_.rank; }
   int size() const { return place_.size; }
+  const common::RankLayout& place() const { return place_; }
 
  private:
   HostGroup(const RuntimeConfig& config, const common::RankLayout& place,
