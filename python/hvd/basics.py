@@ -52,8 +52,9 @@ def shutdown():
 
 def reset():
     """Shutdown and init for an elastic reset: unlike shutdown(), the
-    registered process sets are created again for the new world."""
-    core.shutdown()
+    registered process sets are created again for the new world, and the
+    next generation may keep or shrink this one's NCCL communicator."""
+    core.shutdown(reset=True)
     init()
 
 

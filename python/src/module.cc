@@ -184,17 +184,20 @@ void Init(const std::vector<std::vector<int>>& process_sets) {
 }
 
 // In a fork the runtime is the parent's: it is set aside untouched (see
-// Runtime), and the fork may then init() a job of its own.
-void Shutdown() {
+// Runtime), and the fork may then init() a job of its own. `reset`: an
+// elastic reset, whose next generation may keep or shrink the NCCL
+// communicator this one leaves; any other shutdown gives it up.
+void Shutdown(bool reset) {
   std::shared_ptr<Runtime> runtime = std::move(g_state.runtime);
   g_state.runtime.reset();
-  if (!runtime) return;
-  if (!runtime->CheckProcess().ok()) {
+  if (runtime && !runtime->CheckProcess().ok()) {
     g_state.parents_runtime = std::move(runtime);
     return;
   }
   py::gil_scoped_release release;
-  runtime->Shutdown();
+  if (runtime) runtime->Shutdown();
+  auto* elastic = OwnElasticWorker();
+  if (!reset && elastic != nullptr) elastic->DropGpuCommunicators();
 }
 
 py::object Wait(runtime::Handle handle) {
@@ -279,7 +282,7 @@ PYBIND11_MODULE(_hvd_core, m) {
           });
   m.def("init", &Init,
         py::arg("process_sets") = std::vector<std::vector<int>>{});
-  m.def("shutdown", &Shutdown);
+  m.def("shutdown", &Shutdown, py::arg("reset") = false);
   m.def("is_initialized", [] { return g_state.runtime != nullptr; });
   // The runtime's loop has ended (a rank's shutdown, an error).
   m.def("loop_stopped",

@@ -74,20 +74,24 @@ Status BackgroundLoop::Run() {
         "hvd's background loop stopped; this and every later collective fail "
         "until hvd.shutdown() and hvd.init() (an elastic reset)");
   }
-  // After an orderly shutdown every member closes its lanes cleanly. After
-  // a failure they are aborted when their sets go, except the global set's
-  // in an elastic job: the next generation may shrink it (MakeLane).
+  // An elastic job's global set parks its lane, whichever way the
+  // generation ended: the next may keep or shrink it (MakeLane; a final
+  // shutdown drops it). Otherwise, after an orderly shutdown every member
+  // closes its lanes cleanly; after a failure they are aborted when their
+  // sets go.
   const bool orderly = stopped.code() == common::Code::kAborted &&
                        !(parts_.abort_switch && parts_.abort_switch->aborted());
   for (const auto& set : parts_.sets->All()) {
     if (!set->lane) continue;
-    if (orderly) {
+    if (set->id == 0 && parts_.config->elastic &&
+        set->lane->communicator().open()) {
+      const bool failed = !orderly || set->lane->communicator().failed();
+      set->lane->Detach();
+      parts_.gpus->Park(set->id,
+                        {parts_.generation, failed, std::move(set->lane)});
+    } else if (orderly) {
       Status closed = set->lane->Close();
       if (!closed.ok()) spdlog::warn("{}", closed.ToString());
-    } else if (set->id == 0 && parts_.config->elastic &&
-               set->lane->communicator().open()) {
-      set->lane->Detach();
-      parts_.gpus->Park(set->id, {parts_.generation, std::move(set->lane)});
     }
   }
   for (Handle handle : failed_) {
@@ -277,7 +281,7 @@ Status BackgroundLoop::ExecuteAll(ProcessSet& set,
   return Status::Ok();
 }
 
-common::Result<std::unique_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
+common::Result<std::shared_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
     ProcessSet& set, int device) {
   const std::string name = "process set " + std::to_string(set.id) +
                            " on cuda:" + std::to_string(device);
@@ -291,12 +295,16 @@ common::Result<std::unique_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
     common::Result<nccl::ResetPlan> plan =
         PlanLane(set, device, (*api)->Version(), parked);
     if (!plan.ok()) return plan.status();
+    if (plan->keep) {
+      spdlog::info("NCCL communicator of {} kept: every rank is back", name);
+      parked->lane->Attach(parts_.abort_switch);
+      return std::move(parked->lane);
+    }
     if (plan->shrink) {
       const auto started = std::chrono::steady_clock::now();
       nccl::Communicator& old = parked->lane->communicator();
       const int old_size = old.size();
-      // Its generation failed: NCCL ends whatever it still runs first.
-      auto shrunk = old.Shrink(plan->excluded, /*abort_first=*/true);
+      auto shrunk = old.Shrink(plan->excluded, plan->abort_first);
       parked.reset();  // its stream and buffer; the communicator is gone
       if (!shrunk.ok()) return shrunk.status().WithContext(name);
       spdlog::info(
@@ -308,7 +316,7 @@ common::Result<std::unique_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
       auto lane =
           nccl::Lane::Create(*api, std::move(*shrunk), parts_.abort_switch);
       if (!lane.ok()) return lane.status().WithContext(name);
-      return std::move(*lane);
+      return std::shared_ptr<nccl::Lane>(std::move(*lane));
     }
     if (parked) {
       spdlog::info("NCCL communicator of {} made anew: {}", name, plan->why);
@@ -331,7 +339,7 @@ common::Result<std::unique_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
   auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
   if (!lane.ok()) return lane.status().WithContext(name);
   spdlog::info("NCCL communicator of {} is up", name);
-  return std::move(*lane);
+  return std::shared_ptr<nccl::Lane>(std::move(*lane));
 }
 
 common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
@@ -344,9 +352,10 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
     mine.generation = parked->generation;
     mine.rank = parked->lane->communicator().rank();
     mine.size = parked->lane->communicator().size();
+    mine.failed = parked->failed;
   }
-  const std::array<int64_t, 4> wire = {mine.generation, mine.rank, mine.size,
-                                       mine.nccl_version};
+  const std::array<int64_t, 5> wire = {mine.generation, mine.rank, mine.size,
+                                       mine.failed ? 1 : 0, mine.nccl_version};
   std::vector<int64_t> all(wire.size() * set.size());
   Status status = gloo_ops::Allgather(
       set.context, wire.data(), std::vector<size_t>(set.size(), sizeof(wire)),
@@ -358,7 +367,7 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
   for (int rank = 0; rank < set.size(); ++rank) {
     const int64_t* at = all.data() + rank * wire.size();
     members[rank] = {at[0], static_cast<int>(at[1]), static_cast<int>(at[2]),
-                     static_cast<int>(at[3])};
+                     at[3] != 0, static_cast<int>(at[4])};
   }
   return nccl::PlanInheritance(members);
 }
@@ -368,7 +377,7 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set, int device,
   Backends backends{set.context, set.host.get(), nullptr, nullptr};
   if (device < 0) return backends;
   if (!set.lane) {
-    common::Result<std::unique_ptr<nccl::Lane>> lane = MakeLane(set, device);
+    common::Result<std::shared_ptr<nccl::Lane>> lane = MakeLane(set, device);
     if (!lane.ok()) return lane.status();
     set.lane = std::move(*lane);
   } else if (set.lane->device() != device) {

@@ -85,10 +85,10 @@ class BackgroundLoop {
                                       bool allreduce);
   // The lane's local and cross communicators (every member at once).
   common::Status MakeHierarchy(const ProcessSet& set, nccl::Lane& lane);
-  // The set's lane on `device`: in an elastic job's global set, the
-  // communicator the last generation left shrunk when every member agrees
+  // The set's lane on `device`: in an elastic job's global set, the lane
+  // the last generation left, kept or shrunk when every member agrees
   // (nccl::PlanInheritance), else a new one from rank 0's id.
-  common::Result<std::unique_ptr<nccl::Lane>> MakeLane(ProcessSet& set,
+  common::Result<std::shared_ptr<nccl::Lane>> MakeLane(ProcessSet& set,
                                                        int device);
   // Every member's answer to what it keeps of the set's last communicator
   // (one allgather on the set's Gloo context), and the plan they share.

@@ -38,6 +38,8 @@ ElasticWorker::~ElasticWorker() {
   }
 }
 
+void ElasticWorker::DropGpuCommunicators() { gpus_->DropParked(); }
+
 Result<JoinedGeneration> ElasticWorker::JoinNext(const RuntimeConfig& config) {
   if (!owner_.IsCurrent()) {
     return Status::InvalidArgument(

@@ -116,27 +116,43 @@ TEST(PlanResetTest, ANewcomerOrANewOrderNeedsANewCommunicator) {
   EXPECT_FALSE(PlanReset(3, {0, 3}, kNccl228).shrink);  // not in the old one
 }
 
-TEST(PlanResetTest, NothingToShrinkOrNoShrinkInThisNccl) {
+TEST(PlanResetTest, EveryOneInPlaceKeepsItAnOldNcclCannotShrink) {
   EXPECT_FALSE(PlanReset(0, {-1, -1}, kNccl228).shrink);
-  const ResetPlan nobody_left = PlanReset(3, {0, 1, 2}, kNccl228);
+  const ResetPlan nobody_left = PlanReset(3, {0, 1, 2}, 22605);
+  EXPECT_TRUE(nobody_left.keep);  // keeping needs no shrink
   EXPECT_FALSE(nobody_left.shrink);
-  EXPECT_NE(nobody_left.why.find("no rank left"), std::string::npos);
   const ResetPlan old_nccl = PlanReset(4, {0, 2, 3}, 22605);
-  EXPECT_FALSE(old_nccl.shrink);
+  EXPECT_FALSE(old_nccl.shrink || old_nccl.keep);
   EXPECT_NE(old_nccl.why.find("2.27"), std::string::npos);
 }
 
 // ---- PlanInheritance ----
 
-Inheritance From(int64_t generation, int rank, int size,
+Inheritance From(int64_t generation, int rank, int size, bool failed = false,
                  int nccl_version = kNccl228) {
-  return {generation, rank, size, nccl_version};
+  return {generation, rank, size, failed, nccl_version};
 }
 
+// After a HostsUpdated that removed a host, the generation ended in order:
+// a plain shrink. After a death, NCCL must end the pending work first.
 TEST(PlanInheritanceTest, TheSurvivorsOfOneCommunicatorShrinkAwayWhoLeft) {
-  const ResetPlan plan = PlanInheritance({From(5, 0, 3), From(5, 2, 3)});
-  EXPECT_TRUE(plan.shrink) << plan.why;
-  EXPECT_EQ(plan.excluded, std::vector<int>({1}));
+  const ResetPlan removed = PlanInheritance({From(5, 0, 3), From(5, 2, 3)});
+  EXPECT_TRUE(removed.shrink) << removed.why;
+  EXPECT_FALSE(removed.abort_first);
+  EXPECT_EQ(removed.excluded, std::vector<int>({1}));
+  const ResetPlan died =
+      PlanInheritance({From(5, 0, 3), From(5, 2, 3, /*failed=*/true)});
+  EXPECT_TRUE(died.shrink);
+  EXPECT_TRUE(died.abort_first);
+}
+
+TEST(PlanInheritanceTest, EveryRankBackAfterAnOrderlyEndKeepsIt) {
+  const ResetPlan same = PlanInheritance({From(5, 0, 2), From(5, 1, 2)});
+  EXPECT_TRUE(same.keep);
+  const ResetPlan failed =
+      PlanInheritance({From(5, 0, 2, /*failed=*/true), From(5, 1, 2)});
+  EXPECT_FALSE(failed.keep || failed.shrink);
+  EXPECT_NE(failed.why.find("failed"), std::string::npos);
 }
 
 TEST(PlanInheritanceTest, MembersOfDifferentCommunicatorsMakeANewOne) {
@@ -151,11 +167,13 @@ TEST(PlanInheritanceTest, MembersOfDifferentCommunicatorsMakeANewOne) {
   EXPECT_NE(newcomer.why.find("rank 1 is new"), std::string::npos);
   const ResetPlan nobody = PlanInheritance({From(-1, -1, 0), From(-1, -1, 0)});
   EXPECT_FALSE(nobody.shrink);
-  EXPECT_NE(nobody.why.find("no communicator"), std::string::npos);
+  EXPECT_NE(nobody.why.find("no communicator"), std::string::npos)
+      << nobody.why;
 }
 
 TEST(PlanInheritanceTest, TheOldestNcclAmongTheMembersDecides) {
-  const ResetPlan plan = PlanInheritance({From(5, 0, 3), From(5, 2, 3, 22605)});
+  const ResetPlan plan =
+      PlanInheritance({From(5, 0, 3), From(5, 2, 3, false, 22605)});
   EXPECT_FALSE(plan.shrink);
   EXPECT_NE(plan.why.find("NCCL 22605"), std::string::npos) << plan.why;
 }

@@ -317,8 +317,42 @@ TEST_F(NcclJobTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
               calls.end())
         << "slot " << slot;
   }
-  runtimes_.clear();  // an orderly shutdown closes the shrunk communicator
-  EXPECT_EQ(fake_.launches(0).back(), "destroy");
+  // Each generation's end parks the lane; the process's last shutdown
+  // gives it up.
+  runtimes_.clear();
+  gpus_.clear();
+  EXPECT_EQ(fake_.launches(0).back(), "abort");
+}
+
+// An orderly reset (a HostsUpdated) with every rank back: the communicator
+// serves the next generation as it is.
+TEST_F(NcclJobTest, EveryRankBackAfterAnOrderlyResetKeepsTheCommunicator) {
+  EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
+  runtimes_.clear();  // an orderly shutdown, as hvd.elastic's reset does
+  EXPECT_EQ(Generation(2, {0, 1}), std::vector<float>({3, 3}));
+  for (int slot : {0, 1}) {
+    EXPECT_EQ(fake_.inits(slot), 1) << "slot " << slot;
+    EXPECT_EQ(fake_.launches(slot),
+              std::vector<std::string>(
+                  {"allreduce 1 float32 sum", "allreduce 1 float32 sum"}));
+  }
+  runtimes_.clear();
+}
+
+// A HostsUpdated that removed slot 2's host: its generation ended in order,
+// so the survivors shrink without aborting anything first.
+TEST_F(NcclJobTest, ARemovedRankIsShrunkAwayAfterAnOrderlyReset) {
+  EXPECT_EQ(Generation(1, {0, 1, 2}), std::vector<float>({6, 6, 6}));
+  runtimes_.clear();
+  gpus_.erase(2);  // the removed worker exits
+  EXPECT_EQ(Generation(2, {0, 1}), std::vector<float>({3, 3}));
+  for (int slot : {0, 1}) {
+    EXPECT_EQ(fake_.inits(slot), 1) << "slot " << slot;
+    const auto calls = fake_.launches(slot);
+    EXPECT_NE(std::find(calls.begin(), calls.end(), "shrink -2"), calls.end())
+        << "slot " << slot;
+  }
+  runtimes_.clear();
 }
 
 // Alone, the survivor has nobody to agree with: it drops the old one and

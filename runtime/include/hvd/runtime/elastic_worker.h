@@ -78,9 +78,12 @@ class ElasticWorker {
   // Ok in the process that started it; kInvalidArgument in a fork.
   common::Status CheckProcess() const { return owner_.Check(); }
   // This process's GPUs, for every generation's Runtime::Start: the NCCL
-  // communicator a failed generation leaves waits there for the next one
-  // to shrink (runtime/src/ops/nccl/gpus.h).
+  // communicator each generation leaves waits there for the next one to
+  // keep or shrink (runtime/src/ops/nccl/gpus.h).
   const std::shared_ptr<nccl::Gpus>& gpus() const { return gpus_; }
+  // Aborts the NCCL communicator the last generation left: this process is
+  // done with the job (a shutdown that is no reset).
+  void DropGpuCommunicators();
 
  private:
   ElasticWorker() = default;

@@ -53,6 +53,12 @@ void Gpus::Park(int32_t set_id, Parked parked) {
   slot = std::move(parked);
 }
 
+void Gpus::DropParked() {
+  std::map<int32_t, Parked> dropped;  // aborted outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  dropped.swap(parked_);
+}
+
 std::optional<Gpus::Parked> Gpus::TakeParked(int32_t set_id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto found = parked_.find(set_id);

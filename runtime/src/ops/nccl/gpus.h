@@ -1,8 +1,8 @@
 // This process's GPUs as hvd uses them: the seam over NCCL and the CUDA
 // runtime, loaded when the first CUDA tensor arrives (so a worker that has
 // none never maps the CUDA libraries), the ready events of the tensors
-// enqueued on them, and the lanes a failed generation leaves for the next
-// to shrink. One Gpus serves every generation of an elastic worker.
+// enqueued on them, and the lane a generation of an elastic job leaves for
+// the next. One Gpus serves every generation of an elastic worker.
 //
 // Thread safety: any thread (the callers of collectives and the background
 // loop).
@@ -39,17 +39,21 @@ class Gpus {
   common::Result<std::shared_ptr<void>> RecordReady(int device,
                                                     Stream producer);
 
-  // A process set's lane whose generation failed, with its communicator
-  // (failed or not, never aborted), left for the set's next generation to
-  // shrink or abort; it replaces (aborts) one parked before. Its abort
-  // switch was the old generation's: the caller detaches it first.
+  // A process set's lane whose generation ended, with its communicator
+  // (never aborted), left for the set's next generation to keep, shrink or
+  // abort; it replaces (aborts) one parked before. `failed`: the
+  // generation failed here. Its abort switch was the old generation's: the
+  // caller detaches it first.
   struct Parked {
     int64_t generation = 0;
+    bool failed = false;
     std::shared_ptr<Lane> lane;
   };
   void Park(int32_t set_id, Parked parked);
   // The lane parked for `set_id`, if any; the caller owns it now.
   std::optional<Parked> TakeParked(int32_t set_id);
+  // Aborts every parked lane: the job is over for this process.
+  void DropParked();
 
  private:
   std::mutex mu_;

@@ -27,14 +27,17 @@ Result<std::unique_ptr<Lane>> Lane::Create(
   }
   std::unique_ptr<Lane> lane(
       new Lane(std::move(api), std::move(communicator), *stream, *done));
-  if (abort_switch) {
-    Communicator* comm = lane->communicator_.get();
-    lane->subscriptions_.push_back(abort_switch->Subscribe([comm] {
-      comm->RequestAbort("this generation's collectives were aborted");
-    }));
-    lane->abort_switch_ = std::move(abort_switch);
-  }
+  lane->Attach(std::move(abort_switch));
   return lane;
+}
+
+void Lane::Attach(std::shared_ptr<AbortSwitch> abort_switch) {
+  abort_switch_ = std::move(abort_switch);
+  if (!abort_switch_) return;
+  Communicator* comm = communicator_.get();
+  subscriptions_.push_back(abort_switch_->Subscribe([comm] {
+    comm->RequestAbort("this generation's collectives were aborted");
+  }));
 }
 
 void Lane::SetHierarchy(Hierarchy hierarchy) {

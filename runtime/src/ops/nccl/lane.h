@@ -66,6 +66,9 @@ class Lane {
   // over; the lane waits for the next one, gpus.h); the hierarchy's are
   // aborted (the next generation makes its own).
   void Detach();
+  // `abort_switch` (may be null) reaches the communicator from now on: the
+  // lane serves a new generation.
+  void Attach(std::shared_ptr<AbortSwitch> abort_switch);
 
   // The hierarchical allreduce's communicators once SetHierarchy has
   // given them (every member at once); null before. The abort switch

@@ -50,12 +50,7 @@ ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
   ResetPlan plan;
   constexpr int kFirstWithShrink = 22700;  // NCCL 2.27
   if (old_size == 0) {
-    plan.why = "there is no communicator to shrink";
-    return plan;
-  }
-  if (nccl_version < kFirstWithShrink) {
-    plan.why = "NCCL " + std::to_string(nccl_version) +
-               " has no ncclCommShrink (2.27 or newer has)";
+    plan.why = "there is no communicator to keep or shrink";
     return plan;
   }
   std::vector<bool> stays(old_size, false);
@@ -78,10 +73,14 @@ ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
   for (int old_rank = 0; old_rank < old_size; ++old_rank) {
     if (!stays[old_rank]) plan.excluded.push_back(old_rank);
   }
-  if (plan.excluded.empty()) {
-    // Everyone stayed, yet the old communicator is being replaced: it
-    // failed, and a shrink of nothing would carry its fault over.
-    plan.why = "no rank left";
+  if (plan.excluded.empty()) {  // everyone in order: every one in place
+    plan.keep = true;
+    return plan;
+  }
+  if (nccl_version < kFirstWithShrink) {
+    plan.excluded.clear();
+    plan.why = "NCCL " + std::to_string(nccl_version) +
+               " has no ncclCommShrink (2.27 or newer has)";
     return plan;
   }
   plan.shrink = true;
@@ -96,12 +95,14 @@ ResetPlan PlanInheritance(const std::vector<Inheritance>& members) {
   }
   const Inheritance* known = nullptr;
   int nccl_version = members.front().nccl_version;
+  bool failed = false;
   std::vector<int> old_rank_of;
   for (size_t rank = 0; rank < members.size(); ++rank) {
     const Inheritance& m = members[rank];
     nccl_version = std::min(nccl_version, m.nccl_version);
     old_rank_of.push_back(m.generation < 0 ? -1 : m.rank);
     if (m.generation < 0) continue;
+    failed = failed || m.failed;
     if (known == nullptr) known = &m;
     if (m.generation != known->generation || m.size != known->size) {
       plan.why = "rank " + std::to_string(rank) + " comes from generation " +
@@ -112,8 +113,16 @@ ResetPlan PlanInheritance(const std::vector<Inheritance>& members) {
       return plan;
     }
   }
-  return PlanReset(known == nullptr ? 0 : known->size, old_rank_of,
-                   nccl_version);
+  plan =
+      PlanReset(known == nullptr ? 0 : known->size, old_rank_of, nccl_version);
+  if (plan.keep && failed) {
+    // Everyone came back, but it failed: a shrink of nobody would carry
+    // its fault over.
+    plan.keep = false;
+    plan.why = "its generation failed and no rank left";
+  }
+  plan.abort_first = plan.shrink && failed;
+  return plan;
 }
 
 }  // namespace hvd::runtime::nccl

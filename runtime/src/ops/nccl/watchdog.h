@@ -43,38 +43,46 @@ struct WatchAction {
 // then the deadline (a hung or dead peer NCCL has not noticed).
 WatchAction DecideWatch(const Watch& watch, Clock::time_point now);
 
-// How a new generation gets its communicator from the old one.
+// How a new generation gets its communicator from the old one: keep it as
+// it is, shrink it, or (neither) abort it and init a new one.
 struct ResetPlan {
-  bool shrink = false;        // else abort the old one and init a new one
+  bool keep = false;
+  bool shrink = false;
   std::vector<int> excluded;  // with shrink: the old ranks that left
-  std::string why;            // with init: why shrinking cannot serve
+  // With shrink: NCCL ends the old one's pending work first (a member's
+  // generation failed, so it may have some).
+  bool abort_first = false;
+  std::string why;  // with init: why neither serves
 };
 
 // `old_rank_of` holds, for each rank of the new generation in order, its
 // rank in the old communicator (-1: it was not in it), as every member
-// learns by an allgather, so every member decides alike. Shrinking keeps
-// the survivors' old order and adds no one, so it serves only when nobody
-// is new and the survivors' new ranks follow their old order; and only
-// with NCCL 2.27 or newer (`nccl_version`).
+// learns by an allgather, so every member decides alike. The old one is
+// kept when every old rank is back in its place; it is shrunk when nobody
+// is new, the survivors' new ranks follow their old order and somebody
+// left, with NCCL 2.27 or newer (`nccl_version`).
 ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
                     int nccl_version);
 
 // What one member of a process set's new generation brings of the set's
-// last communicator (the lane its failed generation left, gpus.h): that
-// generation, its rank and size there, on the device it uses now; and the
-// NCCL it runs. generation -1: none (new to the job, on another device, or
-// its communicator is gone).
+// last communicator (the lane its generation left, gpus.h): that
+// generation, its rank and size there, on the device it uses now, and
+// whether that generation failed here; and the NCCL it runs. generation
+// -1: none (new to the job, on another device, or its communicator is
+// gone).
 struct Inheritance {
   int64_t generation = -1;
   int rank = -1;
   int size = 0;
+  bool failed = false;
   int nccl_version = 0;
 };
 
 // The plan every member reaches from all members' inheritances (in new
 // rank order, as an allgather gives them): PlanReset, when they all come
-// from one communicator (one generation, one size) and run an NCCL that
-// shrinks (the oldest member's version counts).
+// from one communicator (one generation, one size); the oldest member's
+// NCCL counts. A communicator whose generation failed anywhere is never
+// kept (it may be broken), and is shrunk with abort_first.
 ResetPlan PlanInheritance(const std::vector<Inheritance>& members);
 
 }  // namespace hvd::runtime::nccl
