@@ -347,6 +347,7 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
     const std::optional<nccl::Gpus::Parked>& parked) {
   nccl::Inheritance mine;
   mine.nccl_version = nccl_version;
+  mine.refuses = !parts_.config->nccl_shrink;
   if (parked && parked->lane->device() == device &&
       parked->lane->communicator().open()) {
     mine.generation = parked->generation;
@@ -354,8 +355,9 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
     mine.size = parked->lane->communicator().size();
     mine.failed = parked->failed;
   }
-  const std::array<int64_t, 5> wire = {mine.generation, mine.rank, mine.size,
-                                       mine.failed ? 1 : 0, mine.nccl_version};
+  const std::array<int64_t, 6> wire = {mine.generation,   mine.rank,
+                                       mine.size,         mine.failed ? 1 : 0,
+                                       mine.nccl_version, mine.refuses ? 1 : 0};
   std::vector<int64_t> all(wire.size() * set.size());
   Status status = gloo_ops::Allgather(
       set.context, wire.data(), std::vector<size_t>(set.size(), sizeof(wire)),
@@ -366,8 +368,9 @@ common::Result<nccl::ResetPlan> BackgroundLoop::PlanLane(
   std::vector<nccl::Inheritance> members(set.size());
   for (int rank = 0; rank < set.size(); ++rank) {
     const int64_t* at = all.data() + rank * wire.size();
-    members[rank] = {at[0], static_cast<int>(at[1]), static_cast<int>(at[2]),
-                     at[3] != 0, static_cast<int>(at[4])};
+    members[rank] = {
+        at[0],      static_cast<int>(at[1]), static_cast<int>(at[2]),
+        at[3] != 0, static_cast<int>(at[4]), at[5] != 0};
   }
   return nccl::PlanInheritance(members);
 }

@@ -83,8 +83,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
        {std::pair{ev::kDisableGroupFusion, &config.disable_group_fusion},
         std::pair{ev::kDynamicProcessSets, &config.dynamic_process_sets},
         std::pair{ev::kHierarchicalAllreduce, &config.hierarchical_allreduce},
-        std::pair{ev::kHierarchicalAllgather,
-                  &config.hierarchical_allgather}}) {
+        std::pair{ev::kHierarchicalAllgather, &config.hierarchical_allgather},
+        std::pair{ev::kHvdNcclShrink, &config.nccl_shrink}}) {
     auto value = common::GetEnvBool(name, *field);
     if (!value.ok()) return value.status();
     *field = *value;

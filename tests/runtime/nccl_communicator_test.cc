@@ -171,6 +171,17 @@ TEST(PlanInheritanceTest, MembersOfDifferentCommunicatorsMakeANewOne) {
       << nobody.why;
 }
 
+TEST(PlanInheritanceTest, AnyMemberCanTurnKeepingAndShrinkingOff) {
+  Inheritance off = From(5, 1, 2);
+  off.refuses = true;
+  const ResetPlan plan = PlanInheritance({From(5, 0, 2), off});
+  EXPECT_FALSE(plan.keep || plan.shrink);
+  EXPECT_NE(plan.why.find("rank 1 turned keeping and shrinking off "
+                          "(HVD_NCCL_SHRINK=0)"),
+            std::string::npos)
+      << plan.why;
+}
+
 TEST(PlanInheritanceTest, TheOldestNcclAmongTheMembersDecides) {
   const ResetPlan plan =
       PlanInheritance({From(5, 0, 3), From(5, 2, 3, false, 22605)});

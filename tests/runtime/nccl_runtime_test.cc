@@ -265,6 +265,7 @@ class NcclJobTest : public ::testing::Test {
     config.hostname = "127.0.0.1";
     config.layout = layout;
     config.elastic = true;
+    config.nccl_shrink = nccl_shrink_;
     config.stall_check = false;
     config.start_timeout = std::chrono::seconds(30);
     auto started = Runtime::Start(config, generation, {}, nullptr, std::nullopt,
@@ -303,6 +304,7 @@ class NcclJobTest : public ::testing::Test {
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   std::map<int, std::shared_ptr<Gpus>> gpus_;
   std::vector<std::unique_ptr<Runtime>> runtimes_;
+  bool nccl_shrink_ = true;  // HVD_NCCL_SHRINK
 };
 
 TEST_F(NcclJobTest, SurvivorsShrinkTheCommunicatorTheFailedGenerationLeft) {
@@ -335,6 +337,20 @@ TEST_F(NcclJobTest, EveryRankBackAfterAnOrderlyResetKeepsTheCommunicator) {
     EXPECT_EQ(fake_.launches(slot),
               std::vector<std::string>(
                   {"allreduce 1 float32 sum", "allreduce 1 float32 sum"}));
+  }
+  runtimes_.clear();
+}
+
+// HVD_NCCL_SHRINK=0: every generation makes its own communicator.
+TEST_F(NcclJobTest, WithShrinkingOffAResetMakesANewCommunicator) {
+  EXPECT_EQ(Generation(1, {0, 1}), std::vector<float>({3, 3}));
+  runtimes_.clear();
+  nccl_shrink_ = false;
+  EXPECT_EQ(Generation(2, {0, 1}), std::vector<float>({3, 3}));
+  for (int slot : {0, 1}) {
+    EXPECT_EQ(fake_.inits(slot), 2) << "slot " << slot;
+    const auto calls = fake_.launches(slot);
+    EXPECT_NE(std::find(calls.begin(), calls.end(), "abort"), calls.end());
   }
   runtimes_.clear();
 }

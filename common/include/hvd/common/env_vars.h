@@ -69,6 +69,9 @@ inline constexpr char kHierarchicalAllgather[] =
     "HOROVOD_HIERARCHICAL_ALLGATHER";
 // Bytes of one local rank's shared-memory buffer (runtime/src/ops/shm/).
 inline constexpr char kHvdShmChunkBytes[] = "HVD_SHM_CHUNK_BYTES";
+// 0: an elastic reset never keeps or shrinks the last generation's NCCL
+// communicator; each generation makes its own (docs/gpu.md).
+inline constexpr char kHvdNcclShrink[] = "HVD_NCCL_SHRINK";
 // 1: process sets may be added and removed after init.
 inline constexpr char kDynamicProcessSets[] = "HOROVOD_DYNAMIC_PROCESS_SETS";
 // Autotune (hvdrun --autotune, --autotune-log-file, ...): rank 0 tunes the

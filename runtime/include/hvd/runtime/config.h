@@ -62,6 +62,10 @@ struct RuntimeConfig {
   bool hierarchical_allgather = true;
   bool hierarchical_allreduce_set = false;  // autotune leaves it alone
   size_t shm_chunk_bytes = 0;
+  // Whether an elastic reset may keep or shrink the global set's NCCL
+  // communicator (HVD_NCCL_SHRINK, default on); off on any rank, every
+  // generation makes a new one.
+  bool nccl_shrink = true;
   // Tensors of a grouped op fuse only with each other
   // (HOROVOD_DISABLE_GROUP_FUSION=1).
   bool disable_group_fusion = false;

@@ -99,6 +99,11 @@ ResetPlan PlanInheritance(const std::vector<Inheritance>& members) {
   std::vector<int> old_rank_of;
   for (size_t rank = 0; rank < members.size(); ++rank) {
     const Inheritance& m = members[rank];
+    if (m.refuses) {
+      plan.why = "rank " + std::to_string(rank) +
+                 " turned keeping and shrinking off (HVD_NCCL_SHRINK=0)";
+      return plan;
+    }
     nccl_version = std::min(nccl_version, m.nccl_version);
     old_rank_of.push_back(m.generation < 0 ? -1 : m.rank);
     if (m.generation < 0) continue;

@@ -67,22 +67,23 @@ ResetPlan PlanReset(int old_size, const std::vector<int>& old_rank_of,
 // What one member of a process set's new generation brings of the set's
 // last communicator (the lane its generation left, gpus.h): that
 // generation, its rank and size there, on the device it uses now, and
-// whether that generation failed here; and the NCCL it runs. generation
-// -1: none (new to the job, on another device, or its communicator is
-// gone).
+// whether that generation failed here; the NCCL it runs; and whether it
+// refuses to keep or shrink (HVD_NCCL_SHRINK=0). generation -1: none (new
+// to the job, on another device, or its communicator is gone).
 struct Inheritance {
   int64_t generation = -1;
   int rank = -1;
   int size = 0;
   bool failed = false;
   int nccl_version = 0;
+  bool refuses = false;
 };
 
 // The plan every member reaches from all members' inheritances (in new
 // rank order, as an allgather gives them): PlanReset, when they all come
-// from one communicator (one generation, one size); the oldest member's
-// NCCL counts. A communicator whose generation failed anywhere is never
-// kept (it may be broken), and is shrunk with abort_first.
+// from one communicator (one generation, one size) and none refuses; the
+// oldest member's NCCL counts. A communicator whose generation failed anywhere
+// is never kept (it may be broken), and is shrunk with abort_first.
 ResetPlan PlanInheritance(const std::vector<Inheritance>& members);
 
 }  // namespace hvd::runtime::nccl
