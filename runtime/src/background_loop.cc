@@ -323,9 +323,6 @@ common::Result<std::shared_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
     }
   }
   parked.reset();  // aborted before its successor takes the device
-  nccl::CommunicatorLimits limits;
-  limits.setup = parts_.config->start_timeout;
-  limits.op = parts_.config->gloo_timeout;
   // A set of one needs nobody's id (and a job of one, no rendezvous).
   nccl::IdExchange exchange =
       set.size() == 1 ? nccl::IdExchange([](const nccl::UniqueId* made) {
@@ -334,7 +331,7 @@ common::Result<std::shared_ptr<nccl::Lane>> BackgroundLoop::MakeLane(
                       : nccl::StoreIdExchange(*parts_.config, parts_.generation,
                                               "set" + std::to_string(set.id));
   auto comm = nccl::Communicator::Create(api->get(), exchange, name, device,
-                                         set.rank, set.size(), limits);
+                                         set.rank, set.size(), NcclLimits());
   if (!comm.ok()) return comm.status();
   auto lane = nccl::Lane::Create(*api, std::move(*comm), parts_.abort_switch);
   if (!lane.ok()) return lane.status().WithContext(name);
@@ -405,30 +402,26 @@ common::Result<Backends> BackgroundLoop::BackendsOf(ProcessSet& set, int device,
 
 Status BackgroundLoop::MakeHierarchy(const ProcessSet& set, nccl::Lane& lane) {
   const common::RankLayout& place = set.host->place();
-  nccl::CommunicatorLimits limits;
-  limits.setup = parts_.config->start_timeout;
-  limits.op = parts_.config->gloo_timeout;
-  const std::string prefix = "set" + std::to_string(set.id);
   const std::string on = " of process set " + std::to_string(set.id) +
                          " on cuda:" + std::to_string(lane.device());
+  // Each sub-communicator's rank 0 publishes its id under its own key.
+  auto make = [&](const std::string& what, const std::string& key, int rank,
+                  int size) {
+    return nccl::Communicator::Create(
+        &lane.api(),
+        nccl::StoreIdExchange(*parts_.config, parts_.generation,
+                              "set" + std::to_string(set.id) + key),
+        what + on, lane.device(), rank, size, NcclLimits());
+  };
   // Among this host's ranks of the set; among equal local ranks across
-  // hosts. Each sub-communicator's rank 0 publishes its id under its own
-  // key.
-  auto local = nccl::Communicator::Create(
-      &lane.api(),
-      nccl::StoreIdExchange(
-          *parts_.config, parts_.generation,
-          prefix + ".local" + std::to_string(place.cross_rank)),
-      "host communicator" + on, lane.device(), place.local_rank,
-      place.local_size, limits);
+  // hosts.
+  auto local =
+      make("host communicator", ".local" + std::to_string(place.cross_rank),
+           place.local_rank, place.local_size);
   if (!local.ok()) return local.status();
-  auto cross = nccl::Communicator::Create(
-      &lane.api(),
-      nccl::StoreIdExchange(
-          *parts_.config, parts_.generation,
-          prefix + ".cross" + std::to_string(place.local_rank)),
-      "cross-host communicator" + on, lane.device(), place.cross_rank,
-      place.cross_size, limits);
+  auto cross = make("cross-host communicator",
+                    ".cross" + std::to_string(place.local_rank),
+                    place.cross_rank, place.cross_size);
   if (!cross.ok()) {
     (*local)->Abort();  // its peers may not close with it
     return cross.status();
@@ -437,6 +430,13 @@ Status BackgroundLoop::MakeHierarchy(const ProcessSet& set, nccl::Lane& lane) {
   spdlog::info("NCCL hierarchical allreduce{}: {} ranks per host, {} hosts", on,
                place.local_size, place.cross_size);
   return Status::Ok();
+}
+
+nccl::CommunicatorLimits BackgroundLoop::NcclLimits() const {
+  nccl::CommunicatorLimits limits;
+  limits.setup = parts_.config->start_timeout;
+  limits.op = parts_.config->gloo_timeout;
+  return limits;
 }
 
 Status BackgroundLoop::ExecuteOne(const Backends& backends,

@@ -85,6 +85,9 @@ class BackgroundLoop {
                                       bool allreduce);
   // The lane's local and cross communicators (every member at once).
   common::Status MakeHierarchy(const ProcessSet& set, nccl::Lane& lane);
+  // The Gloo path's bounds: the start timeout for setup, the collective
+  // timeout after.
+  nccl::CommunicatorLimits NcclLimits() const;
   // The set's lane on `device`: in an elastic job's global set, the lane
   // the last generation left, kept or shrunk when every member agrees
   // (nccl::PlanInheritance), else a new one from rank 0's id.

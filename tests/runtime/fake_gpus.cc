@@ -280,43 +280,11 @@ class FakeRank final : public Api {
   }
   Status Send(const void* send, size_t count, DataType dtype, int peer,
               nccl::Comm comm, nccl::Stream stream) override {
-    std::lock_guard<std::mutex> lock(gpus_->mu_);
-    const std::string what = std::to_string(count) + " " + DataTypeName(dtype);
-    gpus_->launches_[rank_].push_back("send " + what + " to " +
-                                      std::to_string(peer));
-    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
-    const auto key = std::make_tuple(c->id, c->rank, peer, c->sent[peer]++);
-    const size_t bytes = count * DataTypeSize(dtype);
-    FakeGpus* gpus = gpus_;
-    Push(stream, [=] {
-      if (c->aborted) return true;
-      const auto* from = static_cast<const uint8_t*>(send);
-      gpus->mail_[key].assign(from, from + bytes);
-      return true;
-    });
-    return Status::Ok();
+    return PointToPoint(send, nullptr, count, dtype, peer, comm, stream);
   }
   Status Recv(void* recv, size_t count, DataType dtype, int peer,
               nccl::Comm comm, nccl::Stream stream) override {
-    std::lock_guard<std::mutex> lock(gpus_->mu_);
-    const std::string what = std::to_string(count) + " " + DataTypeName(dtype);
-    gpus_->launches_[rank_].push_back("recv " + what + " from " +
-                                      std::to_string(peer));
-    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
-    const auto key = std::make_tuple(c->id, peer, c->rank, c->received[peer]++);
-    const size_t bytes = count * DataTypeSize(dtype);
-    FakeGpus* gpus = gpus_;
-    Push(stream, [=] {
-      if (c->aborted) return true;
-      auto mail = gpus->mail_.find(key);
-      if (mail == gpus->mail_.end()) return false;
-      // A size mismatch is a bug of the executor under test.
-      if (mail->second.size() != bytes) std::abort();
-      if (bytes > 0) std::memcpy(recv, mail->second.data(), bytes);
-      gpus->mail_.erase(mail);
-      return true;
-    });
-    return Status::Ok();
+    return PointToPoint(nullptr, recv, count, dtype, peer, comm, stream);
   }
 
  private:
@@ -393,6 +361,40 @@ class FakeRank final : public Api {
         }
       }
       return collective->complete;
+    });
+    return Status::Ok();
+  }
+
+  // A send (`from`) leaves its bytes in the mail when it runs; the receive
+  // (`to`) of the pair's same message waits for them there.
+  Status PointToPoint(const void* from, void* to, size_t count, DataType dtype,
+                      int peer, nccl::Comm comm, nccl::Stream stream) {
+    const bool send = from != nullptr;
+    std::lock_guard<std::mutex> lock(gpus_->mu_);
+    gpus_->launches_[rank_].push_back(
+        (send ? "send " : "recv ") + std::to_string(count) + " " +
+        DataTypeName(dtype) + (send ? " to " : " from ") +
+        std::to_string(peer));
+    auto* c = static_cast<FakeGpus::FakeComm*>(comm);
+    const auto key =
+        send ? std::make_tuple(c->id, c->rank, peer, c->sent[peer]++)
+             : std::make_tuple(c->id, peer, c->rank, c->received[peer]++);
+    const size_t bytes = count * DataTypeSize(dtype);
+    FakeGpus* gpus = gpus_;
+    Push(stream, [=] {
+      if (c->aborted) return true;
+      if (send) {
+        const auto* at = static_cast<const uint8_t*>(from);
+        gpus->mail_[key].assign(at, at + bytes);
+        return true;
+      }
+      auto mail = gpus->mail_.find(key);
+      if (mail == gpus->mail_.end()) return false;
+      // A size mismatch is a bug of the executor under test.
+      if (mail->second.size() != bytes) std::abort();
+      if (bytes > 0) std::memcpy(to, mail->second.data(), bytes);
+      gpus->mail_.erase(mail);
+      return true;
     });
     return Status::Ok();
   }
