@@ -7,7 +7,7 @@
                 "how": "exception" | "kill" | "stop" | "pause"},
                {"slot": "localhost:0", "size": 4, "entries": 3,
                 "how": ...}],
-     "sleep": 0.05, "print": false, "payload": 0}
+     "sleep": 0.05, "print": false, "payload": 0, "hold_until_size": 0}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
 (after its allreduce), per half step once its allreduce is submitted,
@@ -31,6 +31,10 @@ exit with "during": "payload" fires while that allreduce is in flight
 An exit with "size" instead of "epoch" and "batch" fires at the first
 batch the slot trains in a world of that size after entering the elastic
 loop "entries" times (it came back into that world after resets).
+
+With "hold_until_size", the job does not end before the world has that
+many workers: after the last epoch every rank keeps committing (a host
+update can reach it there) until it has, at most 60 s.
 
 With "print", each process also says "pid <pid> started" on stderr, "batch
 <epoch>.<batch>" on stdout after each batch and "done" at the end.
@@ -200,6 +204,16 @@ def train(state):
             state.commit()
         state.epoch += 1
         state.batch = 0
+        state.commit()
+    # Trained out, the job stays open (committing, not stepping) until the
+    # world has "hold_until_size" workers, for at most 1200 commits (60 s):
+    # a host discovery added may take seconds to start on a loaded machine.
+    # A count, not a clock, bounds it, so every rank leaves at the same
+    # commit.
+    for _ in range(1200):
+        if hvd.size() >= scenario.get("hold_until_size", 0):
+            break
+        time.sleep(0.05)
         state.commit()
     log("done", epoch=state.epoch, total=state.total, commits=state.commits,
         w=state.w, step=state.step,
