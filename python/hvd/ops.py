@@ -140,8 +140,9 @@ def _source(array):
 
 class CudaResult:
     """A CUDA array over device memory the runtime allocated (the output
-    of an allgather, alltoall or reducescatter of CUDA arrays): ``torch.as_tensor(result, device="cuda")``
-    takes it without a copy and keeps the memory alive."""
+    of an allgather, alltoall or reducescatter of CUDA arrays):
+    ``torch.as_tensor(result, device="cuda")`` takes it without a copy and
+    keeps the memory alive."""
 
     def __init__(self, flat, dtype, shape):
         self.flat = flat  # the runtime's DeviceBytes: frees the memory

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.skipif(GPUS == 0, reason="no CUDA device here")
 def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
     """Every op and scaling, grouped, allgather, broadcast, alltoall,
     reducescatter and DistributedOptimizer on CUDA tensors give what the
-    same calls give on CPU tensors. One rank per GPU (NCCL takes a device once per
-    communicator), at most two."""
+    same calls give on CPU tensors. One rank per GPU (NCCL takes a device
+    once per communicator), at most two."""
     r = run_torch_workers(hvdrun, tmp_path, """
         torch.cuda.set_device(hvd.local_rank())
         torch.manual_seed(hvd.rank())
