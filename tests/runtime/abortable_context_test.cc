@@ -4,11 +4,14 @@
 #include "abortable_context.h"
 
 #include <gloo/common/error.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 namespace hvd::runtime {
 namespace {
@@ -99,6 +102,94 @@ TEST(AbortableContextTest, WithoutAnAbortWaitsEndAsGlooEndsThem) {
   EXPECT_THROW(buffer->waitSend(nullptr, 1ms), gloo::IoException)
       << "the fake's own timeout";
   EXPECT_FALSE(abort_switch->aborted());
+}
+
+// Two ranks of a real Gloo TCP context, connected in this process.
+std::vector<std::shared_ptr<AbortableContext>> ConnectPair(
+    const std::shared_ptr<AbortSwitch>& abort_switch) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  gloo::rendezvous::HashStore store;  // thread-safe
+  std::vector<std::shared_ptr<AbortableContext>> contexts;
+  for (int rank = 0; rank < 2; ++rank) {
+    contexts.push_back(
+        std::make_shared<AbortableContext>(rank, 2, abort_switch));
+  }
+  std::vector<std::thread> connecting;
+  for (auto& context : contexts) {
+    connecting.emplace_back([&] {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      context->connectFullMesh(store, device);
+      context->Arm();
+    });
+  }
+  for (auto& thread : connecting) thread.join();
+  return contexts;
+}
+
+// Debian's Gloo leaves a send whose bytes it is writing to a peer waiting to
+// its timeout when that connection fails (Pair::signalException skips the
+// unbound buffers in its transmit queue): the watch ends it, naming the peer.
+TEST(AbortableContextTest, ASendToAPeerWhoseConnectionFailsEndsNamingIt) {
+  auto contexts = ConnectPair(std::make_shared<AbortSwitch>());
+  // Large enough that the write is still going on when the peer ends.
+  std::vector<char> bytes(128 << 20), received(bytes.size());
+  auto posted =
+      contexts[1]->createUnboundBuffer(received.data(), received.size());
+  posted->recv(0, /*slot=*/3);
+  auto buffer = contexts[0]->createUnboundBuffer(bytes.data(), bytes.size());
+  buffer->send(1, /*slot=*/3);
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      buffer->waitSend(nullptr, 60s);  // Gloo would wait this long
+    } catch (const gloo::IoException& e) {
+      return std::string(e.what());
+    }
+    return std::string("returned without an exception");
+  });
+  contexts[1].reset();  // rank 1 ends: its connections close, unread
+  posted.reset();
+  ASSERT_EQ(waiting.wait_for(30s), std::future_status::ready)
+      << "the send still waits after its peer's connection failed";
+  const std::string error = waiting.get();
+  EXPECT_NE(error.find("the connection to rank 1 failed"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("Timed out"), std::string::npos) << error;
+  // The buffer stays failed.
+  EXPECT_THROW(buffer->waitSend(nullptr, 60s), gloo::IoException);
+}
+
+// The watch leaves a send to a live peer alone however long it waits, and
+// what it posts on the peer's connection does not disturb the collectives.
+TEST(AbortableContextTest, ASendToALivePeerThatIsLateCompletes) {
+  auto contexts = ConnectPair(std::make_shared<AbortSwitch>());
+  int sent = 42, received = 0;
+  auto out = contexts[0]->createUnboundBuffer(&sent, sizeof(sent));
+  auto in = contexts[1]->createUnboundBuffer(&received, sizeof(received));
+  out->send(1, /*slot=*/5);
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      return out->waitSend(nullptr, 60s) ? std::string("sent")
+                                         : std::string("aborted");
+    } catch (const gloo::IoException& e) {
+      return std::string(e.what());
+    }
+  });
+  // Several periods of the watch pass before rank 1 receives.
+  ASSERT_EQ(waiting.wait_for(5 * AbortSwitch::kSendCheckPeriod),
+            std::future_status::timeout)
+      << waiting.get();
+  in->recv(0, /*slot=*/5);
+  EXPECT_TRUE(in->waitRecv(nullptr, 60s));
+  ASSERT_EQ(waiting.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(waiting.get(), "sent");
+  EXPECT_EQ(received, 42);
+  // Both directions still work.
+  in->send(0, /*slot=*/6);
+  out->recv(1, /*slot=*/6);
+  EXPECT_TRUE(out->waitRecv(nullptr, 60s));
+  EXPECT_TRUE(in->waitSend(nullptr, 60s));
+  EXPECT_EQ(sent, 42);
 }
 
 }  // namespace
