@@ -31,23 +31,22 @@ Result<std::unique_ptr<Lane>> Lane::Create(
   return lane;
 }
 
-void Lane::Attach(std::shared_ptr<AbortSwitch> abort_switch) {
-  abort_switch_ = std::move(abort_switch);
+void Lane::Subscribe(Communicator* comm) {
   if (!abort_switch_) return;
-  Communicator* comm = communicator_.get();
   subscriptions_.push_back(abort_switch_->Subscribe([comm] {
     comm->RequestAbort("this generation's collectives were aborted");
   }));
 }
 
+void Lane::Attach(std::shared_ptr<AbortSwitch> abort_switch) {
+  abort_switch_ = std::move(abort_switch);
+  Subscribe(communicator_.get());
+}
+
 void Lane::SetHierarchy(Hierarchy hierarchy) {
   hierarchy_ = std::move(hierarchy);
-  if (!abort_switch_) return;
-  for (Communicator* comm : {hierarchy_.local.get(), hierarchy_.cross.get()}) {
-    subscriptions_.push_back(abort_switch_->Subscribe([comm] {
-      comm->RequestAbort("this generation's collectives were aborted");
-    }));
-  }
+  Subscribe(hierarchy_.local.get());
+  Subscribe(hierarchy_.cross.get());
 }
 
 void Lane::Detach() {

@@ -79,6 +79,8 @@ class Lane {
  private:
   Lane(std::shared_ptr<Api> api, std::unique_ptr<Communicator> communicator,
        Stream stream, Event done);
+  // The abort switch asks `comm` to abort, until Detach.
+  void Subscribe(Communicator* comm);
 
   const std::shared_ptr<Api> api_;
   std::unique_ptr<Communicator> communicator_;
