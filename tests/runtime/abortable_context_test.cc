@@ -62,18 +62,23 @@ class FakeBuffer : public gloo::transport::UnboundBuffer {
   bool abort_recv_ = false, abort_send_ = false;
 };
 
+// Waits for `buffer`'s send on another thread, as long as Gloo would:
+// "sent", "aborted" (waitSend returned false), or the exception's text.
+std::future<std::string> WaitForSend(gloo::transport::UnboundBuffer& buffer) {
+  return std::async(std::launch::async, [&buffer] {
+    try {
+      return std::string(buffer.waitSend(nullptr, 60s) ? "sent" : "aborted");
+    } catch (const gloo::IoException& e) {
+      return std::string(e.what());
+    }
+  });
+}
+
 TEST(AbortableContextTest, AbortEndsASendWaitInProgressWithAnIoException) {
   auto abort_switch = std::make_shared<AbortSwitch>();
   auto buffer =
       MakeAbortableBuffer(std::make_unique<FakeBuffer>(), abort_switch);
-  auto waiting = std::async(std::launch::async, [&] {
-    try {
-      buffer->waitSend(nullptr, 60s);  // Gloo would wait this long
-    } catch (const gloo::IoException& e) {
-      return std::string(e.what());
-    }
-    return std::string("returned without an exception");
-  });
+  auto waiting = WaitForSend(*buffer);
   // Whether the abort comes before or during the wait, it must end it.
   EXPECT_TRUE(abort_switch->Abort("slot h:1 is unreachable"));
   ASSERT_EQ(waiting.wait_for(30s), std::future_status::ready)
@@ -198,14 +203,7 @@ TEST(AbortableContextTest, ASendToAPeerWhoseConnectionFailsEndsNamingIt) {
   std::vector<char> sent(bytes);
   auto buffer = context->createUnboundBuffer(sent.data(), bytes);
   buffer->send(1, /*slot=*/3);
-  auto waiting = std::async(std::launch::async, [&] {
-    try {
-      buffer->waitSend(nullptr, 60s);  // Gloo would wait this long
-    } catch (const gloo::IoException& e) {
-      return std::string(e.what());
-    }
-    return std::string("returned without an exception");
-  });
+  auto waiting = WaitForSend(*buffer);
   ASSERT_EQ(waiting.wait_for(3 * AbortSwitch::kSendCheckPeriod),
             std::future_status::timeout)
       << "the send ended while rank 1 was stopped: " << waiting.get();
@@ -227,14 +225,7 @@ TEST(AbortableContextTest, ASendToALivePeerThatIsLateCompletes) {
   auto out = contexts[0]->createUnboundBuffer(&sent, sizeof(sent));
   auto in = contexts[1]->createUnboundBuffer(&received, sizeof(received));
   out->send(1, /*slot=*/5);
-  auto waiting = std::async(std::launch::async, [&] {
-    try {
-      return out->waitSend(nullptr, 60s) ? std::string("sent")
-                                         : std::string("aborted");
-    } catch (const gloo::IoException& e) {
-      return std::string(e.what());
-    }
-  });
+  auto waiting = WaitForSend(*out);
   // Several periods of the watch pass before rank 1 receives.
   ASSERT_EQ(waiting.wait_for(5 * AbortSwitch::kSendCheckPeriod),
             std::future_status::timeout)
