@@ -73,8 +73,10 @@ class AbortSwitch {
 
   // From Watch until Unwatch returns, the watcher thread (started at the
   // first Watch) calls watch->CheckPeers() every kSendCheckPeriod, under
-  // the switch's lock.
-  static constexpr std::chrono::milliseconds kSendCheckPeriod{100};
+  // the switch's lock. A second: far below the Gloo timeout, and long
+  // enough that the collective's transfers with live peers are over when
+  // a send to a lost one ends it.
+  static constexpr std::chrono::milliseconds kSendCheckPeriod{1000};
   void Watch(SendWatch* watch);
   void Unwatch(SendWatch* watch);
 

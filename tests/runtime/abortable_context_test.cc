@@ -204,7 +204,7 @@ TEST(AbortableContextTest, ASendToAPeerWhoseConnectionFailsEndsNamingIt) {
   auto buffer = context->createUnboundBuffer(sent.data(), bytes);
   buffer->send(1, /*slot=*/3);
   auto waiting = WaitForSend(*buffer);
-  ASSERT_EQ(waiting.wait_for(3 * AbortSwitch::kSendCheckPeriod),
+  ASSERT_EQ(waiting.wait_for(2 * AbortSwitch::kSendCheckPeriod),
             std::future_status::timeout)
       << "the send ended while rank 1 was stopped: " << waiting.get();
   ASSERT_EQ(kill(receiver, SIGKILL), 0);  // its connection is reset
@@ -226,8 +226,8 @@ TEST(AbortableContextTest, ASendToALivePeerThatIsLateCompletes) {
   auto in = contexts[1]->createUnboundBuffer(&received, sizeof(received));
   out->send(1, /*slot=*/5);
   auto waiting = WaitForSend(*out);
-  // Several periods of the watch pass before rank 1 receives.
-  ASSERT_EQ(waiting.wait_for(5 * AbortSwitch::kSendCheckPeriod),
+  // Two periods of the watch pass before rank 1 receives.
+  ASSERT_EQ(waiting.wait_for(2 * AbortSwitch::kSendCheckPeriod),
             std::future_status::timeout)
       << waiting.get();
   in->recv(0, /*slot=*/5);
