@@ -175,6 +175,7 @@ Status BackgroundLoop::SetCycle(ProcessSet& set, bool shutdown, bool* stop) {
     }
   }
   if (!responses->stop.empty()) return Status::Timeout(responses->stop);
+  CatchUpUnnamed(set, responses->responses);
   if (responses->tuning) Apply(*responses->tuning);
   Status status = ExecuteAll(set, responses->responses);
   if (!status.ok()) return status;
@@ -444,7 +445,12 @@ Status BackgroundLoop::ExecuteOne(const Backends& backends,
                                   const TensorEntry& entry) {
   HandleTable& handles = *parts_.handles;
   if (response.kind == Response::Kind::kError) {
-    spdlog::warn("{}", response.error_message);
+    // A name only other ranks submitted (handle 0) is not this rank's to
+    // report.
+    if (entry.handle != 0 && response.error_message != logged_refusal_) {
+      spdlog::warn("{}", response.error_message);
+      logged_refusal_ = response.error_message;
+    }
     OpResult failed;
     failed.status = Status(response.error_code, response.error_message);
     handles.Complete(entry.handle, std::move(failed));

@@ -115,6 +115,9 @@ class BackgroundLoop {
   std::unordered_set<std::string> negotiating_;
   // Bytes this cycle's collectives moved (autotune's measure).
   int64_t cycle_bytes_ = 0;
+  // The last refusal logged: one message that fails several names (a
+  // deadlock ends every pending one) is logged once, not once a name.
+  std::string logged_refusal_;
   // The fusion buffer of the one device the Gloo ops use (host memory),
   // reused across cycles and sets.
   std::vector<uint8_t> fusion_buffer_;

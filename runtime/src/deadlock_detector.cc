@@ -9,10 +9,24 @@ namespace {
 // A rank's pending collectives named in the message; more are counted.
 constexpr size_t kNamesPerRank = 3;
 
+const char* Ordinal(int64_t n) {
+  if (n % 100 >= 11 && n % 100 <= 13) return "th";
+  switch (n % 10) {
+    case 1: return "st";
+    case 2: return "nd";
+    case 3: return "rd";
+    default: return "th";
+  }
+}
+
 std::string What(const PendingTensor& p) {
   const std::string op = OpTypeName(p.type);
-  // Unnamed collectives are called "<op>.noname.<n>" inside hvd only.
-  if (p.name.rfind(op + ".noname.", 0) == 0) return op;
+  // Unnamed collectives are called "<op>.noname.<n>" inside hvd only; the
+  // number tells two ranks' unnamed waits in the same op apart.
+  if (auto number = UnnamedNumber(p.type, p.name)) {
+    return op + " (unnamed, the set's " + std::to_string(*number) +
+           Ordinal(*number) + " unnamed collective)";
+  }
   return op + " '" + p.name + "'";
 }
 
@@ -38,6 +52,12 @@ std::optional<std::string> DeadlockDetector::Observe(
   if (!since_) since_ = now;
   if (now - *since_ < after_) return std::nullopt;
   if (pending.empty() && joined.empty()) return std::nullopt;
+  // A collective every member has submitted is about to run, never a
+  // deadlock, however long the members waited for it.
+  if (std::any_of(pending.begin(), pending.end(),
+                  [](const PendingTensor& p) { return p.missing.empty(); })) {
+    return std::nullopt;
+  }
   const auto waited = now - *since_;
   since_.reset();
   return DescribeDeadlock(global_ranks_, pending, joined, waited);

@@ -1,9 +1,33 @@
 #include "message.h"
 
+#include <charconv>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 namespace hvd::runtime {
+
+namespace {
+constexpr std::string_view kUnnamed = ".noname.";
+}  // namespace
+
+std::string UnnamedName(OpType type, int64_t number) {
+  return std::string(OpTypeName(type)) + std::string(kUnnamed) +
+         std::to_string(number);
+}
+
+std::optional<int64_t> UnnamedNumber(OpType type, const std::string& name) {
+  const std::string prefix =
+      std::string(OpTypeName(type)) + std::string(kUnnamed);
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix)) {
+    return std::nullopt;
+  }
+  int64_t number = 0;
+  const char* end = name.data() + name.size();
+  auto [at, error] = std::from_chars(name.data() + prefix.size(), end, number);
+  if (error != std::errc() || at != end) return std::nullopt;
+  return number;
+}
 
 using common::Status;
 

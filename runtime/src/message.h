@@ -78,6 +78,13 @@ struct ResponseList {
   std::string stop;
 };
 
+// The name of a set's `number`th unnamed collective of `type`:
+// "<op>.noname.<number>".
+std::string UnnamedName(OpType type, int64_t number);
+// The number in such a name of a collective of `type`; nullopt for a name
+// a user gave.
+std::optional<int64_t> UnnamedNumber(OpType type, const std::string& name);
+
 std::string Encode(const RequestList& list);
 std::string Encode(const ResponseList& list);
 // Malformed bytes are kInternal: only hvd itself writes these messages.

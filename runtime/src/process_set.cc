@@ -23,6 +23,16 @@ std::string JoinRanks(const std::vector<Int>& ranks) {
 
 }  // namespace
 
+void CatchUpUnnamed(ProcessSet& set, const std::vector<Response>& responses) {
+  for (const Response& response : responses) {
+    auto number = UnnamedNumber(response.request.type, response.request.name);
+    if (!number) continue;
+    int64_t seen = set.unnamed.load();
+    while (seen < *number && !set.unnamed.compare_exchange_weak(seen, *number)) {
+    }
+  }
+}
+
 std::string RanksString(const std::vector<int>& ranks) {
   return JoinRanks(ranks);
 }

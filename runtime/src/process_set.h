@@ -41,8 +41,11 @@ struct ProcessSet {
   // The shared-memory stage of hierarchical collectives, which also carries
   // the controller's exchange (ops/shm/host_control_plane.h); null: flat Gloo.
   std::shared_ptr<shm::HostGroup> host;
-  // Unnamed collectives get "<op>.noname.<n>" from this: every member
-  // issues the set's unnamed collectives in the same order.
+  // Unnamed collectives get "<op>.noname.<n>" (UnnamedName) from this:
+  // every member issues the set's unnamed collectives in the same order.
+  // The background thread moves it up to every number the set answers
+  // (CatchUpUnnamed), so that a member that had joined, or whose
+  // collective was refused, counts on with the others.
   std::atomic<int64_t> unnamed{0};
   // The background thread's HandleTable::QuietWait mark for this set.
   uint64_t activity_seen = 0;
@@ -56,6 +59,14 @@ struct ProcessSet {
   bool member() const { return rank >= 0; }
   int size() const { return static_cast<int>(ranks.size()); }
 };
+
+// Raises `set.unnamed` to the highest unnamed number in `responses`, which
+// every member receives alike. A member that had joined runs (or only
+// sees) the others' unnamed collectives without numbering them itself, and
+// a refused collective's number was taken on its own rank only; without
+// this, their next unnamed collectives would take numbers the others had
+// used, and never match (issue: a join beside a refused allgather).
+void CatchUpUnnamed(ProcessSet& set, const std::vector<Response>& responses);
 
 // "[0, 2, 3]", for messages and names.
 std::string RanksString(const std::vector<int>& ranks);

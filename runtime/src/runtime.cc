@@ -270,8 +270,7 @@ class Runtime::Impl {
     for (TensorEntry& entry : entries) {
       Request& r = entry.request;
       if (r.name.empty()) {
-        r.name = std::string(OpTypeName(r.type)) + ".noname." +
-                 std::to_string(++set->unnamed);
+        r.name = UnnamedName(r.type, ++set->unnamed);
       }
     }
     if (entries.size() > 1) {

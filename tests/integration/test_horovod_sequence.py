@@ -1,20 +1,55 @@
-"""A sequence of Horovod-style tests in one process per rank (the way
-Horovod's CI runs its torch test file) ends on every rank, with results or
-readable errors, within a bound derived from the configured timeouts,
-whatever failures came before: joins, ops refused under a join, a join
-left pending by a failed test, re-inits, a rank shutting down early.
-workers/horovod_sequence_worker.py says what each test does."""
+"""Sequences of Horovod-style tests in one process per rank (the way
+Horovod's CI runs its torch test file). One ends on every rank, with
+results or readable errors, within a bound derived from the configured
+timeouts, whatever failures came before: joins, ops refused under a join,
+a join left pending by a failed test, re-inits, a rank shutting down early
+(workers/horovod_sequence_worker.py). In the other every test passes:
+joins in both orders, refused collectives, process sets and a dozen more
+collectives, all unnamed, so that one test's join or refusal cannot
+cascade into the next (workers/join_sequence_worker.py)."""
 
 import json
+import os
 import time
 
 from conftest import ROOT, rank_lines
 
-WORKER = ROOT / "tests" / "integration" / "workers" / \
-    "horovod_sequence_worker.py"
+WORKERS = ROOT / "tests" / "integration" / "workers"
+WORKER = WORKERS / "horovod_sequence_worker.py"
 PYTHON = "/usr/bin/python3"
 TESTS = 12  # in the worker's sequence
 START, GLOO = 5, 3  # the timeouts hvdrun is given (seconds)
+
+
+def steps_of(result, output):
+    """Each rank's STEP records, after checking both ranks got to DONE."""
+    steps = {}
+    for rank in (0, 1):
+        lines = rank_lines(result.stdout, rank)
+        assert lines and lines[-1] == "DONE", output
+        steps[rank] = [json.loads(l[len("STEP "):]) for l in lines
+                       if l.startswith("STEP ")]
+    return steps
+
+
+def test_every_test_passes_after_joins_and_refusals_in_both_orders(hvdrun):
+    # Unnamed collectives after a join or a refused collective match on
+    # every rank (had they not, the deadlock error would fail the step
+    # after the Gloo timeout).
+    # Horovod's CI runs its process-set tests with dynamic sets on.
+    result = hvdrun(["-np", "2", "--start-timeout", str(START),
+                     "--gloo-timeout-seconds", str(GLOO),
+                     PYTHON, str(WORKERS / "join_sequence_worker.py")],
+                    timeout=120, env=dict(os.environ,
+                                          HOROVOD_DYNAMIC_PROCESS_SETS="1"))
+    output = f"{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, output
+    steps = steps_of(result, output)
+    assert [s["test"] for s in steps[0]] == [s["test"] for s in steps[1]]
+    assert len(steps[0]) == 10, output
+    for rank in (0, 1):
+        failed = [s for s in steps[rank] if s["outcome"] != "ok"]
+        assert not failed, f"rank {rank}: {failed}\n{output}"
 
 
 def test_sequence_ends_on_every_rank_within_the_timeouts(hvdrun):
@@ -30,12 +65,8 @@ def test_sequence_ends_on_every_rank_within_the_timeouts(hvdrun):
     took = time.monotonic() - began
     output = f"took {took:.1f} s\n{result.stdout}\n{result.stderr}"
     assert result.returncode == 0, output
-    steps = {}
+    steps = steps_of(result, output)
     for rank in (0, 1):
-        lines = rank_lines(result.stdout, rank)
-        assert lines[-1] == "DONE", output
-        steps[rank] = [json.loads(l[len("STEP "):]) for l in lines
-                       if l.startswith("STEP ")]
         assert len(steps[rank]) == TESTS, output
         for step in steps[rank]:
             assert step["outcome"] == "ok" or step["detail"], output

@@ -38,7 +38,9 @@ TEST(DeadlockDetectorTest, EveryRankWaitingPastTheBoundNamesEachRanksOp) {
   EXPECT_NE(message->find("waited 5 s"), std::string::npos) << *message;
   EXPECT_NE(message->find("rank 0 waits in allreduce 'a'"), std::string::npos)
       << *message;
-  EXPECT_NE(message->find("rank 1 waits in barrier. "), std::string::npos)
+  EXPECT_NE(message->find("rank 1 waits in barrier (unnamed, the set's 3rd "
+                          "unnamed collective). "),
+            std::string::npos)
       << *message;
   EXPECT_NE(message->find("diverged"), std::string::npos) << *message;
   EXPECT_NE(message->find("HOROVOD_GLOO_TIMEOUT_SECONDS"), std::string::npos)
@@ -78,6 +80,36 @@ TEST(DeadlockDetectorTest, AResponseOrARankNotWaitingRestartsTheClock) {
       detector.Observe(t0 + seconds(14), {true, true}, false, Diverged(), {}));
   EXPECT_TRUE(
       detector.Observe(t0 + seconds(15), {true, true}, false, Diverged(), {}));
+}
+
+// Every member waits in the same collective: it is about to run, however
+// long they waited (a name every member submitted leaves the coordinator's
+// table in the cycle it completes; this is the detector's own guard).
+TEST(DeadlockDetectorTest, EveryMemberWaitingInTheSameCollectiveIsNoDeadlock) {
+  DeadlockDetector detector({0, 1, 2}, seconds(1));
+  std::vector<PendingTensor> pending = Diverged();
+  pending.push_back(
+      Pending("allgather.noname.2", OpType::kAllgather, {0, 1, 2}, {}));
+  for (int s = 0; s <= 60; ++s) {
+    EXPECT_FALSE(detector.Observe(t0 + seconds(s), {true, true, true}, false,
+                                  pending, {}))
+        << s;
+  }
+}
+
+// Two ranks in unnamed collectives of one op whose numbers differ (their
+// call orders diverged): the message tells the two apart.
+TEST(DeadlockDetectorTest, UnnamedWaitsInOneOpAreToldApartByNumber) {
+  const std::string message = DescribeDeadlock(
+      {0, 1},
+      {Pending("allgather.noname.2", OpType::kAllgather, {0}, {1}),
+       Pending("allgather.noname.3", OpType::kAllgather, {1}, {0})},
+      {}, seconds(30));
+  EXPECT_NE(message.find("rank 0 waits in allgather (unnamed, the set's 2nd "
+                         "unnamed collective); rank 1 waits in allgather "
+                         "(unnamed, the set's 3rd unnamed collective)"),
+            std::string::npos)
+      << message;
 }
 
 TEST(DeadlockDetectorTest, NothingPendingIsNothingToFail) {

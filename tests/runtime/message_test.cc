@@ -132,5 +132,18 @@ TEST(MessageTest, HugeCountDoesNotAllocate) {
   EXPECT_FALSE(Decode(bytes, &back).ok());
 }
 
+TEST(MessageTest, UnnamedNamesCarryTheirOpAndNumber) {
+  EXPECT_EQ(UnnamedName(OpType::kAllgather, 12), "allgather.noname.12");
+  EXPECT_EQ(UnnamedNumber(OpType::kAllgather, "allgather.noname.12"), 12);
+  // Another op's name, a user's name, a number with anything after it.
+  EXPECT_EQ(UnnamedNumber(OpType::kAllreduce, "allgather.noname.12"),
+            std::nullopt);
+  EXPECT_EQ(UnnamedNumber(OpType::kAllgather, "weights"), std::nullopt);
+  EXPECT_EQ(UnnamedNumber(OpType::kAllgather, "allgather.noname."),
+            std::nullopt);
+  EXPECT_EQ(UnnamedNumber(OpType::kAllgather, "allgather.noname.1x"),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace hvd::runtime

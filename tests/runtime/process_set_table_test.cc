@@ -55,5 +55,27 @@ TEST(ProcessSetTableTest, RemovingAMissingSetFreesNothing) {
   EXPECT_EQ(table.next_id(), 1);
 }
 
+Response Answered(OpType type, const std::string& name) {
+  Response r;
+  r.request.type = type;
+  r.request.name = name;
+  return r;
+}
+
+// A member that had joined, or whose collective was refused, counts on
+// from the highest unnamed number the set answered; user names and a
+// lower number change nothing.
+TEST(ProcessSetTest, UnnamedCountCatchesUpWithTheAnsweredNumbers) {
+  ProcessSet set;
+  set.unnamed = 2;
+  CatchUpUnnamed(set, {Answered(OpType::kAllgather, "allgather.noname.1"),
+                       Answered(OpType::kAllreduce, "grads"),
+                       Answered(OpType::kAllreduce, "allreduce.noname.5"),
+                       Answered(OpType::kBarrier, "barrier.noname.4")});
+  EXPECT_EQ(set.unnamed.load(), 5);
+  CatchUpUnnamed(set, {Answered(OpType::kAllreduce, "allreduce.noname.3")});
+  EXPECT_EQ(set.unnamed.load(), 5);
+}
+
 }  // namespace
 }  // namespace hvd::runtime

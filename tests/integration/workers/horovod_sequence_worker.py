@@ -9,17 +9,14 @@ failure skips its allreduce, which leaves the ranks waiting on different
 names (a deadlock hvd ends after the Gloo timeout); and a test whose
 failure skips its join, which leaves the ranks one test apart.
 
-Prints one ``STEP <json>`` line per test ({"test", "outcome", "detail",
-"seconds"}) and ``DONE`` at the end. What matters to the caller is that the
+Prints sequence_runner's lines. What matters to the caller is that the
 whole sequence ends, on every rank, within the configured timeouts.
 """
-
-import json
-import time
 
 import torch
 
 import hvd.torch as hvd
+from sequence_runner import run_in_sequence
 
 
 def check(cond, what):
@@ -146,19 +143,5 @@ TESTS = [test_allreduce, test_join_allreduce, test_join_allgather,
          test_barrier_after]
 
 
-def main():
-    for test in TESTS:
-        start = time.monotonic()
-        try:
-            test()
-            outcome, detail = "ok", ""
-        except Exception as e:  # unittest records and goes on
-            outcome, detail = type(e).__name__, str(e)
-        print("STEP " + json.dumps({
-            "test": test.__name__, "outcome": outcome, "detail": detail,
-            "seconds": round(time.monotonic() - start, 2)}), flush=True)
-    print("DONE", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    run_in_sequence(TESTS)
