@@ -116,12 +116,14 @@ int GuardMain(int argc, char** argv) {
   }
   int stdin_pipe[2] = {-1, -1};
   if (remote && pipe2(stdin_pipe, O_CLOEXEC) != 0) return 1;
+  const pid_t guard = getpid();
   pid_t child = fork();
   if (child < 0) {
     std::perror("hvdrun guard: fork");
     return 1;
   }
   if (child == 0) {
+    DieWithGuard(guard);
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);  // hvdrun ignores it; the worker must not
     // The worker starts with no signal blocked, whatever hvdrun's mask was:

@@ -7,8 +7,10 @@
 // when the worker exits, and, when the control pipe reaches end-of-file
 // because the driver died (even by SIGKILL), stops the whole group:
 // SIGTERM, then SIGKILL after the grace period. So no worker, nor anything
-// it started, outlives hvdrun. The guard exits with the worker's status
-// (exit code, or the same signal).
+// it started, outlives hvdrun. The guard's child dies with the guard
+// (DieWithGuard), so a guard killed on its own (the OOM killer) leaves no
+// orphan worker. The guard exits with the worker's status (exit code, or
+// the same signal).
 //
 // Remote worker: the guard's child is ssh, or srun inside a Slurm
 // allocation (srun.h), whose remote command is the

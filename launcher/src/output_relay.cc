@@ -1,5 +1,6 @@
 #include "output_relay.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -117,25 +118,97 @@ common::Result<std::unique_ptr<OutputRelay>> OutputRelay::Start(
     }
     relay->streams_.push_back(std::move(stream));
   }
+  if (pipe2(relay->wake_, O_CLOEXEC) != 0) {
+    return common::Status::Internal(std::string("output relay: pipe: ") +
+                                    std::strerror(errno));
+  }
   relay->thread_ = std::thread([r = relay.get()] { r->Run(); });
   return relay;
 }
 
-OutputRelay::~OutputRelay() { Join(); }
+OutputRelay::~OutputRelay() {
+  Join();
+  for (int fd : wake_) {
+    if (fd >= 0) close(fd);
+  }
+}
 
 void OutputRelay::Join() {
   if (thread_.joinable()) thread_.join();
+}
+
+std::vector<int> OutputRelay::JoinWithin(std::chrono::milliseconds bound) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ended_.wait_for(lock, bound, [this] { return ended_all_; })) {
+      const char stop = 1;
+      while (write(wake_[1], &stop, 1) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  Join();
+  return still_open_;
+}
+
+// Relays the complete lines in `stream`'s pending bytes; at end-of-file
+// (`eof`) a last line without a newline is completed with one first.
+void OutputRelay::Emit(Stream* stream, bool eof) {
+  if (eof && !stream->pending.empty() && stream->pending.back() != '\n') {
+    stream->pending.push_back('\n');
+  }
+  size_t end = stream->pending.rfind('\n');
+  if (end == std::string::npos) return;
+  // Every line of this read gets the time it was read.
+  const std::string stamp =
+      timestamp_ ? OutputTimestamp(std::time(nullptr)) : std::string();
+  const bool to_file = stream->file.is_open() && stream->file.good();
+  std::string out, file_text;
+  size_t start = 0;
+  while (start <= end) {
+    size_t newline = stream->pending.find('\n', start);
+    if (stream->source.tail) {
+      stream->source.tail->Add(
+          std::string_view(stream->pending).substr(start, newline - start),
+          stream->source.is_stderr);
+    }
+    out += stamp;
+    out += stream->prefix;
+    out.append(stream->pending, start, newline + 1 - start);
+    if (to_file && timestamp_) {
+      file_text += stamp;
+      file_text += ' ';
+      file_text.append(stream->pending, start, newline + 1 - start);
+    }
+    start = newline + 1;
+  }
+  FILE* target = stream->source.is_stderr ? stderr : stdout;
+  std::fwrite(out.data(), 1, out.size(), target);
+  std::fflush(target);
+  if (to_file) {
+    if (timestamp_) {
+      stream->file.write(file_text.data(),
+                         static_cast<std::streamsize>(file_text.size()));
+    } else {
+      stream->file.write(stream->pending.data(),
+                         static_cast<std::streamsize>(end + 1));
+    }
+    stream->file.flush();
+  }
+  stream->pending.erase(0, end + 1);
 }
 
 void OutputRelay::Run() {
   std::vector<Stream*> open;
   for (auto& stream : streams_) open.push_back(stream.get());
   char buffer[65536];
-  while (!open.empty()) {
+  bool stopped = false;
+  while (!open.empty() && !stopped) {
     std::vector<pollfd> fds;
     for (Stream* stream : open) fds.push_back({stream->source.fd, POLLIN, 0});
+    fds.push_back({wake_[0], POLLIN, 0});
     if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
-    for (size_t i = 0; i < fds.size(); ++i) {
+    stopped = fds.back().revents != 0;
+    for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Stream* stream = open[i];
       ssize_t n = read(stream->source.fd, buffer, sizeof(buffer));
@@ -144,50 +217,8 @@ void OutputRelay::Run() {
       } else if (n < 0 && errno == EINTR) {
         continue;
       }
-      bool eof = n <= 0;
-      if (eof && !stream->pending.empty() && stream->pending.back() != '\n') {
-        stream->pending.push_back('\n');
-      }
-      size_t end = stream->pending.rfind('\n');
-      if (end != std::string::npos) {
-        // Every line of this read gets the time it was read.
-        const std::string stamp =
-            timestamp_ ? OutputTimestamp(std::time(nullptr)) : std::string();
-        const bool to_file = stream->file.is_open() && stream->file.good();
-        std::string out, file_text;
-        size_t start = 0;
-        while (start <= end) {
-          size_t newline = stream->pending.find('\n', start);
-          if (stream->source.tail) {
-            stream->source.tail->Add(std::string_view(stream->pending)
-                                         .substr(start, newline - start),
-                                     stream->source.is_stderr);
-          }
-          out += stamp;
-          out += stream->prefix;
-          out.append(stream->pending, start, newline + 1 - start);
-          if (to_file && timestamp_) {
-            file_text += stamp;
-            file_text += ' ';
-            file_text.append(stream->pending, start, newline + 1 - start);
-          }
-          start = newline + 1;
-        }
-        FILE* target = stream->source.is_stderr ? stderr : stdout;
-        std::fwrite(out.data(), 1, out.size(), target);
-        std::fflush(target);
-        if (to_file) {
-          if (timestamp_) {
-            stream->file.write(file_text.data(),
-                               static_cast<std::streamsize>(file_text.size()));
-          } else {
-            stream->file.write(stream->pending.data(),
-                               static_cast<std::streamsize>(end + 1));
-          }
-          stream->file.flush();
-        }
-        stream->pending.erase(0, end + 1);
-      }
+      const bool eof = n <= 0;
+      Emit(stream, eof);
       if (eof) {
         close(stream->source.fd);
         stream->source.fd = -1;
@@ -199,6 +230,16 @@ void OutputRelay::Run() {
     }
     open.swap(still_open);
   }
+  // Asked to stop: what is left open is relayed no further.
+  for (Stream* stream : open) {
+    Emit(stream, true);
+    close(stream->source.fd);
+    stream->source.fd = -1;
+    still_open_.push_back(stream->source.rank);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_all_ = true;
+  ended_.notify_all();
 }
 
 }  // namespace hvd::launcher

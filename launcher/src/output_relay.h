@@ -16,9 +16,12 @@
 // DIR/<host>.<local_rank>/gen.<G>.stdout and .stderr.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -67,6 +70,10 @@ OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
 RelayOptions RelayOptionsFor(const LaunchConfig& config,
                              const SlotAssignment& slot, int64_t generation);
 
+// How long hvdrun waits, once its job has ended, for the end of its
+// workers' output.
+inline constexpr std::chrono::seconds kOutputDrain{5};
+
 class OutputRelay {
  public:
   // Starts the relay thread. Files that cannot be created are reported
@@ -81,14 +88,29 @@ class OutputRelay {
 
   // Blocks until every stream reached end-of-file.
   void Join();
+  // Waits up to `bound` for every stream's end-of-file; then relays no
+  // more of those still open (their last partial line completed) and
+  // returns their ranks. A stream outlives its worker only when something
+  // the worker started escaped its process group and still holds it; hvdrun
+  // must end all the same (kOutputDrain).
+  std::vector<int> JoinWithin(std::chrono::milliseconds bound);
 
  private:
   struct Stream;
   OutputRelay() = default;
   void Run();
+  void Emit(Stream* stream, bool eof);
 
   bool timestamp_ = false;
   std::vector<std::unique_ptr<Stream>> streams_;
+  // A byte on wake_[1] stops the relay thread.
+  int wake_[2] = {-1, -1};
+  std::mutex mu_;
+  std::condition_variable ended_;
+  bool ended_all_ = false;  // guarded by mu_
+  // The ranks of the streams the thread stopped relaying; read after the
+  // thread is joined.
+  std::vector<int> still_open_;
   std::thread thread_;
 };
 

@@ -1,6 +1,7 @@
 #include "process_group.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,12 @@ namespace hvd::launcher {
 void SignalGroup(pid_t leader, int sig) {
   kill(-leader, sig);
   if (sig != SIGKILL && sig != SIGCONT) kill(-leader, SIGCONT);
+}
+
+void DieWithGuard(pid_t guard) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The guard may have died between fork and prctl.
+  if (getppid() != guard) _exit(1);
 }
 
 void ExitLike(int wait_status) {

@@ -13,6 +13,14 @@ namespace hvd::launcher {
 // SIGKILL and SIGCONT, as a shell's kill does.
 void SignalGroup(pid_t leader, int sig);
 
+// In a guard's child between fork and exec: the kernel kills this process
+// (SIGKILL) when `guard` dies, even by SIGKILL (the OOM killer's choice),
+// which leaves no one to stop it; ends at once if `guard` is already gone.
+// A worker never outlives its guard, and ssh or srun never outlive theirs,
+// so the remote guard, its input closed, stops the remote worker. SIGKILL:
+// with the guard gone, no one would enforce a SIGTERM's grace.
+void DieWithGuard(pid_t guard);
+
 // Ends this process as the waited-for one ended: the same exit code, or
 // death by the same signal.
 [[noreturn]] void ExitLike(int wait_status);

@@ -135,9 +135,11 @@ int RemoteGuardMain(int argc, char** argv) {
   for (auto& s : launch.argv) args.push_back(s.data());
   args.push_back(nullptr);
 
+  const pid_t guard = getpid();
   pid_t worker = fork();
   if (worker < 0) Die(std::string("fork: ") + std::strerror(errno));
   if (worker == 0) {
+    DieWithGuard(guard);
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);
     sigset_t none;

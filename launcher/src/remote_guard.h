@@ -9,7 +9,8 @@
 // connection is gone) or stays silent for the silence bound (the link is
 // down: a partition), it stops the group: SIGTERM, then SIGKILL after the
 // grace. So no remote worker outlives its driver, its connection, or a
-// partition longer than the bound. It exits with the worker's exit code or
+// partition longer than the bound; and none outlives the remote guard
+// itself (DieWithGuard). It exits with the worker's exit code or
 // 128 + its signal, which ssh hands back.
 #pragma once
 
