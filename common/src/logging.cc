@@ -124,4 +124,11 @@ void SetLogTime(bool with_time) {
 
 void Announce(const std::string& line) { AnnounceLogger().info("{}", line); }
 
+std::string Count(int64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " +
+         (n == 1         ? one
+          : many.empty() ? one + "s"
+                         : many);
+}
+
 }  // namespace hvd::common

@@ -15,6 +15,7 @@
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
+#include "hvd/common/tuning_defaults.h"
 #include "option_suggestion.h"
 #include "refused_options.h"
 #include "slurm_allocation.h"
@@ -272,7 +273,18 @@ SplitArgs SplitAtCommand(const CLI::App& app,
     const std::string typed = word.substr(0, equals);
     const std::string name = ResolveOptionName(app, typed);
     if (name.empty()) {
-      std::string near = ClosestName(typed, KnownNames(app));
+      const std::vector<std::string> known = KnownNames(app);
+      const std::vector<std::string> longer = NamesStartingWith(typed, known);
+      if (typed.rfind("--", 0) == 0 && longer.size() > 1) {
+        split.error = "ambiguous option " + typed + ": it begins " +
+                      std::to_string(longer.size()) + " options (";
+        for (size_t n = 0; n < longer.size(); ++n) {
+          split.error += (n ? ", " : "") + longer[n];
+        }
+        split.error += "); type more of the name";
+        return split;
+      }
+      std::string near = ClosestName(typed, known);
       split.error = "unknown option " + typed +
                     (near.empty() ? "" : "; did you mean " + near + "?");
       return split;
@@ -472,10 +484,28 @@ Status ApplySlurmAllocation(const OptionValues& v, LaunchConfig& config) {
   return Status::Ok();
 }
 
+// CLI11 writes a negated spelling as "--no-x{false}"; hvdrun's help text
+// says what each spelling does and which is the default, so the mark only
+// misleads (it reads as "off by default").
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* option,
+                               bool positional) const override {
+    std::string name = CLI::Formatter::make_option_name(option, positional);
+    for (const char* mark : {"{false}", "{true}"}) {
+      for (size_t at; (at = name.find(mark)) != std::string::npos;) {
+        name.erase(at, std::char_traits<char>::length(mark));
+      }
+    }
+    return name;
+  }
+};
+
 void DescribeApp(CLI::App& app) {
+  app.formatter(std::make_shared<HelpFormatter>());
   app.description(
       "hvdrun: start a distributed training job, one worker process per "
-      "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python train.py\n"
+      "slot.\n\nExample: hvdrun -np 4 -H host1:2,host2:2 python3 train.py\n"
       "Options come before the command, in any order; the first word that "
       "is not an option or its value starts the command (or put -- before "
       "it). An option given twice: the last one counts.");
@@ -524,9 +554,18 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                "read it (also -prefix-timestamp)");
   app.add_option("--status-bind", v.config.status_bind,
                  "Where the read-only status page and /metrics listen, "
-                 "ADDR[:PORT] (default 127.0.0.1, any port); its URL, with "
-                 "the read token, is printed at start")
-      ->capture_default_str();
+                 "ADDR[:PORT] (default 127.0.0.1, any port), or 'none' for "
+                 "no status server; its URL, with the read token, is "
+                 "printed at start");
+  app.add_option("--status-token-file", v.config.status_token_file,
+                 "The status page's read token is this file's content; a "
+                 "missing file is made with a new random token (mode 0600). "
+                 "Keeps the URL the same across runs, for a Prometheus "
+                 "scrape's credentials_file (default: a new token per run)");
+  app.add_option("--rendezvous-port", v.config.rendezvous_port,
+                 "The port of the rendezvous server the workers reach, for "
+                 "a firewall (default 0: any free port)")
+      ->check(WholeNumber(0, 65535));
   app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
   app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
   app.add_flag("--check-build", v.check_build,
@@ -555,17 +594,25 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "default 30)")
       ->check(Decimal(0, false, kMaxTimeoutSeconds, "seconds"));
   app.add_option("--gloo-timeout-seconds", v.config.gloo_timeout_seconds,
-                 "Timeout of Gloo operations (HOROVOD_GLOO_TIMEOUT_SECONDS)")
+                 "Timeout of Gloo operations (HOROVOD_GLOO_TIMEOUT_SECONDS, "
+                 "default " +
+                     std::to_string(common::kDefaultGlooTimeout.count()) + ")")
       ->check(WholeNumber(1, static_cast<int64_t>(kMaxTimeoutSeconds)));
   app.add_option("--fusion-threshold-mb", v.config.fusion_threshold_mb,
-                 "Tensor fusion buffer size in MiB (HOROVOD_FUSION_THRESHOLD)")
+                 "Tensor fusion buffer size in MiB (HOROVOD_FUSION_THRESHOLD, "
+                 "default " +
+                     std::to_string(common::kDefaultFusionThreshold >> 20) +
+                     ")")
       ->check(Decimal(0, true, kMaxFusionMb, "MiB"));
   app.add_option("--cycle-time-ms", v.config.cycle_time_ms,
-                 "Background cycle time in ms (HOROVOD_CYCLE_TIME)")
+                 "Background cycle time in ms (HOROVOD_CYCLE_TIME, default " +
+                     std::to_string(common::kDefaultCycleTime.count() / 1000) +
+                     ")")
       ->check(Decimal(0, false, kMaxCycleMs, "milliseconds"));
   app.add_option("--cache-capacity", v.config.cache_capacity,
                  "Response cache entries, 0 turns the response cache off "
-                 "(HOROVOD_CACHE_CAPACITY)")
+                 "(HOROVOD_CACHE_CAPACITY, default " +
+                     std::to_string(common::kDefaultCacheCapacity) + ")")
       ->check(WholeNumber(0, kMaxCount));
   app.add_flag("--disable-cache", v.disable_cache,
                "Accepted for horovodrun's command lines: there it stops "

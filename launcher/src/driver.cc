@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "discovery.h"
@@ -281,8 +282,25 @@ int Driver::Run(int signals) {
   server_.board().SetListener(nullptr);
   cancel_errands_.Cancel();
   errands_.JoinAll();
+  // The job has ended; output a worker's escaped process still holds
+  // must not keep hvdrun waiting.
+  const auto drain_until = Clock::now() + kOutputDrain;
+  std::set<int> cut_off;
   for (auto& [id, worker] : workers_) {
-    if (worker.relay) worker.relay->Join();
+    if (!worker.relay) continue;
+    const auto left =
+        std::max(Clock::duration::zero(), drain_until - Clock::now());
+    for (int rank : worker.relay->JoinWithin(
+             std::chrono::duration_cast<std::chrono::milliseconds>(left))) {
+      cut_off.insert(rank);
+    }
+  }
+  for (int rank : cut_off) {
+    common::Announce(
+        "hvdrun: rank " + std::to_string(rank) + "'s output was still open " +
+        std::to_string(kOutputDrain.count()) +
+        " s after the job ended (a process it started left its process "
+        "group); hvdrun stopped relaying it");
   }
   return exit_code_;
 }
@@ -518,6 +536,10 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// Runs the driver beside the status server (--status-bind, not none).
+int RunWithStatusServer(const LaunchConfig& config, Driver& driver,
+                        int signals);
+
 }  // namespace
 
 void BlockDriverSignals() {
@@ -554,6 +576,7 @@ int RunJob(const LaunchConfig& config) {
   if (!address.ok()) return Fail(address.status().message());
   rendezvous::ServerOptions options;
   options.bind_host = *address;
+  options.port = config.rendezvous_port;
   options.secret = *secret;
   // Every worker keeps a connection and may hold a long-poll.
   const int workers = config.max_np > 0 ? config.max_np : config.num_proc;
@@ -568,9 +591,26 @@ int RunJob(const LaunchConfig& config) {
                (*server)->port());
   Driver driver(config, **server, *launch, hosts);
 
+  int code = 0;
+  if (config.status_bind == kNoStatusServer) {
+    code = driver.Run(signals);
+  } else {
+    code = RunWithStatusServer(config, driver, signals);
+  }
+  (*server)->Stop();
+  return code;
+}
+
+namespace {
+
+int RunWithStatusServer(const LaunchConfig& config, Driver& driver,
+                        int signals) {
   auto bind = StatusBind(config.status_bind);
   if (!bind.ok()) return Fail(bind.status().message());
-  auto token = common::NewJobSecret();  // a second, unrelated secret
+  // A second secret, unrelated to the job's.
+  auto token = config.status_token_file.empty()
+                   ? common::NewJobSecret()
+                   : StatusTokenFrom(config.status_token_file);
   if (!token.ok()) return Fail(token.status().message());
   bind->token = *token;
   // Before the driver's loop runs, a reader sees a job starting.
@@ -600,8 +640,9 @@ int RunJob(const LaunchConfig& config) {
   int code = driver.Run(signals);
   if (job_file.ok()) RemoveJobFile(*job_file);
   (*status_server)->Stop();
-  (*server)->Stop();
   return code;
 }
+
+}  // namespace
 
 }  // namespace hvd::launcher

@@ -28,6 +28,9 @@ struct SlurmAllocation {
 // allocation (srun); kLocal only on this machine.
 enum class Launcher { kSsh, kSlurm, kLocal };
 
+// --status-bind none: no status page, /metrics or `hvdrun status` entry.
+inline constexpr char kNoStatusServer[] = "none";
+
 struct LaunchConfig {
   // Workers to start; 0 means one per listed slot.
   int num_proc = 0;
@@ -42,8 +45,14 @@ struct LaunchConfig {
   // (output_relay.h says which).
   std::string output_dir;
   // Where the status page and /metrics listen (--status-bind): "ADDR:PORT",
-  // "ADDR" (any port) or ":PORT" (loopback).
+  // "ADDR" (any port), ":PORT" (loopback), or kNoStatusServer.
   std::string status_bind = "127.0.0.1";
+  // --status-token-file: the status page's read token is this file's
+  // content, made (a new random token, mode 0600) if it does not exist;
+  // empty: a new token per run.
+  std::string status_token_file;
+  // --rendezvous-port: the rendezvous server's port (0: any free one).
+  int rendezvous_port = 0;
   // --prefix-output-with-timestamp: every relayed worker line starts with
   // the time hvdrun read it, as horovodrun writes it.
   bool prefix_output_with_timestamp = false;

@@ -22,8 +22,25 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::vector<std::string> NamesStartingWith(
+    const std::string& typed, const std::vector<std::string>& candidates) {
+  std::vector<std::string> names;
+  if (typed.size() < 2) return names;
+  for (const auto& candidate : candidates) {
+    if (candidate.size() > typed.size() && candidate.rfind(typed, 0) == 0) {
+      names.push_back(candidate);
+    }
+  }
+  return names;
+}
+
 std::string ClosestName(const std::string& typed,
                         const std::vector<std::string>& candidates) {
+  std::string shortest;
+  for (const auto& name : NamesStartingWith(typed, candidates)) {
+    if (shortest.empty() || name.size() < shortest.size()) shortest = name;
+  }
+  if (!shortest.empty()) return shortest;
   const size_t allowed = std::max<size_t>(2, typed.size() / 3);
   std::string best;
   size_t best_distance = allowed + 1;

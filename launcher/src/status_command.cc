@@ -17,7 +17,9 @@ constexpr char kUsage[] =
     "usage: hvdrun status [--json] [URL]\n"
     "  Shows a running job: without URL, every job of this user on this\n"
     "  machine; with URL (as hvdrun printed it, ?token=... included), that\n"
-    "  job. --json prints the status as JSON.\n";
+    "  job. --json prints the status as JSON: with URL, that job's\n"
+    "  status.json; without, one array of {\"pid\", \"url\", \"status\"},\n"
+    "  one element per job (status null for a job that ended meanwhile).\n";
 
 // Fetches URL's status.json: "http://host:port/...?token=T".
 common::Result<nlohmann::json> Fetch(const std::string& url) {
@@ -54,18 +56,24 @@ common::Result<nlohmann::json> Fetch(const std::string& url) {
   return body;
 }
 
+void PrintJson(const nlohmann::json& json) {
+  const std::string text =
+      json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
 int Print(const common::Result<nlohmann::json>& status, bool as_json) {
   if (!status.ok()) {
     std::fprintf(stderr, "hvdrun status: %s\n",
                  status.status().message().c_str());
     return 1;
   }
-  std::string text =
-      as_json ? status->dump(2, ' ', false,
-                             nlohmann::json::error_handler_t::replace) +
-                    "\n"
-              : StatusText(*status);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (as_json) {
+    PrintJson(*status);
+  } else {
+    const std::string text = StatusText(*status);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
   return 0;
 }
 
@@ -106,7 +114,9 @@ int StatusMain(const std::vector<std::string>& args) {
                  JobFileDirectory().c_str());
     return 1;
   }
+  // --json: one document for every job, so that a script parses it whole.
   int code = 0;
+  nlohmann::json listed = nlohmann::json::array();
   for (const JobFile& job : *jobs) {
     if (!as_json) {
       std::printf("%shvdrun pid %d: %s\n", &job == &jobs->front() ? "" : "\n",
@@ -116,11 +126,22 @@ int StatusMain(const std::vector<std::string>& args) {
     if (!status.ok() && !StillRuns(job)) {
       // It ended between the listing and the question: not running, and so
       // not an error.
-      if (!as_json) std::printf("ended\n");
+      if (as_json) {
+        listed.push_back(
+            {{"pid", job.pid}, {"url", job.url}, {"status", nullptr}});
+      } else {
+        std::printf("ended\n");
+      }
+      continue;
+    }
+    if (as_json && status.ok()) {
+      listed.push_back(
+          {{"pid", job.pid}, {"url", job.url}, {"status", *status}});
       continue;
     }
     code = std::max(code, Print(status, as_json));
   }
+  if (as_json) PrintJson(listed);
   return code;
 }
 

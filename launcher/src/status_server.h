@@ -30,6 +30,12 @@ struct StatusServerOptions {
   std::string token;
 };
 
+// The read token kept in `path` (--status-token-file): its content without
+// surrounding white space, 16 to 256 characters a URL carries as they are
+// (letters, digits, '-', '.', '_', '~'). A missing file is made, mode
+// 0600, with a new random token. Errors name the file and what to do.
+common::Result<std::string> StatusTokenFrom(const std::string& path);
+
 class StatusServer {
  public:
   // The job's status now (docs/protocol.md, "GET /status.json"). The same

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "hvd/common/logging.h"
 #include "status_server.h"
 
 namespace hvd::launcher {
@@ -25,6 +26,12 @@ std::string Str(const json& value) {
 }
 
 // "1.23 s", "45 ms", "-".
+// "1 rank", "3 ranks"; what Str gives when the value is not a count.
+std::string Counted(const json& value, const std::string& one) {
+  if (!value.is_number_integer()) return Str(value) + " " + one + "s";
+  return common::Count(value.get<int64_t>(), one);
+}
+
 std::string Duration(const json& ms) {
   if (!ms.is_number()) return "-";
   std::ostringstream out;
@@ -89,9 +96,10 @@ std::string StatusText(const json& status) {
   const json& job = At(status, "job");
   const double now_ms = Number(At(job, "now_ms"));
   out << "job: " << Str(At(job, "state")) << ", generation "
-      << Str(At(job, "generation")) << ", " << Str(At(job, "world_size"))
-      << " ranks, " << Str(At(job, "resets")) << " resets, "
-      << Str(At(job, "failures")) << " failures, up "
+      << Str(At(job, "generation")) << ", "
+      << Counted(At(job, "world_size"), "rank") << ", "
+      << Counted(At(job, "resets"), "reset") << ", "
+      << Counted(At(job, "failures"), "failure") << ", up "
       << Duration(now_ms - Number(At(job, "started_ms"), now_ms)) << "\n";
   if (At(job, "exit_code").is_number()) {
     out << "exit code: " << Str(job["exit_code"]) << "\n";

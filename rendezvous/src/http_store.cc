@@ -76,8 +76,9 @@ void HttpStore::wait(const std::vector<std::string>& keys,
   // Gloo passes its context's timeout (HOROVOD_GLOO_TIMEOUT_SECONDS, meant
   // for collectives); waiting for peers to arrive is the store's own budget
   // (HOROVOD_START_TIMEOUT), so the shorter one bounds it.
-  auto values = client_.MultiGet(scope_, wanted, std::min(timeout, timeout_));
-  if (!values.ok()) Throw(values.status());
+  const auto bound = std::min(timeout, timeout_);
+  auto values = client_.MultiGet(scope_, wanted, bound);
+  if (!values.ok()) Throw(NameLateRanks(values.status(), bound));
   for (auto& [key, value] : *values) {
     fetched_[key.substr(prefix_.size())] = std::move(value);
   }
@@ -90,7 +91,53 @@ void HttpStore::Prefetch(std::vector<std::string> keys) {
   prefetch_groups_.push_back(std::move(keys));
 }
 
+std::vector<int> LateMeshRanks(const RendezvousClient::Values& present,
+                               const std::string& prefix, int rank, int size) {
+  std::vector<int> late;
+  for (int i = 0; i < size; ++i) {
+    if (i != rank && !present.count(prefix + "rank_" + std::to_string(i))) {
+      late.push_back(i);
+    }
+  }
+  return late;
+}
+
+Status HttpStore::NameLateRanks(const Status& timeout,
+                                std::chrono::milliseconds waited) {
+  if (timeout.code() != common::Code::kTimeout || mesh_size_ == 0) {
+    return timeout;
+  }
+  // This rank's own key is there, so the listing never waits.
+  auto present = client_.WaitPrefix(scope_, prefix_ + "rank_", 1,
+                                    std::chrono::milliseconds(0));
+  if (!present.ok()) return timeout;
+  const std::vector<int> late =
+      LateMeshRanks(*present, prefix_, mesh_rank_, mesh_size_);
+  if (late.empty()) return timeout;
+  std::string ranks;
+  constexpr size_t kNamed = 8;
+  for (size_t i = 0; i < late.size() && i < kNamed; ++i) {
+    ranks += (i ? ", " : "") + std::to_string(late[i]);
+  }
+  if (late.size() > kNamed) {
+    ranks += " and " + std::to_string(late.size() - kNamed) + " more";
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(waited).count();
+  return Status::Timeout(
+      std::string(late.size() == 1 ? "rank " : "ranks ") + ranks +
+      (late.size() == 1 ? " has" : " have") + " not reached hvd.init() in " +
+      std::to_string(seconds) +
+      " s (the start timeout, HOROVOD_START_TIMEOUT / --start-timeout, or "
+      "the Gloo timeout if shorter): a script that does not call hvd.init() "
+      "on every rank, a rank still busy before it, or a worker that cannot "
+      "reach the rendezvous server (" +
+      timeout.message() + ")");
+}
+
 void HttpStore::PrefetchFullMesh(int rank, int size) {
+  mesh_rank_ = rank;
+  mesh_size_ = size;
   std::vector<std::string> hostnames, addresses;
   for (int i = 0; i < size; ++i) {
     if (i == rank) continue;

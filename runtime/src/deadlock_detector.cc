@@ -12,10 +12,14 @@ constexpr size_t kNamesPerRank = 3;
 const char* Ordinal(int64_t n) {
   if (n % 100 >= 11 && n % 100 <= 13) return "th";
   switch (n % 10) {
-    case 1: return "st";
-    case 2: return "nd";
-    case 3: return "rd";
-    default: return "th";
+    case 1:
+      return "st";
+    case 2:
+      return "nd";
+    case 3:
+      return "rd";
+    default:
+      return "th";
   }
 }
 

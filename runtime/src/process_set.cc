@@ -28,7 +28,8 @@ void CatchUpUnnamed(ProcessSet& set, const std::vector<Response>& responses) {
     auto number = UnnamedNumber(response.request.type, response.request.name);
     if (!number) continue;
     int64_t seen = set.unnamed.load();
-    while (seen < *number && !set.unnamed.compare_exchange_weak(seen, *number)) {
+    while (seen < *number &&
+           !set.unnamed.compare_exchange_weak(seen, *number)) {
     }
   }
 }

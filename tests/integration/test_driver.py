@@ -255,3 +255,49 @@ def test_workers_that_exit_zero_without_init_finish_an_elastic_job(
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started < 30
     assert "job succeeded after 0 resets" in result.stderr
+
+
+def test_a_killed_guard_takes_its_worker_and_hvdrun_ends_with_its_job(
+        hvdrun, tmp_path):
+    """kill -9 of rank 0's guard (hvdrun's own process; the OOM killer may
+    pick it): the worker under it, busy for minutes, dies with it instead of
+    running on as an orphan that holds hvdrun's output open, and hvdrun
+    ends with its job, which failed with that rank."""
+    w = start(hvdrun, ["-np", "2", "/bin/sleep", "300"])
+    w.wait_for_lines(lambda line: ") is pid " in line, "both workers' pids",
+                     count=2, stream="stderr")
+    guard = int(re.search(r"slot localhost:0 \(rank 0\) is pid (\d+)",
+                          w.text("stderr")).group(1))
+    children = f"/proc/{guard}/task/{guard}/children"
+    wait_until(lambda: open(children).read().split(), "the guard's child",
+               timeout=10)
+    worker = int(open(children).read().split()[0])
+    os.kill(guard, signal.SIGKILL)
+    wait_until(lambda: not alive(worker),
+               f"rank 0's worker (pid {worker}) to die with its guard",
+               timeout=10)
+    try:
+        w.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("hvdrun outlived its job:\n" + w.text("stderr"))
+    assert w.proc.returncode != 0, w.text("stderr")
+    assert not any(alive(p) for p in guard_pids(w)), w.text("stderr")
+
+
+def test_output_held_by_an_escaped_process_does_not_keep_hvdrun(hvdrun):
+    """A worker that leaves a process of its own session behind (setsid),
+    holding its stdout: hvdrun ends at most kOutputDrain (5 s) after the
+    job, naming the rank whose output it stopped relaying."""
+    # The worker exits once the sleep has its own session (field 6 of
+    # /proc/PID/stat), so that the guard's kill of the group misses it.
+    script = ("setsid /bin/sleep 300 & echo escaped $!; "
+              "for i in $(seq 5000); do "
+              "[ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ] && break; done")
+    result = hvdrun(["-np", "1", "/bin/sh", "-c", script], timeout=60)
+    escaped = int(re.search(r"escaped (\d+)", result.stdout).group(1))
+    try:
+        assert result.returncode == 0, result.stderr
+        assert "rank 0's output was still open 5 s after the job ended" in \
+            result.stderr, result.stderr
+    finally:
+        os.kill(escaped, signal.SIGKILL)

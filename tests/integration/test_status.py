@@ -4,6 +4,7 @@ parsed by prometheus_client, and `hvdrun status` in a terminal."""
 
 import json
 import re
+import socket
 import subprocess
 import urllib.error
 import urllib.parse
@@ -136,7 +137,7 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
         shown = subprocess.run([str(HVDRUN), "status", *args],
                                capture_output=True, text=True, timeout=30)
         assert shown.returncode == 0, shown.stderr
-        assert "job: running, generation 2, 2 ranks, 1 resets" in \
+        assert "job: running, generation 2, 2 ranks, 1 reset, " in \
             shown.stdout, shown.stdout
         assert re.search(r"127\.0\.0\.1\s+2\s+blacklisted", shown.stdout), \
             shown.stdout
@@ -150,12 +151,8 @@ def test_status_of_an_elastic_job_with_a_killed_worker(hvdrun, tmp_path):
 def test_the_status_server_only_reads_and_only_with_the_token(hvdrun,
                                                               tmp_path):
     go = tmp_path / "go"
-    waits = ("import os, time\n"
-             f"deadline = time.monotonic() + 60\n"
-             f"while not os.path.exists({str(go)!r}):\n"
-             "    assert time.monotonic() < deadline\n"
-             "    time.sleep(0.05)\n")
-    child = hvdrun.start(["-np", "1", "/usr/bin/python3", "-c", waits])
+    child = hvdrun.start(["-np", "1", "/usr/bin/python3", "-c",
+                          waiting_script(go)])
     url = status_url(child)
     code, page = get(url, "/")
     assert code == 200 and "<title>hvd job</title>" in page
@@ -186,3 +183,83 @@ def test_status_bind_takes_an_address_and_port(hvdrun, tmp_path):
                          timeout=30)
     assert bad.returncode != 0
     assert "--status-bind port" in bad.stderr, bad.stderr
+
+
+def waiting_script(go):
+    """A worker that waits (60 s at most) until `go` exists."""
+    return ("import os, time\n"
+            "deadline = time.monotonic() + 60\n"
+            f"while not os.path.exists({str(go)!r}):\n"
+            "    assert time.monotonic() < deadline\n"
+            "    time.sleep(0.05)\n")
+
+
+def test_status_token_file_keeps_the_url_and_none_turns_it_off(hvdrun,
+                                                               tmp_path):
+    token_file = tmp_path / "status.token"
+    urls = []
+    for _ in range(2):  # made by the first run, read by the second
+        child = hvdrun.start(["--status-token-file", str(token_file),
+                              "-np", "1", "/bin/true"])
+        urls.append(status_url(child))
+        assert child.wait(timeout=60) == 0
+    token = token_file.read_text()
+    assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+    for url in urls:
+        assert urllib.parse.parse_qs(urllib.parse.urlsplit(url).query) == \
+            {"token": [token]}
+    # A token the URL cannot carry as it is: refused at start, naming the
+    # file.
+    token_file.write_text("too short\n")
+    bad = subprocess.run([str(HVDRUN), "--status-token-file", str(token_file),
+                          "-np", "1", "/bin/true"], capture_output=True,
+                         text=True, timeout=30)
+    assert bad.returncode != 0
+    assert f"--status-token-file {token_file}: the token must be" in \
+        bad.stderr, bad.stderr
+    # No status server: no URL, and the job runs.
+    off = subprocess.run([str(HVDRUN), "--status-bind", "none", "-np", "1",
+                          "/bin/true"], capture_output=True, text=True,
+                         timeout=60)
+    assert off.returncode == 0, off.stderr
+    assert "status page" not in off.stderr, off.stderr
+
+
+def test_rendezvous_port_is_the_one_given(hvdrun, tmp_path):
+    with socket.socket() as probe:  # a port free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = hvdrun(["--verbose", "--rendezvous-port", str(port), "-np", "2",
+                     "/usr/bin/python3", "-c",
+                     "import hvd; hvd.init(); hvd.barrier()"])
+    assert result.returncode == 0, result.stderr
+    assert re.search(rf"rendezvous server on \S+:{port}\b", result.stderr), \
+        result.stderr
+
+
+def test_status_json_of_two_jobs_is_one_document(hvdrun, tmp_path):
+    go = tmp_path / "go"
+    children = [hvdrun.start(["-np", "1", "/usr/bin/python3", "-c",
+                              waiting_script(go)]) for _ in range(2)]
+    urls = {status_url(child) for child in children}
+    listed = {}
+
+    def both_listed():
+        # hvdrun writes its job file just after it prints the URL.
+        shown = subprocess.run([str(HVDRUN), "status", "--json"],
+                               capture_output=True, text=True, timeout=30)
+        if shown.returncode != 0:
+            return False
+        jobs = json.loads(shown.stdout)  # one document, whole
+        listed.update({job["url"]: job for job in jobs})
+        return urls <= set(listed)
+
+    wait_until(both_listed, "both jobs in `hvdrun status --json`",
+               timeout=30)
+    go.touch()
+    for url in urls:
+        assert listed[url]["pid"] in {c.proc.pid for c in children}
+        assert listed[url]["status"]["job"]["state"] in ("starting",
+                                                         "running")
+    for child in children:
+        assert child.wait(timeout=60) == 0

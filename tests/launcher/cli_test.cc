@@ -685,5 +685,41 @@ TEST(CliTest, UnambiguousPrefixesStandForTheirOption) {
   EXPECT_FALSE(Parse({"-np", "1", "--autotune-", "cmd"}).config);  // several
 }
 
+// --help: every tuning flag names its default; a negated spelling carries
+// no "{false}" (which read as "off by default" for flags that are on); the
+// example runs a program Debian has.
+TEST(CliTest, HelpNamesDefaultsAndNoFalseMarks) {
+  ::testing::internal::CaptureStdout();
+  CliOutcome out = Parse({"--help"});
+  const std::string help = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out.exit_code, 0);
+  EXPECT_EQ(help.find("{false}"), std::string::npos) << help;
+  EXPECT_NE(help.find("--hierarchical-allreduce,--no-hierarchical-allreduce"),
+            std::string::npos)
+      << help;
+  for (const char* text :
+       {"HOROVOD_GLOO_TIMEOUT_SECONDS, default 30",
+        "HOROVOD_FUSION_THRESHOLD, default 128",
+        "HOROVOD_CYCLE_TIME, default 1", "HOROVOD_CACHE_CAPACITY, default 1024",
+        "python3 train.py"}) {
+    EXPECT_NE(help.find(text), std::string::npos) << text << "\n" << help;
+  }
+  EXPECT_EQ(help.find(" python train.py"), std::string::npos) << help;
+}
+
+// An ambiguous prefix names every option it begins; a word cut short is
+// completed before any nearer typo (-n is -np, not -h).
+TEST(CliTest, UnknownOptionsGetTheLikelyNameOrTheCandidates) {
+  std::string err = ErrorOf({"-n", "2", "cmd"});
+  EXPECT_NE(err.find("unknown option -n; did you mean -np?"), std::string::npos)
+      << err;
+  err = ErrorOf({"-np", "1", "--autotune-", "cmd"});
+  EXPECT_NE(err.find("ambiguous option --autotune-: it begins"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("--autotune-log-file"), std::string::npos) << err;
+  EXPECT_NE(err.find("--autotune-warmup-samples"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace hvd::launcher

@@ -269,7 +269,7 @@ TEST(StatusViewsTest, MetricsCountWhatTheRecordSaw) {
             std::string::npos);
 
   const std::string text = StatusText(s);
-  EXPECT_NE(text.find("job: running, generation 2, 2 ranks, 1 resets"),
+  EXPECT_NE(text.find("job: running, generation 2, 2 ranks, 1 reset, "),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("exited with code 9"), std::string::npos) << text;

@@ -98,6 +98,29 @@ TEST_F(HttpStoreTest, GlooTimeoutLongerThanTheStoresEndsAtTheStoresTimeout) {
   EXPECT_LE(std::stoll(message.substr(at + 8)), 100) << message;
 }
 
+// Rank 2 of three never called hvd.init(): rank 0's full mesh times out
+// naming it, not a key, and not rank 1, which published its host name.
+TEST_F(HttpStoreTest, AFullMeshThatTimesOutNamesTheRanksThatNeverCame) {
+  RendezvousClient peer(ClientOptions());
+  ASSERT_TRUE(peer.Set("gloo", "g1/rank_1", "host1").ok());
+  HttpStore store(ClientOptions(), "gloo", "g1/", 100ms);
+  store.PrefetchFullMesh(0, 3);
+  store.set("rank_0", {'h'});
+  EXPECT_THROW(store.get("rank_1"), gloo::IoException);
+  EXPECT_EQ(store.last_error().code(), common::Code::kTimeout);
+  const std::string message = store.last_error().message();
+  EXPECT_EQ(message.rfind("rank 2 has not reached hvd.init() in 0 s", 0), 0u)
+      << message;
+  EXPECT_EQ(message.find("rank 1 "), std::string::npos) << message;
+}
+
+TEST(LateMeshRanksTest, RanksWithoutAHostNameKeyOtherThanOnesOwn) {
+  const RendezvousClient::Values present = {
+      {"g3/rank_0", "a"}, {"g3/rank_2", "c"}, {"g2/rank_1", "stale"}};
+  EXPECT_EQ(LateMeshRanks(present, "g3/", 0, 4), (std::vector<int>{1, 3}));
+  EXPECT_EQ(LateMeshRanks(present, "g3/", 1, 3), std::vector<int>{});
+}
+
 TEST_F(HttpStoreTest, UnreachableServerIsAnIoException) {
   common::HttpClientOptions options = ClientOptions();
   server_->Stop();

@@ -3,6 +3,7 @@
 // interleaved output of many processes can be told apart.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,5 +37,10 @@ void SetLogTime(bool with_time);
 // the time is hidden. The time is the log lines' ("[%Y-%m-%d
 // %H:%M:%S.%e]", local). Any thread; lines never interleave.
 void Announce(const std::string& line);
+
+// "1 worker", "2 workers", "0 workers": a count and its noun for messages;
+// `many` when the plural is not `one` + "s".
+std::string Count(int64_t n, const std::string& one,
+                  const std::string& many = "");
 
 }  // namespace hvd::common

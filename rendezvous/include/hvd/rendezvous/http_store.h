@@ -68,6 +68,12 @@ class HttpStore : public gloo::rendezvous::Store {
 
  private:
   [[noreturn]] void Throw(const common::Status& status);
+  // A full mesh's wait that timed out after `waited`: `timeout` with the
+  // peers that never published their host name named first (the ranks that
+  // have not reached hvd.init(), or cannot reach the server), found with
+  // one more request.
+  common::Status NameLateRanks(const common::Status& timeout,
+                               std::chrono::milliseconds waited);
 
   RendezvousClient client_;
   const std::string scope_;
@@ -79,6 +85,14 @@ class HttpStore : public gloo::rendezvous::Store {
   // Values fetched by wait(), handed out once by get().
   std::unordered_map<std::string, std::string> fetched_;
   common::Status last_error_;
+  // PrefetchFullMesh's rank and size (size 0: no full mesh).
+  int mesh_rank_ = -1;
+  int mesh_size_ = 0;
 };
+
+// The ranks of a `size`-rank full mesh, other than `rank`, that have no
+// "<prefix>rank_<i>" among `present` (keys as the server lists them).
+std::vector<int> LateMeshRanks(const RendezvousClient::Values& present,
+                               const std::string& prefix, int rank, int size);
 
 }  // namespace hvd::rendezvous

@@ -9,15 +9,16 @@
 
 #include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
+#include "hvd/common/tuning_defaults.h"
 
 namespace hvd::runtime {
 
 // HOROVOD_TIMELINE=DYNAMIC: no timeline file at hvd.init(), as in Horovod.
 inline constexpr char kDynamicTimeline[] = "DYNAMIC";
 
-// HOROVOD_FUSION_THRESHOLD's default in bytes: 128 MiB, as Horovod. The one
-// place it is written; the fusion plan and autotune start from it too.
-inline constexpr int64_t kDefaultFusionThreshold = int64_t{128} << 20;
+// HOROVOD_FUSION_THRESHOLD's default in bytes; the fusion plan and
+// autotune start from it too.
+using common::kDefaultFusionThreshold;
 
 struct RuntimeConfig {
   // This worker's place in the job (HOROVOD_RANK, _SIZE, ...; in elastic
@@ -35,11 +36,11 @@ struct RuntimeConfig {
   // Budget for meeting the other workers at the rendezvous.
   std::chrono::milliseconds start_timeout{30000};
   // Budget of one Gloo operation.
-  std::chrono::milliseconds gloo_timeout{30000};
+  std::chrono::milliseconds gloo_timeout = common::kDefaultGlooTimeout;
   // How long the background thread waits for new work before it negotiates
   // anyway (HOROVOD_CYCLE_TIME, milliseconds, fractions allowed). New work
   // wakes it at once, so this bounds idle polling, not latency.
-  std::chrono::microseconds cycle_time{1000};
+  std::chrono::microseconds cycle_time = common::kDefaultCycleTime;
   // Elastic mode (HOROVOD_ELASTIC=1): rank and size come from checking in
   // with the driver at every init; `hostname` and `local_rank` name the
   // slot; the driver bounds how long a check-in waits.
@@ -71,7 +72,7 @@ struct RuntimeConfig {
   bool disable_group_fusion = false;
   // Response cache entries per process set (HOROVOD_CACHE_CAPACITY; 0 turns
   // the cache off).
-  int64_t cache_capacity = 1024;
+  int64_t cache_capacity = common::kDefaultCacheCapacity;
   // Process sets may be added and removed after init
   // (HOROVOD_DYNAMIC_PROCESS_SETS=1).
   bool dynamic_process_sets = false;

@@ -1,0 +1,20 @@
+// The workers' tuning defaults, written once: the runtime starts from them
+// (hvd/runtime/config.h) and hvdrun's --help names them, so the two never
+// disagree. Each is also Horovod's default.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace hvd::common {
+
+// HOROVOD_FUSION_THRESHOLD (--fusion-threshold-mb): 128 MiB.
+inline constexpr int64_t kDefaultFusionThreshold = int64_t{128} << 20;
+// HOROVOD_CYCLE_TIME (--cycle-time-ms): 1 ms.
+inline constexpr std::chrono::microseconds kDefaultCycleTime{1000};
+// HOROVOD_CACHE_CAPACITY (--cache-capacity): entries per process set.
+inline constexpr int64_t kDefaultCacheCapacity = 1024;
+// HOROVOD_GLOO_TIMEOUT_SECONDS (--gloo-timeout-seconds).
+inline constexpr std::chrono::seconds kDefaultGlooTimeout{30};
+
+}  // namespace hvd::common
