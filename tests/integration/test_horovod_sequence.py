@@ -98,3 +98,9 @@ def test_sequence_ends_on_every_rank_within_the_timeouts(hvdrun):
             if step["detail"].startswith("deadlock:"):
                 assert "rank 0 waits" in step["detail"], output
                 assert "rank 1 waits" in step["detail"], output
+        # Each deadlock is logged once per rank that waited in it, not once
+        # per name it failed.
+        logged = [l for l in rank_lines(result.stderr, rank, "stderr")
+                  if "[warning] deadlock:" in l]
+        failed = [s for s in steps[rank] if s["detail"].startswith("deadlock:")]
+        assert 1 <= len(logged) <= len(failed), output

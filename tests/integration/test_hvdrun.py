@@ -272,6 +272,32 @@ def test_workers_meet_through_the_signed_rendezvous(hvdrun, tmp_path):
             "['worker-0', 'worker-1', 'worker-2']", "401"]
 
 
+def test_a_rank_that_never_calls_init_is_named(hvdrun, tmp_path):
+    """Rank 2 of three never calls hvd.init() (it is still busy when the
+    start timeout ends): the others' errors name it, not a store key."""
+    worker = tmp_path / "worker.py"
+    worker.write_text(textwrap.dedent("""
+        import os, time
+        import hvd
+        if os.environ["HOROVOD_RANK"] == "2":
+            time.sleep(120)  # ended by hvdrun when the job fails
+        try:
+            hvd.init()
+        except hvd.HorovodInternalError as e:
+            print(e)
+            raise SystemExit(1)  # the job fails, and rank 2 is stopped
+    """))
+    result = hvdrun(["-np", "3", "--start-timeout", "2", sys.executable,
+                     str(worker)], timeout=60)
+    # The first to fail ends the job, which may stop the other before it
+    # prints.
+    errors = [l for rank in (0, 1) for l in rank_lines(result.stdout, rank)]
+    assert errors, result.stdout + result.stderr
+    for line in errors:
+        assert "Gloo context g0/global/: rank 2 has not reached hvd.init() " \
+               "in 2 s" in line, result.stdout + result.stderr
+
+
 def test_secret_is_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
     job, pids = start_sleepers(hvdrun, tmp_path)
     with open(f"/proc/{pids[0]}/environ", "rb") as f:
