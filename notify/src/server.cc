@@ -56,6 +56,17 @@ HttpAnswer NotificationServer::Route(const HttpRequest& req) {
     auto message = DecodeHostsUpdated(req.body);
     if (!message.ok()) return HttpAnswer::Error(message.status());
     RaiseTo(latest_sequence_, message->sequence);
+    {
+      std::lock_guard<std::mutex> lock(changes_mu_);
+      if (message->generation > changes_generation_) {
+        changes_generation_ = message->generation;
+        changes_ = 0;
+      }
+      if (message->generation == changes_generation_) {
+        changes_ |= (message->removed.empty() ? 0 : kHostsRemoved) |
+                    (message->added.empty() ? 0 : kHostsAdded);
+      }
+    }
     RaiseTo(latest_generation_, message->generation);
     spdlog::info(
         "hosts updated (sequence {}, generation {}): {} added, {} removed",
@@ -73,6 +84,11 @@ HttpAnswer NotificationServer::Route(const HttpRequest& req) {
   return HttpAnswer::Error(Status::NotFound(
       "no route for " + common::Printable(req.method) + " " +
       common::Printable(req.path)));
+}
+
+int NotificationServer::latest_changes() const {
+  std::lock_guard<std::mutex> lock(changes_mu_);
+  return changes_;
 }
 
 NotificationServer::~NotificationServer() {

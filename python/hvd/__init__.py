@@ -13,7 +13,8 @@ from .build import (ccl_built, cuda_built, ddl_built, gloo_built,
                     mpi_threads_supported, nccl_built, rocm_built)
 from .build import __version__
 from .exceptions import (ForkedProcessError, HorovodInternalError,
-                         HostsUpdatedInterrupt, MismatchError,
+                         HostsUpdatedInterrupt, InvalidArgumentError,
+                         InvalidArgumentTypeError, MismatchError,
                          RemovedFromJobError)
 from .objects import allgather_object, broadcast_object
 from .ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,

@@ -24,6 +24,23 @@ class MismatchError(ValueError, RuntimeError):
     raises in this case, so Horovod code that catches that still does."""
 
 
+class InvalidArgumentError(ValueError, RuntimeError):
+    """A collective refused at the call, on the rank that made it, before
+    anything was sent: an op the collective or the dtype does not take
+    (Adasum of integers, reducescatter with Min), bad splits, a root
+    outside the set, an unregistered process set, a name already in
+    flight, hvd not initialized. A ValueError, hvd's kind for a bad call,
+    and a RuntimeError, which is what Horovod raises for the refusals its
+    core makes, so that code written for either catches it."""
+
+
+class InvalidArgumentTypeError(TypeError, RuntimeError):
+    """A collective refused at the call because an argument is of a type it
+    cannot take: not a tensor, a tensor on another device, a sparse tensor
+    or a dtype hvd cannot move for this op. A TypeError, and a RuntimeError
+    as every refusal of a collective is (see InvalidArgumentError)."""
+
+
 class ForkedProcessError(RuntimeError):
     """hvd was used in a process forked (os.fork, multiprocessing's fork
     start method) from the one that called hvd.init(): the fork has a copy of

@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from ._core import core
+from .exceptions import InvalidArgumentError, InvalidArgumentTypeError
 from .process_sets import global_process_set, set_id
 
 # The runtime's ReduceOp values (runtime/include/hvd/runtime/types.h).
@@ -39,6 +40,19 @@ def _remember(handle, pending):
     return handle
 
 
+def _enqueue(start, *args):
+    """``start(*args)``, one of the core's *_async calls. The core refuses a
+    collective's arguments (kInvalidArgument, kNotFound) with a plain
+    ValueError; it is raised as InvalidArgumentError, which is also the
+    RuntimeError Horovod raises there (docs/errors.md)."""
+    try:
+        return start(*args)
+    except ValueError as e:
+        if isinstance(e, RuntimeError):  # MismatchError: a kind of its own
+            raise
+        raise InvalidArgumentError(*e.args) from None
+
+
 def _name(name):
     return "" if name is None else str(name)
 
@@ -51,15 +65,16 @@ def _names(name, count):
 
 def _reduce_op(op, average, default=None):
     if op is not None and average is not None:
-        raise ValueError("pass either op or the deprecated average, not both")
+        raise InvalidArgumentError(
+            "pass either op or the deprecated average, not both")
     if op is None:
         if average is None and default is not None:
             return default
         return Sum if average is False else Average
     if op not in (Sum, Average, Min, Max, Product, Adasum):
-        raise ValueError(f"unknown reduce op {op!r}; use hvd.Sum, "
-                         "hvd.Average, hvd.Min, hvd.Max, hvd.Product or "
-                         "hvd.Adasum")
+        raise InvalidArgumentError(
+            f"unknown reduce op {op!r}; use hvd.Sum, hvd.Average, hvd.Min, "
+            "hvd.Max, hvd.Product or hvd.Adasum")
     return op
 
 
@@ -73,10 +88,12 @@ def _in_place_buffer(array):
     if hasattr(array, "__cuda_array_interface__"):
         return array, None
     if not isinstance(array, np.ndarray):
-        raise TypeError("in-place collectives need a numpy array, got "
-                        f"{type(array).__name__}")
+        raise InvalidArgumentTypeError(
+            "in-place collectives need a numpy array, got "
+            f"{type(array).__name__}")
     if not array.flags.writeable:
-        raise ValueError("in-place collectives need a writable array")
+        raise InvalidArgumentError(
+            "in-place collectives need a writable array")
     if array.flags.c_contiguous:
         return array, None
     return np.ascontiguousarray(array), array
@@ -87,11 +104,9 @@ def allreduce_async(array, name=None, op=None, prescale_factor=1.0,
                     process_set=global_process_set):
     source = np.asarray(array, order="C")
     output = np.empty_like(source)
-    handle = core.allreduce_async(source, output, _name(name),
-                                  _reduce_op(op, average),
-                                  float(prescale_factor),
-                                  float(postscale_factor),
-                                  set_id(process_set))
+    handle = _enqueue(core.allreduce_async, source, output, _name(name),
+                      _reduce_op(op, average), float(prescale_factor),
+                      float(postscale_factor), set_id(process_set))
     return _remember(handle, _Pending((source, output), output))
 
 
@@ -99,11 +114,9 @@ def allreduce_async_(array, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, average=None,
                      process_set=global_process_set):
     buffer, copy_back = _in_place_buffer(array)
-    handle = core.allreduce_async(buffer, buffer, _name(name),
-                                  _reduce_op(op, average),
-                                  float(prescale_factor),
-                                  float(postscale_factor),
-                                  set_id(process_set))
+    handle = _enqueue(core.allreduce_async, buffer, buffer, _name(name),
+                      _reduce_op(op, average), float(prescale_factor),
+                      float(postscale_factor), set_id(process_set))
     return _remember(handle, _Pending((buffer,), array, copy_back))
 
 
@@ -112,10 +125,10 @@ def grouped_allreduce_async_(arrays, name=None, op=None, prescale_factor=1.0,
                              process_set=global_process_set):
     """Reduces every array in place, as one fused unit; a list of handles."""
     buffers = [_in_place_buffer(a) for a in arrays]
-    handles = core.grouped_allreduce_async(
-        [b for b, _ in buffers], _names(name, len(buffers)),
-        _reduce_op(op, None), float(prescale_factor), float(postscale_factor),
-        set_id(process_set))
+    handles = _enqueue(
+        core.grouped_allreduce_async, [b for b, _ in buffers],
+        _names(name, len(buffers)), _reduce_op(op, None),
+        float(prescale_factor), float(postscale_factor), set_id(process_set))
     return [_remember(h, _Pending((b,), a, copy))
             for h, (b, copy), a in zip(handles, buffers, arrays)]
 
@@ -154,16 +167,16 @@ class CudaResult:
 
 def allgather_async(array, name=None, process_set=global_process_set):
     source, dtype = _source(array)
-    handle = core.allgather_async(source, _name(name), set_id(process_set))
+    handle = _enqueue(core.allgather_async, source, _name(name),
+                      set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
 def grouped_allgather_async(arrays, name=None,
                             process_set=global_process_set):
     sources = [_source(a) for a in arrays]
-    handles = core.grouped_allgather_async([s for s, _ in sources],
-                                           _names(name, len(sources)),
-                                           set_id(process_set))
+    handles = _enqueue(core.grouped_allgather_async, [s for s, _ in sources],
+                       _names(name, len(sources)), set_id(process_set))
     return [_remember(h, _Pending((s,), None, dtype=d))
             for h, (s, d) in zip(handles, sources)]
 
@@ -171,16 +184,16 @@ def grouped_allgather_async(arrays, name=None,
 def broadcast_async(array, root_rank, name=None,
                     process_set=global_process_set):
     buffer = np.array(array, copy=True, order="C")
-    handle = core.broadcast_async(buffer, int(root_rank), _name(name),
-                                  set_id(process_set))
+    handle = _enqueue(core.broadcast_async, buffer, int(root_rank),
+                      _name(name), set_id(process_set))
     return _remember(handle, _Pending((buffer,), buffer))
 
 
 def broadcast_async_(array, root_rank, name=None,
                      process_set=global_process_set):
     buffer, copy_back = _in_place_buffer(array)
-    handle = core.broadcast_async(buffer, int(root_rank), _name(name),
-                                  set_id(process_set))
+    handle = _enqueue(core.broadcast_async, buffer, int(root_rank),
+                      _name(name), set_id(process_set))
     return _remember(handle, _Pending((buffer,), array, copy_back))
 
 
@@ -192,8 +205,8 @@ def alltoall_async(array, splits=None, name=None,
     source, dtype = _source(array)
     split_list = [] if splits is None else [int(s) for s in
                                             np.asarray(splits).ravel()]
-    handle = core.alltoall_async(source, split_list, _name(name),
-                                 set_id(process_set))
+    handle = _enqueue(core.alltoall_async, source, split_list, _name(name),
+                      set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype,
                                       with_splits=splits is not None))
 
@@ -205,11 +218,9 @@ def reducescatter_async(array, name=None, op=None, prescale_factor=1.0,
     rank's block of dimension 0; the first (rows % size) ranks get a row
     more."""
     source, dtype = _source(array)
-    handle = core.reducescatter_async(source, _name(name),
-                                      _reduce_op(op, None, Average),
-                                      float(prescale_factor),
-                                      float(postscale_factor),
-                                      set_id(process_set))
+    handle = _enqueue(core.reducescatter_async, source, _name(name),
+                      _reduce_op(op, None, Average), float(prescale_factor),
+                      float(postscale_factor), set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
@@ -217,10 +228,10 @@ def grouped_reducescatter_async(arrays, name=None, op=None,
                                 prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=global_process_set):
     sources = [_source(a) for a in arrays]
-    handles = core.grouped_reducescatter_async(
-        [s for s, _ in sources], _names(name, len(sources)),
-        _reduce_op(op, None, Average), float(prescale_factor),
-        float(postscale_factor), set_id(process_set))
+    handles = _enqueue(
+        core.grouped_reducescatter_async, [s for s, _ in sources],
+        _names(name, len(sources)), _reduce_op(op, None, Average),
+        float(prescale_factor), float(postscale_factor), set_id(process_set))
     return [_remember(h, _Pending((s,), None, dtype=d))
             for h, (s, d) in zip(handles, sources)]
 

@@ -16,6 +16,7 @@ does not have makes that ``hvd.init()`` raise ``ValueError`` naming it.
 """
 
 from ._core import core
+from .exceptions import InvalidArgumentError, InvalidArgumentTypeError
 
 
 class ProcessSet:
@@ -78,12 +79,13 @@ def set_id(process_set):
     if isinstance(process_set, int):
         return process_set
     if not isinstance(process_set, ProcessSet):
-        raise TypeError("process_set must be an hvd.ProcessSet, got "
-                        f"{type(process_set).__name__}")
+        raise InvalidArgumentTypeError(
+            "process_set must be an hvd.ProcessSet, got "
+            f"{type(process_set).__name__}")
     if process_set.process_set_id is None:
-        raise ValueError(f"{process_set!r} is not registered: pass it to "
-                         "hvd.init(process_sets=[...]) or "
-                         "hvd.add_process_set()")
+        raise InvalidArgumentError(
+            f"{process_set!r} is not registered: pass it to "
+            "hvd.init(process_sets=[...]) or hvd.add_process_set()")
     return process_set.process_set_id
 
 

@@ -308,6 +308,12 @@ PYBIND11_MODULE(_hvd_core, m) {
     auto* elastic = OwnElasticWorker();
     return elastic ? elastic->PendingHostsUpdate() : int64_t{0};
   });
+  // What that update changed: Horovod's HostUpdateResult bits (1 removed,
+  // 2 added), or 0.
+  m.def("pending_hosts_changes", [] {
+    auto* elastic = OwnElasticWorker();
+    return elastic ? elastic->PendingHostsChanges() : 0;
+  });
   // Whether the current generation starts with a sync from rank 0: always
   // outside elastic mode; there, when the driver says some slot is new.
   m.def("generation_needs_sync", [] {

@@ -70,6 +70,10 @@ int64_t ElasticWorker::PendingHostsUpdate() const {
   return announced > generation_ ? announced : 0;
 }
 
+int ElasticWorker::PendingHostsChanges() const {
+  return PendingHostsUpdate() > 0 ? server_->latest_changes() : 0;
+}
+
 std::string ElasticWorker::notify_address() const { return server_->address(); }
 
 void ElasticWorker::OnAbort(const notify::Abort& abort) {

@@ -1,6 +1,7 @@
 """op=hvd.Adasum through hvdrun at 1, 2, 3 and 4 ranks: allreduce (float16,
 float32, float64, scaled, fused), reducescatter, integers refused, a
-joined rank, and DistributedOptimizer(op=hvd.Adasum).
+joined rank, and DistributedOptimizer(op=hvd.Adasum); and the synthetic
+benchmark of examples/ with --use-adasum at 2 ranks.
 
 workers/adasum_worker.py records what hvd returned; every rank's input
 comes from seeds (workers/adasum_inputs.py), so the expected values are
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, run_worker_job
+from conftest import ROOT, rank_lines, run_worker_job
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
 sys.path.insert(0, str(WORKERS))
@@ -124,12 +125,16 @@ def test_reducescatter_keeps_each_ranks_block_of_the_whole(job):
 
 
 def test_integers_are_refused_on_every_rank(job):
+    """A RuntimeError, as Horovod refuses Adasum for reducescatter, and a
+    ValueError, hvd's kind for a bad call (hvd.InvalidArgumentError)."""
     size, results = job
     for rank in range(size):
         for key, dtype in (("refuse_allreduce", "int32"),
                            ("refuse_reducescatter", "int64")):
-            message = results[rank][key]
-            assert message is not None, f"rank {rank}: {key} was accepted"
+            refusal = results[rank][key]
+            assert refusal is not None, f"rank {rank}: {key} was accepted"
+            message, is_value_error = refusal
+            assert is_value_error, refusal
             assert "Adasum" in message and dtype in message, message
             assert "floating-point" in message, message
 
@@ -190,3 +195,27 @@ def test_optimizer_combines_the_local_updates(job):
             return sum(float(inputs.loss_of(model, *inputs.batch(r, 0)))
                        for r in range(size))
     assert loss_at(recorded[-1]) < 0.8 * loss_at(recorded[0])
+
+
+# -- a user's benchmark -------------------------------------------------------
+
+def test_synthetic_benchmark_runs_with_adasum(hvdrun):
+    """examples/torch_synthetic_benchmark.py --use-adasum, as Horovod's
+    PyTorch synthetic benchmark is run: the optimizer's state is broadcast
+    before its first step. A collective in the state's creation would
+    deadlock the ranks; the Gloo timeout bounds how long hvd takes to
+    report that."""
+    result = hvdrun(["-np", "2", "--gloo-timeout-seconds", "10", PYTHON,
+                     ROOT / "examples" / "torch_synthetic_benchmark.py",
+                     "--use-adasum", "--batch-size", "4",
+                     "--num-warmup-batches", "1",
+                     "--num-batches-per-iter", "2", "--num-iters", "2"],
+                    timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    lines = rank_lines(result.stdout, 0)
+    assert "model: SmallConvNet, batch size 4, 2 worker(s), Adasum" in \
+        lines, output
+    assert sum(l.startswith("iteration ") for l in lines) == 2, output
+    assert any(l.startswith("total img/sec on 2 worker(s): ")
+               for l in lines), output

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+import hvd
+
 from conftest import ROOT, untimed, wait_until
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "elastic_worker.py"
@@ -286,6 +288,40 @@ def test_elastic_sampler_trains_every_sample_once_across_a_failure(
     assert sizes == {4, 2}, sizes
     for epoch, indices in committed.items():
         assert sorted(indices) == list(range(96)), (epoch, sorted(indices))
+
+
+def test_driver_updates_reach_on_hosts_updated_before_the_interrupt(
+        hvdrun, tmp_path):
+    """A State subclass that overrides on_hosts_updated, as Horovod's
+    notification manager calls it: each worker of the first world hears of
+    the added host once, with the generation it leads to as the timestamp
+    and the added flag set, before the commit that raises the interrupt;
+    both raise it at the same commit. The workers that start in the grown
+    world hear of nothing."""
+    worker = ROOT / "tests" / "integration" / "workers" / \
+        "host_update_listener_worker.py"
+    s = Scenario(tmp_path, "localhost:2\n")
+    result = hvdrun(["-np", "2", "--min-np", "1", "--host-discovery-script",
+                     str(s.discover), "--discovery-interval", "0.3", PYTHON,
+                     str(worker), str(s.log), str(s.hosts_file),
+                     "localhost:2\n127.0.0.1:2\n"], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ends = {}
+    for path in glob.glob(str(s.log / "*.json")):
+        with open(path) as f:
+            end = json.load(f)
+        ends[end["slot"]] = end
+    assert sorted(ends) == ["127.0.0.1:0", "127.0.0.1:1", "localhost:0",
+                            "localhost:1"], ends
+    assert all(end["size"] == 4 for end in ends.values()), ends
+    first = [ends["localhost:0"]["seen"], ends["localhost:1"]["seen"]]
+    for seen in first:
+        assert [event[0] for event in seen] == ["update", "interrupt"], first
+        _, timestamp, update_res = seen[0]
+        assert isinstance(timestamp, int) and timestamp > 1, first
+        assert update_res == hvd.elastic.HostUpdateResult.added, first
+    assert first[0] == first[1], first
+    assert ends["127.0.0.1:0"]["seen"] == ends["127.0.0.1:1"]["seen"] == []
 
 
 def test_abort_frees_survivors_blocked_on_a_hung_peer(hvdrun, tmp_path):

@@ -240,8 +240,9 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
         hvd.broadcast_optimizer_state(sgd, root_rank=0)
         R["after"] = [dump(adam), dump(sgd)]
         # Never stepped, no gradients yet, weight decay (a step would move
-        # the parameters): the root creates the state by a zero-gradient
-        # step that leaves parameters and gradients as they were.
+        # the parameters): every rank creates the state by a zero-gradient
+        # step that leaves the parameters as they were and, as Horovod's,
+        # zero gradients in place of None.
         before = [p.tolist() for p in model.parameters()]
         R["params"] = before
         fresh = torch.optim.AdamW(model.parameters(), lr=0.5 + rank,
@@ -250,16 +251,41 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
         hvd.broadcast_optimizer_state(fresh, root_rank=1, model=model)
         R["fresh"] = dump(fresh)
         R["fresh_kept"] = [[p.tolist() for p in model.parameters()] == before,
-                           [p.grad is None for p in model.parameters()]]
-        # A DistributedOptimizer steps locally (no allreduce); hvd's earlier
-        # positional process_set still works.
+                           [p.grad.tolist() for p in model.parameters()]]
+        # A DistributedOptimizer steps locally (no allreduce), on zero
+        # gradients even where gradients exist, which it leaves as they
+        # were; hvd's earlier positional process_set still works.
         dist = hvd.DistributedOptimizer(
             torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
                             weight_decay=0.5),
             named_parameters=model.named_parameters())
+        for p in model.parameters():
+            p.grad.fill_(7.0)
         hvd.broadcast_optimizer_state(dist, 0, hvd.global_process_set)
         R["dist"] = dump(dist)
-        R["dist_kept"] = [p.tolist() for p in model.parameters()] == before
+        R["dist_kept"] = [[p.tolist() for p in model.parameters()] == before,
+                          {v for p in model.parameters()
+                           for v in p.grad.flatten().tolist()} == {7.0}]
+        # Horovod's test_broadcast_state_no_grad: a parameter that does not
+        # require grad keeps grad None; the other's zero gradient can be
+        # broadcast at once.
+        class ModelNoGrad(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Parameter(
+                    torch.tensor([1, 3], dtype=torch.int32),
+                    requires_grad=False)
+                self.b = torch.nn.Parameter(torch.rand(4))
+        no_grad = ModelNoGrad()
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(no_grad.parameters(), lr=0.001, weight_decay=1e-6,
+                            momentum=0.9, nesterov=True),
+            named_parameters=no_grad.named_parameters())
+        hvd.broadcast_parameters(no_grad.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        grad = opt.param_groups[0]["params"][1].grad
+        R["no_grad"] = [opt.param_groups[0]["params"][0].grad is None,
+                        hvd.broadcast(grad, root_rank=0).tolist()]
     """)
     assert r[0]["before"] != r[1]["before"]
     assert r[1]["after"] == r[0]["after"] == r[0]["before"]
@@ -277,8 +303,9 @@ def test_broadcast_optimizer_state(hvdrun, tmp_path):
         assert set(np.ravel(s["exp_avg"])) == {0.0}
         assert set(np.ravel(s["exp_avg_sq"])) == {0.0}
     for rank in (0, 1):
-        assert r[rank]["fresh_kept"] == [True, [True, True]]
-        assert r[rank]["dist_kept"] is True
+        assert r[rank]["fresh_kept"] == [True, [[[0.0] * 3] * 2, [0.0] * 2]]
+        assert r[rank]["dist_kept"] == [True, True]
+        assert r[rank]["no_grad"] == [True, [0.0] * 4]
     assert r[0]["dist"] == r[1]["dist"]
     # Rank 0's momentum after a step on zero gradients: weight_decay * p.
     momenta = [s["momentum_buffer"] for s in r[0]["dist"]["state"].values()]
@@ -390,7 +417,7 @@ def test_every_collective_takes_cuda_arrays_and_says_why_none_runs(
                  "grouped_allgather_async", "alltoall_async",
                  "reducescatter_async", "grouped_reducescatter_async"):
         kind, message = got[name]
-        assert kind == "ValueError", got[name]
+        assert kind == "InvalidArgumentError", got[name]
         if got["nccl"]:
             assert "a CUDA tensor: no CUDA device is usable here: " \
                 "cudaGetDeviceCount says" in message, message

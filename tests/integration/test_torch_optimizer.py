@@ -2,7 +2,9 @@
 
 Each worker trains on its half of every global batch; the final parameters
 must equal those of plain single-process training on the whole global
-batch, computed here in the test process from the same code.
+batch, computed here in the test process from the same code. Also:
+broadcast_optimizer_state creates a fresh optimizer's state without a
+collective, whatever the DistributedOptimizer's flavour.
 """
 
 import collections
@@ -12,6 +14,8 @@ import sys
 
 import pytest
 import torch
+
+from conftest import rank_results
 
 
 # Model, data and loss, shared by the workers and the reference.
@@ -245,3 +249,105 @@ def test_named_parameters_checked(hvdrun, tmp_path):
         assert len(lines) == 2, result.stdout
         assert "found duplicates: w" in lines[0]
         assert "does not name 1 of the optimizer's parameters" in lines[1]
+
+
+# broadcast_optimizer_state on a DistributedOptimizer that never stepped:
+# every rank creates the state by its wrapped optimizer's own step, which
+# is no collective (an Adasum DistributedOptimizer's step is one: run on
+# some ranks only, it deadlocked them). Rank 0 records a timeline of the
+# broadcasts alone; then every optimizer trains one step.
+FRESH_STATE = r'''
+import json
+import sys
+
+import torch
+
+import hvd.torch as hvd
+
+hvd.init()
+rank = hvd.rank()
+FLAVOURS = {  # name: (DistributedOptimizer's arguments, root rank)
+    "average": ({}, 0),
+    "groups": ({"groups": 2}, 0),
+    "fp16": ({"compression": hvd.Compression.fp16}, 0),
+    "sparse_as_dense": ({"sparse_as_dense": True}, 0),
+    "adasum": ({"op": hvd.Adasum}, 0),
+    "adasum_root_1": ({"op": hvd.Adasum}, 1),
+}
+
+
+def dump_state(opt):
+    return {str(k): {n: (v.tolist() if torch.is_tensor(v) else v)
+                     for n, v in s.items()}
+            for k, s in opt.state_dict()["state"].items()}
+
+
+made = {}
+for name, (kwargs, root) in FLAVOURS.items():
+    torch.manual_seed(rank)  # different weights: the broadcast fixes them
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(),
+                                torch.nn.Linear(4, 1))
+    opt = hvd.DistributedOptimizer(
+        torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=0.1),
+        named_parameters=[(f"{name}.{n}", p)
+                          for n, p in model.named_parameters()], **kwargs)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=root)
+    made[name] = (model, opt, root)
+
+hvd.start_timeline(sys.argv[1])
+for name, (model, opt, root) in made.items():
+    before = [p.tolist() for p in model.parameters()]
+    hvd.broadcast_optimizer_state(opt, root_rank=root)
+    R = {"state": dump_state(opt),
+         "kept": [p.tolist() for p in model.parameters()] == before,
+         "grads": [None if p.grad is None else
+                   sorted(set(p.grad.flatten().tolist()))
+                   for p in model.parameters()]}
+    made[name] += (R,)
+hvd.stop_timeline()
+
+x = torch.randn(5, 3, generator=torch.Generator().manual_seed(rank))
+for name, (model, opt, root, R) in made.items():
+    before = [p.tolist() for p in model.parameters()]
+    opt.zero_grad()
+    model(x).pow(2).sum().backward()
+    opt.step()
+    R["trained"] = [p.tolist() for p in model.parameters()]
+    R["moved"] = R["trained"] != before
+print("RESULT " + json.dumps({name: made[name][3] for name in made}),
+      flush=True)
+'''
+
+
+def test_fresh_state_is_created_by_a_local_step_of_every_flavour(
+        hvdrun, tmp_path):
+    script = tmp_path / "fresh_state.py"
+    script.write_text(FRESH_STATE)
+    timeline = tmp_path / "timeline.json"
+    # A collective in the state's creation would deadlock the ranks: the
+    # Gloo timeout bounds how long hvd takes to report that.
+    result = hvdrun(["-np", "2", "--gloo-timeout-seconds", "10",
+                     sys.executable, str(script), str(timeline)],
+                    timeout=120)
+    r = rank_results(result, 2)
+    with open(timeline) as f:
+        rows = {e["args"]["name"] for e in json.load(f)
+                if e["ph"] == "M" and e["name"] == "process_name"}
+    # While the states were created and broadcast: the states' broadcasts
+    # only (their tensors, and the skeleton by broadcast_object).
+    assert any(row.startswith("broadcast.optimizer_state.") for row in rows)
+    assert all(row.startswith(("broadcast.optimizer_state.",
+                               "optimizer_state.skeleton."))
+               for row in rows), sorted(rows)
+    for name in r[0]:
+        for rank in (0, 1):
+            got = r[rank][name]
+            # Every rank stepped on zero gradients and kept its parameters;
+            # the zero gradients stay, as Horovod leaves them.
+            assert got["kept"] is True, (name, rank)
+            assert got["grads"] == [[0.0]] * 4, (name, rank, got["grads"])
+            assert got["moved"] is True, (name, rank)
+        assert r[1][name]["state"] == r[0][name]["state"], name
+        steps = {s["step"] for s in r[0][name]["state"].values()}
+        assert steps == {1.0}, (name, steps)
+        assert r[1][name]["trained"] == r[0][name]["trained"], name

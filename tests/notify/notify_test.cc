@@ -186,6 +186,29 @@ TEST_F(NotifyServerTest, OlderSequenceDoesNotLowerIt) {
   EXPECT_EQ(server_->latest_sequence(), 11);
 }
 
+// The changes of the newest generation's pushes, as Horovod's
+// HostUpdateResult bits: united within a generation, afresh for a newer
+// one, untouched by an older one.
+TEST_F(NotifyServerTest, LatestChangesAreThoseOfTheNewestGeneration) {
+  EXPECT_EQ(server_->latest_changes(), 0);
+  auto send = [&](int64_t sequence, int64_t generation, bool added,
+                  bool removed) {
+    HostsUpdated m = Message(sequence, generation);
+    if (!added) m.added.clear();
+    if (!removed) m.removed.clear();
+    ASSERT_TRUE(SendHostsUpdated(server_->address(), kSecret, m, 5s).ok());
+  };
+  send(1, 3, true, false);
+  EXPECT_EQ(server_->latest_changes(), kHostsAdded);
+  send(2, 3, false, true);
+  EXPECT_EQ(server_->latest_changes(), kHostsAdded | kHostsRemoved);
+  send(3, 4, false, true);
+  EXPECT_EQ(server_->latest_changes(), kHostsRemoved);
+  send(4, 2, true, false);
+  EXPECT_EQ(server_->latest_changes(), kHostsRemoved);
+  EXPECT_EQ(server_->latest_generation(), 4);
+}
+
 TEST_F(NotifyServerTest, ConcurrentSendersLeaveTheHighestSequence) {
   std::vector<std::thread> senders;
   for (int t = 0; t < 4; ++t) {

@@ -1,7 +1,6 @@
 """The state an elastic job commits, restores and syncs across resets."""
 
 import copy
-import enum
 import functools
 import queue
 
@@ -12,15 +11,7 @@ from ..exceptions import HostsUpdatedInterrupt
 from ..objects import broadcast_object
 from ..ops import Max, allreduce
 from .._core import core
-
-
-class HostUpdateResult(enum.IntFlag):
-    """What a host update did, as passed to ``State.on_hosts_updated``;
-    the values are horovod.runner.elastic.worker.HostUpdateResult's."""
-    no_update = 0
-    removed = 1
-    added = 2
-    mixed = removed | added
+from .notifications import HostUpdateResult, notifier
 
 
 def _named_broadcast(name):
@@ -70,9 +61,14 @@ class State:
         ``timestamp`` (``update_res``: a HostUpdateResult). Thread-safe.
         The next commit() / check_host_updates() then raises
         HostsUpdatedInterrupt on every rank, if ``timestamp`` is newer than
-        the last update this state acted on. hvd's own driver notifications
-        do not go through here (the runtime holds them); this is for code
-        that announces updates itself."""
+        the last update this state acted on.
+
+        Called for each of the driver's updates while hvd.elastic.run
+        runs with this state (see notifications.py: ``timestamp`` is the
+        generation the update leads to), and by code that announces
+        updates itself. A subclass that overrides it without calling this
+        one is still interrupted by the driver's updates: the check reads
+        the runtime's pending generation too."""
         self._host_messages.put((timestamp, HostUpdateResult(update_res)))
 
     def commit(self):
@@ -91,20 +87,36 @@ class State:
         ``skip_sync`` on the exception is True only when the update was
         announced through on_hosts_updated and removed hosts only (as in
         Horovod); hvd.elastic.run does not read it: whether the next
-        generation syncs is the driver's decision (a slot is new)."""
+        generation syncs is the driver's decision (a slot is new).
+
+        The registered states are told of the driver's update first
+        (notifications.py), on a rank that has not heard of it yet once
+        the allreduce shows that another rank has, so that every rank's
+        states see it before the interrupt."""
+        announced = core.pending_hosts_update()
+        changes = HostUpdateResult(core.pending_hosts_changes())
+        notifier.deliver(announced, changes)
         newest, update = self._drain_host_messages()
         fresh = newest > self._last_updated_timestamp
         local = np.array([
-            core.pending_hosts_update(),
+            announced,
             1.0 if fresh else 0.0,
             newest,
             1.0 if fresh and update & HostUpdateResult.removed else 0.0,
             1.0 if fresh and update & HostUpdateResult.added else 0.0,
+            1.0 if changes & HostUpdateResult.removed else 0.0,
+            1.0 if changes & HostUpdateResult.added else 0.0,
         ], np.float64)
-        pending, any_fresh, newest_anywhere, removed, added = allreduce(
+        (pending, any_fresh, newest_anywhere, removed, added,
+         announced_removed, announced_added) = allreduce(
             local, op=Max, name="hvd.elastic.host_updates")
+        notifier.deliver(int(pending), HostUpdateResult(
+            (HostUpdateResult.removed if announced_removed else 0) |
+            (HostUpdateResult.added if announced_added else 0)))
+        # The generation counts as acted on, so that the message the line
+        # above queued here after the drain interrupts no later check.
         self._last_updated_timestamp = max(self._last_updated_timestamp,
-                                           newest_anywhere)
+                                           newest_anywhere, pending)
         if pending > 0 or any_fresh > 0:
             removed_only = pending == 0 and removed > 0 and added == 0
             raise HostsUpdatedInterrupt(skip_sync=bool(removed_only))

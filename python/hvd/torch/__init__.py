@@ -37,7 +37,8 @@ Typical use::
 """
 
 from hvd import (Adasum, Average, ForkedProcessError, HorovodInternalError,
-                 HostsUpdatedInterrupt, Max, Min, MismatchError, Product,
+                 HostsUpdatedInterrupt, InvalidArgumentError,
+                 InvalidArgumentTypeError, Max, Min, MismatchError, Product,
                  ProcessSet, Sum,
                  add_process_set, cross_rank, cross_size,
                  get_process_set_ids_and_ranks, global_process_set, init,
@@ -78,7 +79,7 @@ __all__ = [
     "remove_process_set", "get_process_set_ids_and_ranks",
     "Sum", "Average", "Min", "Max", "Product", "Adasum",
     "HorovodInternalError", "HostsUpdatedInterrupt", "MismatchError",
-    "ForkedProcessError",
+    "ForkedProcessError", "InvalidArgumentError", "InvalidArgumentTypeError",
     "Handle", "poll", "synchronize",
     "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "allgather", "allgather_async",

@@ -15,7 +15,9 @@ from typing import Any, Iterable, List, Optional, Tuple, Union
 import torch
 
 import hvd as _hvd
+from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
 
+from .adasum_optimizer import _AdasumMixin
 from .collectives.broadcast import broadcast_async_
 from .collectives.handles import synchronize
 
@@ -54,20 +56,23 @@ def broadcast_parameters(params: ParamsArg, root_rank: int,
         process_set: the ranks taking part (default: every rank).
 
     Raises:
-        ValueError: ``params`` is not one of the above.
-        TypeError: a value is not a tensor.
+        InvalidArgumentError (a ValueError): ``params`` is not one of the
+            above.
+        InvalidArgumentTypeError (a TypeError): a value is not a tensor.
     """
     if isinstance(params, dict):
         items = sorted(params.items())
     elif isinstance(params, Iterable) and not isinstance(params, (str, bytes)):
         items = [p if isinstance(p, tuple) else (None, p) for p in params]
     else:
-        raise ValueError(f"invalid params of type {type(params).__name__}: "
-                         "pass a state_dict or a list of (named) parameters")
+        raise InvalidArgumentError(
+            f"invalid params of type {type(params).__name__}: pass a "
+            "state_dict or a list of (named) parameters")
     for name, tensor in items:
         if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"broadcast_parameters: {name!r} is a "
-                            f"{type(tensor).__name__}, not a tensor")
+            raise InvalidArgumentTypeError(
+                f"broadcast_parameters: {name!r} is a "
+                f"{type(tensor).__name__}, not a tensor")
     handles = [broadcast_async_(tensor, root_rank, name=name,
                                 process_set=process_set)
                for name, tensor in items]
@@ -137,11 +142,13 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
     everything else, broadcast as one object; the other ranks load the
     result with ``load_state_dict``.
 
-    As in horovod, a root whose optimizer has no state yet (it has not
-    stepped) first creates it by a step on zero gradients (see
-    ``_init_state``), so that every rank starts from the same state (for
-    Adam: zero moments and ``step`` 1). Unlike horovod's, that step leaves
-    the parameters and their gradients as they were.
+    As in horovod, every rank whose optimizer has no state yet (it has not
+    stepped) first creates it by a local step on zero gradients (see
+    ``_create_state``), so that every rank starts from the same state (for
+    Adam: zero moments and ``step`` 1). As in horovod, that step leaves a
+    zero gradient on each parameter that requires grad and had none; unlike
+    horovod's, it leaves the parameters' values and their existing
+    gradients as they were.
 
     Args:
         optimizer: a torch optimizer or a ``DistributedOptimizer``.
@@ -158,8 +165,8 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
     if isinstance(model, _hvd.ProcessSet):  # hvd's earlier positional order
         model, process_set = None, model
     is_root = _hvd.rank() == root_rank
-    if is_root and not optimizer.state_dict()["state"]:
-        _init_state(optimizer)
+    if not optimizer.state_dict()["state"]:
+        _create_state(optimizer)
     tensors: List[Tuple[str, torch.Tensor]] = []
     skeleton = _split(optimizer.state_dict(), "", tensors)
     received = broadcast_object(skeleton if is_root else None, root_rank,
@@ -178,17 +185,18 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer,
         optimizer.load_state_dict(_join(skeleton, [t for _, t in tensors]))
 
 
-def _init_state(optimizer: torch.optim.Optimizer) -> None:
+def _create_state(optimizer: torch.optim.Optimizer) -> None:
     """Creates ``optimizer``'s state by one local step on zero gradients
     (sparse zeros for SparseAdam), as horovod does, then puts back every
-    parameter's value and gradient.
+    parameter's value and every gradient that existed before; where there
+    was none, the zero gradient stays, as horovod leaves it (its tests
+    broadcast it next). Parameters that do not require grad keep ``grad is
+    None``.
 
-    A ``DistributedOptimizer`` steps as its wrapped class, without
-    allreduces: only the root runs this. Optimizers whose step needs a
+    Runs on every rank whose optimizer has no state, so the step must not
+    be a collective (see ``_local_step``). Optimizers whose step needs a
     closure (L-BFGS) are left without state.
     """
-    from .optimizer import _DistributedMixin  # noqa: import cycle
-
     if isinstance(optimizer, torch.optim.LBFGS):
         return
     params = [p for group in optimizer.param_groups for p in group["params"]
@@ -199,15 +207,28 @@ def _init_state(optimizer: torch.optim.Optimizer) -> None:
             zero = torch.zeros_like(p)
             p.grad = zero.to_sparse() if isinstance(
                 optimizer, torch.optim.SparseAdam) else zero
-        if isinstance(optimizer, _DistributedMixin):
-            super(_DistributedMixin, optimizer).step()
-        else:
-            optimizer.step()
+        _local_step(optimizer)
     finally:
         with torch.no_grad():
             for p, value, grad in saved:
                 p.copy_(value)
-                p.grad = grad
+                if grad is not None:
+                    p.grad = grad
+
+
+def _local_step(optimizer: torch.optim.Optimizer) -> None:
+    """One step of ``optimizer`` on this rank alone. A DistributedOptimizer
+    of either flavour steps as the optimizer class it wraps: its own step
+    is a collective (allreduces, or Adasum's combination of the updates),
+    which would leave the ranks that do not create state here waiting in
+    another collective."""
+    from .optimizer import _DistributedMixin  # noqa: import cycle
+
+    for wrapper in (_DistributedMixin, _AdasumMixin):
+        if isinstance(optimizer, wrapper):
+            super(wrapper, optimizer).step()
+            return
+    optimizer.step()
 
 
 def _collect_specs(value: Any, path: str,

@@ -29,6 +29,8 @@ from typing import Optional, Tuple
 import numpy as np
 import torch
 
+from hvd.exceptions import InvalidArgumentTypeError
+
 _NATIVE = frozenset({torch.uint8, torch.int8, torch.int32, torch.int64,
                      torch.float16, torch.float32, torch.float64})
 _WIDENED = {torch.bfloat16: torch.float32, torch.int16: torch.int32}
@@ -59,19 +61,22 @@ def check_tensor(tensor: torch.Tensor, op: str,
     With ``reduction`` given, the dtype is checked too (see ``wire_dtype``).
 
     Raises:
-        TypeError: not a tensor, another device, a sparse tensor, or an
-            unsupported dtype.
+        InvalidArgumentTypeError (a TypeError): not a tensor, another
+            device, a sparse tensor, or an unsupported dtype.
     """
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"hvd.torch.{op} expects a torch.Tensor, "
-                        f"got {type(tensor).__name__}")
+        raise InvalidArgumentTypeError(
+            f"hvd.torch.{op} expects a torch.Tensor, "
+            f"got {type(tensor).__name__}")
     device = tensor.device
     if device.type not in ("cpu", "cuda"):
-        raise TypeError(f"hvd.torch.{op}: tensors on device '{device}' are "
-                        "not supported; only CPU and CUDA tensors are")
+        raise InvalidArgumentTypeError(
+            f"hvd.torch.{op}: tensors on device '{device}' are "
+            "not supported; only CPU and CUDA tensors are")
     if tensor.layout != torch.strided:
-        raise TypeError(f"hvd.torch.{op}: {tensor.layout} tensors are not "
-                        "supported; pass a dense tensor (tensor.to_dense())")
+        raise InvalidArgumentTypeError(
+            f"hvd.torch.{op}: {tensor.layout} tensors are not "
+            "supported; pass a dense tensor (tensor.to_dense())")
     if reduction is not None:
         wire_dtype(tensor.dtype, op, reduction)
 
@@ -80,7 +85,8 @@ def wire_dtype(dtype: torch.dtype, op: str, reduction: bool) -> torch.dtype:
     """The dtype a tensor of ``dtype`` travels in.
 
     Raises:
-        TypeError: no supported way to move this dtype for this op.
+        InvalidArgumentTypeError (a TypeError): no supported way to move
+            this dtype for this op.
     """
     if dtype in _NATIVE:
         return dtype
@@ -91,8 +97,9 @@ def wire_dtype(dtype: torch.dtype, op: str, reduction: bool) -> torch.dtype:
     supported = sorted(str(d).replace("torch.", "")
                        for d in (*_NATIVE, *_WIDENED,
                                  *(() if reduction else _REINTERPRETED)))
-    raise TypeError(f"hvd.torch.{op}: dtype {dtype} is not supported; "
-                    f"supported: {', '.join(supported)}")
+    raise InvalidArgumentTypeError(
+        f"hvd.torch.{op}: dtype {dtype} is not supported; "
+        f"supported: {', '.join(supported)}")
 
 
 def _to_wire(tensor: torch.Tensor,

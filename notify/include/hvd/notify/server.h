@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "hvd/common/http_message.h"
@@ -23,6 +24,10 @@ class SignedHttpServer;
 }
 
 namespace hvd::notify {
+
+// Horovod's HostUpdateResult bits (horovod.runner.elastic.worker).
+inline constexpr int kHostsRemoved = 1;
+inline constexpr int kHostsAdded = 2;
 
 class NotificationServer {
  public:
@@ -44,6 +49,10 @@ class NotificationServer {
   // The newest generation a HostsUpdated announced; 0 before the first. A
   // worker already in that generation (or a later one) has nothing to do.
   int64_t latest_generation() const { return latest_generation_; }
+  // What the HostsUpdated pushes that announced latest_generation() said
+  // changed, in Horovod's HostUpdateResult bits (kHostsRemoved,
+  // kHostsAdded); 0 before the first.
+  int latest_changes() const;
 
  private:
   NotificationServer(std::string host, AbortHandler on_abort);
@@ -56,6 +65,9 @@ class NotificationServer {
   int port_ = 0;
   std::atomic<int64_t> latest_sequence_{0};
   std::atomic<int64_t> latest_generation_{0};
+  mutable std::mutex changes_mu_;
+  int64_t changes_generation_ = 0;  // guarded by changes_mu_
+  int changes_ = 0;                 // guarded by changes_mu_
 };
 
 }  // namespace hvd::notify

@@ -23,6 +23,7 @@ from typing import Any, List, Optional, Tuple
 import torch
 
 import hvd as _hvd
+from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
 
 from ..compression import Compression, Compressor
 from ..tensor_bridge import InPlace, OutOfPlace, check_tensor
@@ -36,11 +37,12 @@ def resolve_op(op: Optional[Any], average: Optional[bool], fn: str) -> Any:
     """The reduce op from horovod's ``op`` and deprecated ``average`` flag.
 
     Raises:
-        ValueError: both were given.
+        InvalidArgumentError (a ValueError): both were given.
     """
     if op is not None and average is not None:
-        raise ValueError(f"hvd.torch.{fn}: the op and average arguments are "
-                         "mutually exclusive; pass op only")
+        raise InvalidArgumentError(
+            f"hvd.torch.{fn}: the op and average arguments are "
+            "mutually exclusive; pass op only")
     if average is not None:
         warnings.warn("the average argument is deprecated; use "
                       "op=hvd.Average or op=hvd.Sum", DeprecationWarning,
@@ -186,17 +188,20 @@ def sparse_allreduce_async(tensor: torch.Tensor, name: Optional[str],
         horovod, ``handle()``) gives the sparse result.
 
     Raises:
-        TypeError: ``tensor`` is not a sparse COO tensor.
-        ValueError: ``op`` is neither Average nor Sum.
+        InvalidArgumentTypeError (a TypeError): ``tensor`` is not a sparse
+            COO tensor.
+        InvalidArgumentError (a ValueError): ``op`` is neither Average nor
+            Sum.
     """
     if not isinstance(tensor, torch.Tensor) or tensor.layout != \
             torch.sparse_coo:
-        raise TypeError("hvd.torch.sparse_allreduce_async expects a sparse "
-                        "COO tensor (torch.sparse_coo), got "
-                        f"{getattr(tensor, 'layout', type(tensor).__name__)}")
+        raise InvalidArgumentTypeError(
+            "hvd.torch.sparse_allreduce_async expects a sparse "
+            "COO tensor (torch.sparse_coo), got "
+            f"{getattr(tensor, 'layout', type(tensor).__name__)}")
     if op not in (_hvd.Average, _hvd.Sum):
-        raise ValueError("hvd.torch.sparse_allreduce_async supports "
-                         "op=hvd.Average and op=hvd.Sum only")
+        raise InvalidArgumentError("hvd.torch.sparse_allreduce_async supports "
+                                   "op=hvd.Average and op=hvd.Sum only")
     # Imported here: allgather imports this module (its gradient is an
     # allreduce).
     from .allgather import allgather_async  # noqa: import cycle

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 import hvd as _hvd
+from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
 
 from ..tensor_bridge import Gathered
 from .arguments import check_rows, op_name, set_ranks
@@ -37,40 +38,46 @@ def splits_list(splits: Splits, op: str) -> Optional[List[int]]:
     by the core, also as ``ValueError``.
 
     Raises:
-        ValueError: not integers (a float, complex or bool tensor, or a
-            list holding something else than ints), not one-dimensional,
-            or a negative count.
-        TypeError: a tensor on another device than the CPU.
+        InvalidArgumentError (a ValueError): not integers (a float,
+            complex or bool tensor, or a list holding something else than
+            ints), not one-dimensional, or a negative count.
+        InvalidArgumentTypeError (a TypeError): a tensor on another device
+            than the CPU.
     """
     if splits is None:
         return None
     if isinstance(splits, torch.Tensor):
         if splits.dtype.is_floating_point or splits.dtype.is_complex or \
                 splits.dtype == torch.bool:
-            raise ValueError(f"hvd.torch.{op}: splits must be integers, "
-                             f"got a tensor of {splits.dtype}")
+            raise InvalidArgumentError(
+                f"hvd.torch.{op}: splits must be integers, "
+                f"got a tensor of {splits.dtype}")
         if splits.device.type != "cpu":
-            raise TypeError(f"hvd.torch.{op}: splits must be a CPU tensor "
-                            f"or a list, got a tensor on {splits.device}")
+            raise InvalidArgumentTypeError(
+                f"hvd.torch.{op}: splits must be a CPU tensor "
+                f"or a list, got a tensor on {splits.device}")
         if splits.dim() != 1:
-            raise ValueError(f"hvd.torch.{op}: splits must be "
-                             f"one-dimensional, got shape "
-                             f"{tuple(splits.shape)}")
+            raise InvalidArgumentError(f"hvd.torch.{op}: splits must be "
+                                       f"one-dimensional, got shape "
+                                       f"{tuple(splits.shape)}")
         values = [int(s) for s in splits.tolist()]
     else:
         if isinstance(splits, np.ndarray) and splits.ndim != 1:
-            raise ValueError(f"hvd.torch.{op}: splits must be "
-                             f"one-dimensional, got shape {splits.shape}")
+            raise InvalidArgumentError(
+                f"hvd.torch.{op}: splits must be "
+                f"one-dimensional, got shape {splits.shape}")
         values = []
         for s in splits:
             if isinstance(s, (bool, np.bool_)) or \
                     not isinstance(s, (int, np.integer)):
-                raise ValueError(f"hvd.torch.{op}: splits must be integers, "
-                                 f"got {s!r}")
+                raise InvalidArgumentError(
+                    f"hvd.torch.{op}: splits must be integers, "
+                    f"got {s!r}")
             values.append(int(s))
     if any(s < 0 for s in values):
-        raise ValueError(f"hvd.torch.{op}: splits must not be negative, "
-                         f"got {values}")
+        raise InvalidArgumentError(
+            f"hvd.torch.{op}: splits must not be negative, "
+            f"got {values}")
     return values
 
 

@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Sequence
 import torch
 
 import hvd as _hvd
+from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
 
 from ..compression import Compressor
 from ..tensor_bridge import check_tensor
@@ -36,12 +37,14 @@ def tensor_list(tensors: Tensors, fn: str) -> List[torch.Tensor]:
     """A grouped collective's ``tensors`` as a list.
 
     Raises:
-        TypeError: not a list or tuple (a single tensor, say).
+        InvalidArgumentTypeError (a TypeError): not a list or tuple (a
+            single tensor, say).
     """
     if isinstance(tensors, torch.Tensor) or \
             not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"hvd.torch.{fn} expects a list or tuple of "
-                        f"tensors, got {type(tensors).__name__}")
+        raise InvalidArgumentTypeError(
+            f"hvd.torch.{fn} expects a list or tuple of "
+            f"tensors, got {type(tensors).__name__}")
     return list(tensors)
 
 
@@ -59,6 +62,7 @@ def check_rows(tensor: torch.Tensor, op: str) -> None:
     """Rejects what ``check_tensor`` rejects, and a 0-dim tensor."""
     check_tensor(tensor, op)
     if tensor.dim() == 0:
-        raise ValueError(f"hvd.torch.{op} splits dimension 0 among the "
-                         "ranks; a 0-dim tensor has none (reshape it to "
-                         "(1,) or more rows)")
+        raise InvalidArgumentError(
+            f"hvd.torch.{op} splits dimension 0 among the "
+            "ranks; a 0-dim tensor has none (reshape it to "
+            "(1,) or more rows)")

@@ -36,8 +36,10 @@ Calling protocol (as in horovod.torch):
 * Errors come from the core unchanged: ``hvd.HorovodInternalError`` when a
   peer or the transport failed (an elastic job recovers from it),
   ``hvd.MismatchError`` when ranks disagree on a collective (a bug to fix).
-  Argument errors (``TypeError``, ``ValueError``, ``NotImplementedError``
-  for CUDA tensors) are raised at enqueue time.
+  A collective refused for its arguments is refused at enqueue time, on
+  the calling rank, with ``hvd.InvalidArgumentError`` (a ``ValueError``) or
+  ``hvd.InvalidArgumentTypeError`` (a ``TypeError``), both also
+  ``RuntimeError`` s as Horovod's refusals are (docs/errors.md).
 
 Autograd: the ``*_async`` functions are not autograd-aware; the synchronous
 collectives that return new tensors (``allreduce``, ``allgather``,

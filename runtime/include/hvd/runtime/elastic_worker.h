@@ -73,6 +73,9 @@ class ElasticWorker {
   // The generation a HostsUpdated announced that this worker has not joined
   // yet, or 0.
   int64_t PendingHostsUpdate() const;
+  // What that update changed, in Horovod's HostUpdateResult bits
+  // (notify::kHostsRemoved, kHostsAdded); 0 when none is pending.
+  int PendingHostsChanges() const;
   // "<host>:<port>" of the notification server.
   std::string notify_address() const;
   // Ok in the process that started it; kInvalidArgument in a fork.
