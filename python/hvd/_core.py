@@ -9,7 +9,9 @@ except ImportError as e:  # pragma: no cover - only without a build
         f"this Python's path ({e})") from e
 
 from .exceptions import (ForkedProcessError, HorovodInternalError,
-                         MismatchError, RemovedFromJobError)
+                         InvalidArgumentError, MismatchError,
+                         RemovedFromJobError)
 
 core.set_exception_types(HorovodInternalError, MismatchError,
-                         RemovedFromJobError, ForkedProcessError)
+                         RemovedFromJobError, ForkedProcessError,
+                         InvalidArgumentError)

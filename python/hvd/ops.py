@@ -40,19 +40,6 @@ def _remember(handle, pending):
     return handle
 
 
-def _enqueue(start, *args):
-    """``start(*args)``, one of the core's *_async calls. The core refuses a
-    collective's arguments (kInvalidArgument, kNotFound) with a plain
-    ValueError; it is raised as InvalidArgumentError, which is also the
-    RuntimeError Horovod raises there (docs/errors.md)."""
-    try:
-        return start(*args)
-    except ValueError as e:
-        if isinstance(e, RuntimeError):  # MismatchError: a kind of its own
-            raise
-        raise InvalidArgumentError(*e.args) from None
-
-
 def _name(name):
     return "" if name is None else str(name)
 
@@ -104,9 +91,11 @@ def allreduce_async(array, name=None, op=None, prescale_factor=1.0,
                     process_set=global_process_set):
     source = np.asarray(array, order="C")
     output = np.empty_like(source)
-    handle = _enqueue(core.allreduce_async, source, output, _name(name),
-                      _reduce_op(op, average), float(prescale_factor),
-                      float(postscale_factor), set_id(process_set))
+    handle = core.allreduce_async(source, output, _name(name),
+                                  _reduce_op(op, average),
+                                  float(prescale_factor),
+                                  float(postscale_factor),
+                                  set_id(process_set))
     return _remember(handle, _Pending((source, output), output))
 
 
@@ -114,9 +103,11 @@ def allreduce_async_(array, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, average=None,
                      process_set=global_process_set):
     buffer, copy_back = _in_place_buffer(array)
-    handle = _enqueue(core.allreduce_async, buffer, buffer, _name(name),
-                      _reduce_op(op, average), float(prescale_factor),
-                      float(postscale_factor), set_id(process_set))
+    handle = core.allreduce_async(buffer, buffer, _name(name),
+                                  _reduce_op(op, average),
+                                  float(prescale_factor),
+                                  float(postscale_factor),
+                                  set_id(process_set))
     return _remember(handle, _Pending((buffer,), array, copy_back))
 
 
@@ -125,10 +116,10 @@ def grouped_allreduce_async_(arrays, name=None, op=None, prescale_factor=1.0,
                              process_set=global_process_set):
     """Reduces every array in place, as one fused unit; a list of handles."""
     buffers = [_in_place_buffer(a) for a in arrays]
-    handles = _enqueue(
-        core.grouped_allreduce_async, [b for b, _ in buffers],
-        _names(name, len(buffers)), _reduce_op(op, None),
-        float(prescale_factor), float(postscale_factor), set_id(process_set))
+    handles = core.grouped_allreduce_async(
+        [b for b, _ in buffers], _names(name, len(buffers)),
+        _reduce_op(op, None), float(prescale_factor), float(postscale_factor),
+        set_id(process_set))
     return [_remember(h, _Pending((b,), a, copy))
             for h, (b, copy), a in zip(handles, buffers, arrays)]
 
@@ -167,16 +158,16 @@ class CudaResult:
 
 def allgather_async(array, name=None, process_set=global_process_set):
     source, dtype = _source(array)
-    handle = _enqueue(core.allgather_async, source, _name(name),
-                      set_id(process_set))
+    handle = core.allgather_async(source, _name(name), set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
 def grouped_allgather_async(arrays, name=None,
                             process_set=global_process_set):
     sources = [_source(a) for a in arrays]
-    handles = _enqueue(core.grouped_allgather_async, [s for s, _ in sources],
-                       _names(name, len(sources)), set_id(process_set))
+    handles = core.grouped_allgather_async([s for s, _ in sources],
+                                           _names(name, len(sources)),
+                                           set_id(process_set))
     return [_remember(h, _Pending((s,), None, dtype=d))
             for h, (s, d) in zip(handles, sources)]
 
@@ -184,16 +175,16 @@ def grouped_allgather_async(arrays, name=None,
 def broadcast_async(array, root_rank, name=None,
                     process_set=global_process_set):
     buffer = np.array(array, copy=True, order="C")
-    handle = _enqueue(core.broadcast_async, buffer, int(root_rank),
-                      _name(name), set_id(process_set))
+    handle = core.broadcast_async(buffer, int(root_rank), _name(name),
+                                  set_id(process_set))
     return _remember(handle, _Pending((buffer,), buffer))
 
 
 def broadcast_async_(array, root_rank, name=None,
                      process_set=global_process_set):
     buffer, copy_back = _in_place_buffer(array)
-    handle = _enqueue(core.broadcast_async, buffer, int(root_rank),
-                      _name(name), set_id(process_set))
+    handle = core.broadcast_async(buffer, int(root_rank), _name(name),
+                                  set_id(process_set))
     return _remember(handle, _Pending((buffer,), array, copy_back))
 
 
@@ -205,8 +196,8 @@ def alltoall_async(array, splits=None, name=None,
     source, dtype = _source(array)
     split_list = [] if splits is None else [int(s) for s in
                                             np.asarray(splits).ravel()]
-    handle = _enqueue(core.alltoall_async, source, split_list, _name(name),
-                      set_id(process_set))
+    handle = core.alltoall_async(source, split_list, _name(name),
+                                 set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype,
                                       with_splits=splits is not None))
 
@@ -218,9 +209,11 @@ def reducescatter_async(array, name=None, op=None, prescale_factor=1.0,
     rank's block of dimension 0; the first (rows % size) ranks get a row
     more."""
     source, dtype = _source(array)
-    handle = _enqueue(core.reducescatter_async, source, _name(name),
-                      _reduce_op(op, None, Average), float(prescale_factor),
-                      float(postscale_factor), set_id(process_set))
+    handle = core.reducescatter_async(source, _name(name),
+                                      _reduce_op(op, None, Average),
+                                      float(prescale_factor),
+                                      float(postscale_factor),
+                                      set_id(process_set))
     return _remember(handle, _Pending((source,), None, dtype=dtype))
 
 
@@ -228,10 +221,10 @@ def grouped_reducescatter_async(arrays, name=None, op=None,
                                 prescale_factor=1.0, postscale_factor=1.0,
                                 process_set=global_process_set):
     sources = [_source(a) for a in arrays]
-    handles = _enqueue(
-        core.grouped_reducescatter_async, [s for s, _ in sources],
-        _names(name, len(sources)), _reduce_op(op, None, Average),
-        float(prescale_factor), float(postscale_factor), set_id(process_set))
+    handles = core.grouped_reducescatter_async(
+        [s for s, _ in sources], _names(name, len(sources)),
+        _reduce_op(op, None, Average), float(prescale_factor),
+        float(postscale_factor), set_id(process_set))
     return [_remember(h, _Pending((s,), None, dtype=d))
             for h, (s, d) in zip(handles, sources)]
 

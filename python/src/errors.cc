@@ -13,6 +13,7 @@ PyObject* g_internal_error = nullptr;
 PyObject* g_mismatch_error = nullptr;
 PyObject* g_removed_error = nullptr;
 PyObject* g_forked_error = nullptr;
+PyObject* g_invalid_argument_error = nullptr;
 
 PyObject* ExceptionFor(Code code) {
   switch (code) {
@@ -27,6 +28,8 @@ PyObject* ExceptionFor(Code code) {
       return PyExc_ValueError;
     case Code::kInvalidArgument:
     case Code::kNotFound:
+      // A ValueError, and the RuntimeError Horovod raises for a refusal.
+      if (g_invalid_argument_error) return g_invalid_argument_error;
       return PyExc_ValueError;
     default:
       break;
@@ -37,11 +40,13 @@ PyObject* ExceptionFor(Code code) {
 }  // namespace
 
 void SetExceptionTypes(py::object internal_error, py::object mismatch_error,
-                       py::object removed_error, py::object forked_error) {
+                       py::object removed_error, py::object forked_error,
+                       py::object invalid_argument_error) {
   g_internal_error = internal_error.release().ptr();
   g_mismatch_error = mismatch_error.release().ptr();
   g_removed_error = removed_error.release().ptr();
   g_forked_error = forked_error.release().ptr();
+  g_invalid_argument_error = invalid_argument_error.release().ptr();
 }
 
 void RaiseRemoved(const common::Status& status) {

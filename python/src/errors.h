@@ -12,7 +12,8 @@ namespace hvd::python {
 void SetExceptionTypes(pybind11::object internal_error,
                        pybind11::object mismatch_error,
                        pybind11::object removed_error,
-                       pybind11::object forked_error);
+                       pybind11::object forked_error,
+                       pybind11::object invalid_argument_error);
 
 // Raises the exception for a non-ok status (throws error_already_set).
 [[noreturn]] void Raise(const common::Status& status);
