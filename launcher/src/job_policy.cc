@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "horovod_words.h"
+#include "hvd/common/logging.h"
 #include "worker_launch.h"
 
 namespace hvd::launcher {
@@ -35,14 +38,6 @@ std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
   return key;
 }
 
-std::set<std::string> Key(const std::vector<SlotAssignment>& slots) {
-  std::set<std::string> key;
-  for (const auto& slot : slots) {
-    key.insert(SlotNameOf(slot) + "#" + std::to_string(slot.layout.rank));
-  }
-  return key;
-}
-
 // The hosts of `slots` (in rank order, a host's ranks contiguous) with
 // their slot counts: "a:2", "b:2".
 std::vector<std::string> HostsOf(const std::vector<SlotAssignment>& slots) {
@@ -67,7 +62,7 @@ void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
 }  // namespace
 
 std::string SlotNameOf(const SlotAssignment& slot) {
-  return rendezvous::SlotName(slot.host, slot.layout.local_rank);
+  return rendezvous::SlotName(slot.host, SlotIndex(slot));
 }
 
 PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
@@ -197,8 +192,9 @@ std::optional<TimePoint> JobPolicy::NextDeadline() const {
 void JobPolicy::OnHosts(TimePoint now, const HostsDiscovered& event,
                         Actions& out) {
   if (!config_.elastic) return;
-  table_.Update(event.hosts);
-  if (stopping_) return;
+  // Discovery reports every run; the same hosts again are no cause (a
+  // cooldown that ended meanwhile is OnTimers' to tell).
+  if (!table_.Update(event.hosts) || stopping_) return;
   if (waiting_since_ || MembershipChanged(now)) {
     Reassign(now, "hosts changed", false, out);
   }
@@ -223,7 +219,7 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
     Stop(now,
          "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
              how,
-         ExitCodeOf(event.wait_status), out);
+         ExitCodeOf(event.wait_status), out, horovod_words::kProcessesFailed);
     return;
   }
   const bool current = plan_.slots.count(w.slot) != 0;
@@ -257,10 +253,10 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
     return;
   }
   if (!current) return;  // a removed slot's worker: not part of the job
-  const bool broke =
+  const Failed failed =
       FailWorker(now, w, how, ExitCodeOf(event.wait_status), signal, out);
-  Reassign(now, "slot " + w.slot + " failed; host " + w.host + " blacklisted",
-           broke, out);
+  Reassign(now, "slot " + w.slot + " failed; " + failed.blacklisted,
+           failed.broke, out);
 }
 
 void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
@@ -277,18 +273,18 @@ void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
     return;
   }
   if (stopping_) return;
-  const bool broke =
+  const Failed failed =
       FailWorker(now, w, "could not be started: " + event.message, 1, 0, out);
   Reassign(now,
-           "slot " + w.slot + " could not be started; host " + w.host +
-               " blacklisted",
-           broke, out);
+           "slot " + w.slot + " could not be started; " + failed.blacklisted,
+           failed.broke, out);
 }
 
 void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
                         Actions& out) {
   if (event.generation != plan_.generation || event.generation == 0) return;
   board_ = event;
+  bool completed = false;
   for (const auto& [name, a] : plan_.slots) {
     if (board_.missing.count(name)) continue;
     Worker* w = RunningIn(name);
@@ -299,6 +295,7 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
     }
   }
   if (board_.missing.empty() && complete_ != plan_.generation) {
+    completed = true;
     complete_ = plan_.generation;
     complete_key_ = Key(plan_);
     holders_.clear();
@@ -338,6 +335,11 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
                true, out);
     }
   }
+  // New slots held back while rank 0's host led with its holders
+  // (job_policy_slots.cc) start once its new workers hold the state too.
+  if (completed && complete_ == plan_.generation && MembershipChanged(now)) {
+    Reassign(now, "held-back slots can start", false, out);
+  }
 }
 
 void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
@@ -357,7 +359,7 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   if (w.misses < config_.liveness_misses) return;
   out.push_back(SignalWorker{w.id, SIGKILL});
   w.stopped = true;
-  const bool broke =
+  const Failed failed =
       FailWorker(now, w,
                  event.refused ? "refused " + std::to_string(w.misses) +
                                      " liveness probes in a row (its "
@@ -366,8 +368,8 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
                                      " liveness probes in a row (hung); "
                                      "killed",
                  1, 0, out);
-  Reassign(now, "slot " + w.slot + " is hung; host " + w.host + " blacklisted",
-           broke, out);
+  Reassign(now, "slot " + w.slot + " is hung; " + failed.blacklisted,
+           failed.broke, out);
 }
 
 void JobPolicy::OnSignal(TimePoint now, int signal, Actions& out) {
@@ -416,8 +418,8 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
       give_up_at_ = now + config_.reap_grace;
     }
     if (give_up_at_ && now >= *give_up_at_) {
-      out.push_back(Say{std::to_string(running()) +
-                        " workers did not exit after SIGKILL; leaving them"});
+      out.push_back(Say{common::Count(running(), "worker") +
+                        " did not exit after SIGKILL; leaving them"});
       for (auto& [id, w] : workers_) w.running = false;
     }
     return;
@@ -436,7 +438,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
             Seconds(config_.start_timeout + config_.host_check_grace) + " s",
         out);
   }
-  if (!unanswered.empty()) AfterChecks(now, out);
+  if (!unanswered.empty()) AfterChecks(now, "hosts changed", out);
   if (!config_.elastic || stopping_) return;
 
   // New workers that never checked in: failed (or, for a slot no longer in
@@ -459,7 +461,8 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
         FailWorker(now, w,
                    "did not check in within " + Seconds(config_.start_timeout) +
                        " s of its start (--start-timeout); killed",
-                   1, 0, out);
+                   1, 0, out)
+            .broke;
     why += (why.empty() ? "" : ", ") + w.slot;
   }
   if (!why.empty()) {
@@ -481,6 +484,9 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
 
   auto cooldown_end = table_.NextCooldownEnd(cooldowns_checked_);
   const bool cooled_down = cooldown_end && *cooldown_end <= now;
+  const char* cooled_down_why = table_.HostCooldownEnds(cooldowns_checked_, now)
+                                    ? "a blacklisted host's cooldown ended"
+                                    : "a blacklisted slot's cooldown ended";
   if (cooled_down) cooldowns_checked_ = now;
   if (waiting_since_ && now >= *waiting_since_ + config_.elastic_timeout) {
     auto blacklisted = table_.Blacklisted(now);
@@ -490,16 +496,19 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
              (blacklisted.empty() ? std::string()
                                   : "; blacklisted hosts: " +
                                         std::to_string(blacklisted.size())),
-         1, out);
+         1, out,
+         horovod_words::SlotsTimedOut(config_.min_np,
+                                      Seconds(config_.elastic_timeout)));
     return;
   }
   if (cooled_down && (waiting_since_ || MembershipChanged(now))) {
-    Reassign(now, "a blacklisted host's cooldown ended", false, out);
+    Reassign(now, cooled_down_why, false, out);
   }
 }
 
-bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
-                           int exit_code, int signal, Actions& out) {
+JobPolicy::Failed JobPolicy::FailWorker(TimePoint now, Worker& w,
+                                        const std::string& what, int exit_code,
+                                        int signal, Actions& out) {
   auto in_plan = plan_.slots.find(w.slot);
   const int rank = w.joined > 0                   ? w.joined_rank
                    : in_plan != plan_.slots.end() ? in_plan->second.layout.rank
@@ -510,18 +519,33 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
   out.push_back(WorkerFailed{w.id, w.slot, w.host, rank, w.joined, what,
                              exit_code, signal});
   exit_code_ = exit_code;
-  bool broke = IsHolder(w);
-  table_.Blacklist(w.host, now);
-  checks_.erase(w.host);  // checked again when it comes back
-  // The host is out of the job: its other workers go too.
-  for (auto& [id, other] : workers_) {
-    if (other.running && !other.stopped && other.host == w.host && id != w.id) {
-      out.push_back(SignalWorker{id, SIGTERM});
-      other.stopped = true;
-      broke |= IsHolder(other);
+  CountFailedStart(w, what);
+  Failed failed{IsHolder(w), "host " + w.host + " blacklisted"};
+  if (KeepsHostOf(now, w)) {
+    auto cooldown = table_.BlacklistSlot(w.host, w.index, now);
+    failed.blacklisted = "slot blacklisted, host " + w.host + " kept";
+    out.push_back(Say{
+        "host " + w.host +
+        " stays: blacklisting it would stop every worker "
+        "that holds the committed state; slot " +
+        w.slot + " is out " +
+        (cooldown
+             ? "for " + Seconds(duration_cast<milliseconds>(*cooldown)) + " s"
+             : std::string("for good"))});
+  } else {
+    table_.Blacklist(w.host, now);
+    checks_.erase(w.host);  // checked again when it comes back
+    // The host is out of the job: its other workers go too.
+    for (auto& [id, other] : workers_) {
+      if (other.running && !other.stopped && other.host == w.host &&
+          id != w.id) {
+        out.push_back(SignalWorker{id, SIGTERM});
+        other.stopped = true;
+        failed.broke |= IsHolder(other);
+      }
     }
   }
-  if (broke) {
+  if (failed.broke) {
     // Survivors blocked on a hung peer would otherwise wait out the Gloo
     // timeout; the ones blocked on a dead worker fail by themselves.
     PushAbort abort{plan_.generation, "slot " + w.slot + " " + what, {}};
@@ -532,12 +556,12 @@ bool JobPolicy::FailWorker(TimePoint now, Worker& w, const std::string& what,
     }
     if (!abort.slots.empty()) out.push_back(abort);
   }
-  return broke;
+  return failed;
 }
 
 void JobPolicy::Reassign(TimePoint now, const std::string& why,
                          bool members_failed, Actions& out) {
-  if (stopping_ || start_pending_) return;
+  if (stopping_ || start_pending_ || StopIfCannotStart(now, out)) return;
   std::vector<SlotAssignment> slots = WouldBeSlots(now);
   const bool first = plan_.generation == 0;
   const int needed = first ? config_.num_proc : config_.min_np;
@@ -561,7 +585,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
       Stop(now,
            "no slot of generation " + std::to_string(complete_) +
                " is left to carry the committed state; the job cannot go on",
-           1, out);
+           1, out, HorovodWordsForFailures());
       return;
     }
   }
@@ -570,7 +594,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     Stop(now,
          "reset limit of " + std::to_string(*config_.reset_limit) +
              " exceeded (" + why + ")",
-         1, out);
+         1, out, horovod_words::ResetLimitExceeded(*config_.reset_limit));
     return;
   }
   waiting_since_.reset();
@@ -623,8 +647,8 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   for (const auto& [name, a] : plan.slots) board_.missing.insert(name);
   out.push_back(PublishGeneration{plan});
   out.push_back(Say{"generation " + std::to_string(plan.generation) + " (" +
-                    why + "): " + std::to_string(slots.size()) +
-                    " workers: " + summary});
+                    why + "): " + common::Count(slots.size(), "worker") +
+                    ": " + summary});
   out.insert(out.end(), starts.begin(), starts.end());
   // Running workers hear of a host change once every newcomer has checked
   // in (warm joiners). After a failure they are resetting already; workers
@@ -676,45 +700,15 @@ void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
              "): no worker is running and every host is blacklisted with no "
              "cooldown (" +
              hosts + ")",
-         1, out);
+         1, out, HorovodWordsForFailures());
     return;
   }
   if (!holders_.empty() && !holder_alive) {
     Stop(now,
          "no slot of generation " + std::to_string(complete_) +
              " is left to carry the committed state; the job cannot go on",
-         1, out);
+         1, out, HorovodWordsForFailures());
   }
-}
-
-std::vector<SlotAssignment> JobPolicy::WouldBeSlots(TimePoint now) const {
-  std::vector<HostSlots> usable = table_.Usable(now);
-  // No worker on a host before its check passed.
-  usable.erase(std::remove_if(usable.begin(), usable.end(),
-                              [&](const HostSlots& host) {
-                                return !HostReady(host.host);
-                              }),
-               usable.end());
-  // Hosts with a worker holding the committed state first, so that rank 0,
-  // which every other rank syncs from, holds it.
-  std::set<std::string> holder_hosts;
-  for (WorkerId id : holders_) {
-    const Worker& w = workers_.at(id);
-    if (w.running && !w.stopped) holder_hosts.insert(w.host);
-  }
-  std::stable_partition(usable.begin(), usable.end(), [&](const auto& host) {
-    return holder_hosts.count(host.host) != 0;
-  });
-  int total = 0;
-  for (const HostSlots& host : usable) total += host.slots;
-  if (config_.max_np > 0) total = std::min(total, config_.max_np);
-  if (total == 0) return {};
-  auto ranks = AssignRanks(usable, total);
-  return ranks.ok() ? *ranks : std::vector<SlotAssignment>{};
-}
-
-bool JobPolicy::MembershipChanged(TimePoint now) const {
-  return Key(WouldBeSlots(now)) != Key(plan_);
 }
 
 void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
@@ -723,6 +717,7 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
   w.id = next_id_++;
   w.slot = SlotNameOf(slot);
   w.host = slot.host;
+  w.index = SlotIndex(slot);
   w.start_rank = slot.layout.rank;
   w.started = now;
   workers_[w.id] = w;
@@ -730,16 +725,17 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
 }
 
 void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,
-                     Actions& out) {
+                     Actions& out, const std::string& horovod_words) {
   if (stopping_) return;
   stopping_ = true;
   stop_reason_ = failure;
+  horovod_words_ = horovod_words;
   exit_code_ = exit_code;
   push_when_ready_.reset();
   if (running() > 0) {
     if (!failure.empty()) {
-      out.push_back(Say{failure + "; stopping " + std::to_string(running()) +
-                        " workers"});
+      out.push_back(Say{failure + "; stopping " +
+                        common::Count(running(), "worker")});
     }
     SignalAll(SIGTERM, out);
     kill_at_ = now + config_.stop_grace;
@@ -761,13 +757,13 @@ void JobPolicy::SignalAll(int signal, Actions& out) {
 void JobPolicy::MaybeFinish(Actions& out) {
   if (finished_ || running() > 0) return;
   if (awaiting_checks_ && !stopping_) return;  // static: checking hosts
-  if (config_.elastic && !stopping_) return;  // waiting for slots
+  if (config_.elastic && !stopping_) return;   // waiting for slots
   finished_ = true;
   if (succeeded_) {
     out.push_back(
         Say{"every rank of the last generation finished; job "
             "succeeded after " +
-            std::to_string(resets()) + " resets"});
+            common::Count(resets(), "reset")});
     out.push_back(Finish{0, {}});
     return;
   }
@@ -784,6 +780,7 @@ void JobPolicy::MaybeFinish(Actions& out) {
     unstoppable = "; workers on " + unstoppable +
                   " did not stop when told (host lost or cut off?)";
   }
+  if (!horovod_words_.empty()) out.push_back(Say{horovod_words_});
   out.push_back(Say{stop_reason_ + FailureSummary() + unstoppable +
                     "; job failed (exit code " + std::to_string(code) + ")"});
   out.push_back(Finish{code, suspect_hosts_});
@@ -843,7 +840,11 @@ std::string JobPolicy::FailureSummary() const {
 }
 
 JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) {
-  for (auto& [id, w] : workers_) {
+  return const_cast<Worker*>(std::as_const(*this).RunningIn(slot));
+}
+
+const JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) const {
+  for (const auto& [id, w] : workers_) {
     if (w.running && !w.stopped && w.slot == slot) return &w;
   }
   return nullptr;

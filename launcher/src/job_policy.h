@@ -26,6 +26,25 @@
 // - With too few slots the job waits up to the elastic timeout, but fails at
 //   once when no worker is running and every listed host is blacklisted for
 //   good, or when no worker holding the committed state is left.
+// - A failed worker's host is blacklisted and its other workers stopped
+//   (Horovod's rule), except where that would stop every worker holding
+//   the committed state (one machine, a holder beside the failed worker):
+//   then only the failed slot is out, with the host's cooldown counted per
+//   slot, and the host's other workers go on, as long as the job can: with
+//   a cooldown (the slot comes back), or with at least min_np slots left.
+// - Slots: a worker keeps its slot ("host:index") for life; a new worker
+//   starts with its slot's index as its local rank, so it may start only
+//   where no lower slot of its host is out. Rank 0 holds the committed
+//   state: if the first host's lowest slots hold nothing, they follow its
+//   holders as a group of their own (job_policy_slots.cc).
+// - A job no worker ever checked in to (hvd.init() never reached the
+//   rendezvous) stops once kStartAttempts worker starts in a row failed the
+//   same way and none is left running: a missing script, a bad import.
+// - A generation's reason is its real cause: a discovery result that
+//   changed the hosts, a cooldown that ended, a failure.
+// - The final lines of the endings horovodrun names carry its words too
+//   (a line of their own before hvdrun's last): processes that failed,
+//   the reset limit, the elastic timeout (docs/errors.md).
 //
 // The host check (check_hosts; host_check.h): no worker starts on a host
 // before its check passed. Static mode checks the hosts of its ranks and
@@ -59,6 +78,12 @@ using common::NetworkInterface;
 
 using TimePoint = std::chrono::steady_clock::time_point;
 using WorkerId = int64_t;
+
+// Worker starts in a row that may fail the same way, before any worker of
+// the job checked in, until the job stops: it cannot start (a missing
+// script fails every time; horovodrun would restart it forever, torchrun
+// not at all). Three tells a lasting fault from a passing one.
+inline constexpr int kStartAttempts = 3;
 
 struct PolicyConfig {
   bool elastic = false;
@@ -231,6 +256,7 @@ class JobPolicy {
   struct Worker {
     WorkerId id = 0;
     std::string slot, host;
+    int index = 0;  // its slot's on its host
     int start_rank = 0;
     TimePoint started;
     bool running = true;
@@ -259,11 +285,26 @@ class JobPolicy {
   void OnTimers(TimePoint now, Actions& out);
 
   // Elastic: records the failure (`what` completes "slot S (rank R) ..."),
-  // blacklists the worker's host and stops its other workers. Returns
-  // whether a worker holding the committed state went, so that the others'
-  // world broke (they are told with an Abort push).
-  bool FailWorker(TimePoint now, Worker& worker, const std::string& what,
-                  int exit_code, int signal, Actions& out);
+  // blacklists the worker's host and stops its other workers, or only its
+  // slot (KeepsHostOf). `broke`: a worker holding the committed state went,
+  // so that the others' world broke (they are told with an Abort push);
+  // `blacklisted`: "host H blacklisted", or what went instead.
+  struct Failed {
+    bool broke = false;
+    std::string blacklisted;
+  };
+  Failed FailWorker(TimePoint now, Worker& worker, const std::string& what,
+                    int exit_code, int signal, Actions& out);
+  // Whether the failed worker's host stays in the job: blacklisting it
+  // would stop every worker holding the committed state, and the job can
+  // go on without the worker's slot (job_policy.h, the elastic rules).
+  bool KeepsHostOf(TimePoint now, const Worker& failed) const;
+  // Counts a failed start of a worker that never checked in (while no
+  // worker ever did: job_policy_restarts.cc).
+  void CountFailedStart(const Worker& worker, const std::string& what);
+  // Stops the job if it cannot start (kStartAttempts); returns whether it
+  // did.
+  bool StopIfCannotStart(TimePoint now, Actions& out);
   // Forms and publishes the next generation if it can; else waits or ends
   // the job. `members_failed`: the running workers' world broke, so they
   // are resetting already (no HostsUpdated push; every rank syncs).
@@ -271,12 +312,25 @@ class JobPolicy {
                 Actions& out);
   // Fails the job now unless it can still go on while it waits for slots.
   void CheckWaiting(TimePoint now, Actions& out);
-  std::vector<SlotAssignment> WouldBeSlots(TimePoint now) const;
+  // The slots the next generation would have, in rank order; `also_out`:
+  // as if that slot were out too.
+  std::vector<SlotAssignment> WouldBeSlots(
+      TimePoint now, const std::string& also_out = "") const;
+  // The slots of `host` a generation may use, by index (job_policy.h,
+  // "Slots": survivors keep theirs, a new worker only below every gap).
+  std::vector<int> UsableSlotsOf(const HostSlots& host, TimePoint now,
+                                 const std::string& also_out) const;
+  // Whether the next generation would have other slots than plan_'s.
   bool MembershipChanged(TimePoint now) const;
   void StartSlot(TimePoint now, const SlotAssignment& slot, int64_t generation,
                  Actions& out);
+  // `horovod_words`: horovodrun's message for this ending, if it has one,
+  // printed before the final line.
   void Stop(TimePoint now, const std::string& failure, int exit_code,
-            Actions& out);
+            Actions& out, const std::string& horovod_words = "");
+  // horovodrun's words for a job that ends because workers failed, if any
+  // did.
+  std::string HorovodWordsForFailures() const;
   void Succeed(TimePoint now, Actions& out);
   void SignalAll(int signal, Actions& out);
   void MaybeFinish(Actions& out);
@@ -290,13 +344,15 @@ class JobPolicy {
   void FailHostCheck(TimePoint now, const std::string& host,
                      const std::string& problem, Actions& out);
   // After a check ended: start the static job (or fail it), form the first
-  // elastic generation, or let a newly checked host in.
-  void AfterChecks(TimePoint now, Actions& out);
+  // elastic generation, or let a newly checked host in (`why`: what made
+  // it be checked).
+  void AfterChecks(TimePoint now, const std::string& why, Actions& out);
   bool HostReady(const std::string& host) const;
   bool AnyCheckPending() const;
   TimePoint CheckDeadline(TimePoint started) const;
 
   Worker* RunningIn(const std::string& slot);
+  const Worker* RunningIn(const std::string& slot) const;
   bool IsHolder(const Worker& worker) const;
   int running() const;
 
@@ -324,6 +380,11 @@ class JobPolicy {
   // the job's end.
   std::vector<std::pair<int64_t, std::string>> failures_;
   std::string stop_reason_;
+  std::string horovod_words_;  // for the final lines
+  // While no worker ever checked in: how the last start that failed
+  // before its check-in failed, and how many in a row failed so.
+  std::string failed_start_;
+  int failed_starts_ = 0;
   // Hosts of the worker that stopped the job and of workers still running
   // after the stop grace, in that order; how many are of the first kind.
   std::vector<std::string> suspect_hosts_;
@@ -340,6 +401,7 @@ class JobPolicy {
   struct HostCheckState {
     enum { kPending, kPassed, kFailed } state = kPending;
     TimePoint started;
+    bool returning = false;  // back from a blacklisting
   };
   std::map<std::string, HostCheckState> checks_;
   // Static mode: the ranks waiting for their hosts' checks, and the hosts

@@ -24,19 +24,24 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
         MissingInterfaces(event.host, config_.network_interfaces,
                           event.interfaces, config_.loopback_interfaces_count);
   }
+  // What lets the host in is what made it be checked.
+  const char* why = it->second.returning ? "a blacklisted host's cooldown ended"
+                                         : "hosts changed";
   if (problem) {
-    FailHostCheck(now, event.host, *problem, out);
+    FailHostCheck(now, event.host, *problem, out);  // erases the check
   } else {
     it->second.state = HostCheckState::kPassed;
   }
-  AfterChecks(now, out);
+  AfterChecks(now, why, out);
 }
 
 void JobPolicy::RequestChecks(TimePoint now, Actions& out) {
   if (!config_.check_hosts || !config_.elastic || stopping_) return;
   for (const HostSlots& host : table_.Usable(now)) {
     if (checks_.count(host.host)) continue;
-    checks_[host.host].started = now;
+    HostCheckState& check = checks_[host.host];
+    check.started = now;
+    check.returning = table_.TimesBlacklisted(host.host) > 0;
     out.push_back(CheckHost{host.host});
   }
 }
@@ -57,7 +62,8 @@ void JobPolicy::FailHostCheck(TimePoint now, const std::string& host,
   out.push_back(Say{problem + "; host " + host + " blacklisted"});
 }
 
-void JobPolicy::AfterChecks(TimePoint now, Actions& out) {
+void JobPolicy::AfterChecks(TimePoint now, const std::string& why,
+                            Actions& out) {
   // The static job and the first generation wait for every check.
   if (stopping_ ||
       (AnyCheckPending() && (awaiting_checks_ || start_pending_))) {
@@ -83,8 +89,9 @@ void JobPolicy::AfterChecks(TimePoint now, Actions& out) {
     start_pending_ = false;
     Reassign(now, "start", false, out);
   } else if (waiting_since_ || MembershipChanged(now)) {
-    // A host discovery added joins here, once checked: the same change.
-    Reassign(now, "hosts changed", false, out);
+    // A host discovery added, or one back from its cooldown, joins here
+    // once checked.
+    Reassign(now, why, false, out);
   }
 }
 

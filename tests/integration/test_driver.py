@@ -214,7 +214,7 @@ def test_one_failure_is_one_reset_on_a_busy_machine(hvdrun, tmp_path):
             p.wait(timeout=10)
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 2)
-    assert "job succeeded after 1 resets" in result.stderr, result.stderr
+    assert "job succeeded after 1 reset" in result.stderr, result.stderr
 
 
 def test_every_worker_failing_ends_the_job_at_once(hvdrun, tmp_path):

@@ -141,7 +141,7 @@ def test_reset_limit_not_exceeded(hvdrun, tmp_path):
                      "localhost:2,127.0.0.1:2", *s.command()], timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 2)
-    assert "job succeeded after 1 resets" in result.stderr
+    assert "job succeeded after 1 reset" in result.stderr
 
 
 def test_all_hosts_blacklisted(hvdrun, tmp_path):
@@ -461,7 +461,7 @@ def test_one_timeline_across_generations_and_a_killed_rank_zero(hvdrun,
     assert len(glob.glob(str(s.log / "exit.*"))) == 2, "a kill did not fire"
     published = {}  # generation -> (reason, size)
     for line in untimed(result.stderr):
-        m = re.match(r"hvdrun: generation (\d+) \((.*)\): (\d+) workers: ",
+        m = re.match(r"hvdrun: generation (\d+) \((.*)\): (\d+) workers?: ",
                      line)
         if m:
             published[int(m.group(1))] = (m.group(2), int(m.group(3)))

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,54 @@ TEST(HostTableTest, BlacklistingAnUnknownHostChangesNothing) {
   EXPECT_EQ(Names(table.Usable(kT0)), std::vector<std::string>{"a"});
   EXPECT_TRUE(table.Blacklisted(kT0).empty());
   EXPECT_FALSE(table.IsBlacklisted("zz", kT0));
+}
+
+TEST(HostTableTest, UpdateSaysWhetherTheListingChanged) {
+  HostTable table(std::nullopt);
+  EXPECT_TRUE(table.Update({{"a", 2}}));
+  EXPECT_FALSE(table.Update({{"a", 2}}));
+  EXPECT_TRUE(table.Update({{"a", 3}}));
+  EXPECT_TRUE(table.Update({{"a", 3}, {"b", 1}}));
+  EXPECT_TRUE(table.Update({{"a", 3}}));             // b no longer listed
+  EXPECT_TRUE(table.Update({{"a", 3}, {"b", 1}}));   // listed again
+  EXPECT_FALSE(table.Update({{"b", 1}, {"a", 3}}));  // order alone
+}
+
+TEST(HostTableTest, ASlotOutLeavesItsHostUsable) {
+  HostTable table(CooldownRange{2s, 5s});
+  table.Update({{"a", 3}});
+  EXPECT_EQ(table.BlacklistSlot("a", 1, kT0), Clock::duration(2s));
+  EXPECT_EQ(Names(table.Usable(kT0)), std::vector<std::string>{"a"});
+  EXPECT_FALSE(table.IsBlacklisted("a", kT0));
+  EXPECT_EQ(table.SlotsOut("a", kT0), std::set<int>{1});
+  EXPECT_EQ(table.NextCooldownEnd(kT0), kT0 + 2s);
+  // A slot's cooldown is not its host's.
+  EXPECT_FALSE(table.HostCooldownEnds(kT0, kT0 + 2s));
+  EXPECT_TRUE(table.SlotsOut("a", kT0 + 2s).empty());
+  // Counted per slot: its second time out is twice as long, another
+  // slot's first is not.
+  EXPECT_EQ(table.BlacklistSlot("a", 1, kT0 + 2s), Clock::duration(4s));
+  EXPECT_EQ(table.BlacklistSlot("a", 0, kT0 + 2s), Clock::duration(2s));
+  EXPECT_EQ(table.SlotsOut("a", kT0 + 5s), std::set<int>{1});
+  EXPECT_EQ(table.Rows(kT0).front().times_blacklisted, 0);
+}
+
+TEST(HostTableTest, ASlotOutWithoutCooldownIsOutForGood) {
+  HostTable table(std::nullopt);
+  table.Update({{"a", 2}});
+  EXPECT_FALSE(table.BlacklistSlot("a", 0, kT0).has_value());
+  EXPECT_EQ(table.SlotsOut("a", kT0 + 1000h), std::set<int>{0});
+  EXPECT_FALSE(table.NextCooldownEnd(kT0).has_value());
+}
+
+TEST(HostTableTest, HostCooldownEndsTellsHostsFromSlots) {
+  HostTable table(CooldownRange{1s, 1s});
+  table.Update({{"a", 1}, {"b", 2}});
+  table.Blacklist("a", kT0);
+  table.BlacklistSlot("b", 0, kT0 + 5s);
+  EXPECT_TRUE(table.HostCooldownEnds(kT0, kT0 + 1s));
+  EXPECT_FALSE(table.HostCooldownEnds(kT0 + 1s, kT0 + 10s));
+  EXPECT_EQ(table.NextCooldownEnd(kT0 + 1s), kT0 + 6s);
 }
 
 }  // namespace
