@@ -15,7 +15,7 @@ std::map<std::string, std::string> AsMap(const EnvList& env) {
 }
 
 TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
-  SlotAssignment slot{"node2", {5, 8, 1, 4, 1, 2}};
+  SlotAssignment slot{"node2", {5, 8, 1, 4, 1, 2}, {}};
   LaunchConfig config;
   config.fusion_threshold_mb = 64;
   config.cycle_time_ms = 1.5;
@@ -37,7 +37,7 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
 }
 
 TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
-  SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}};
+  SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;
   auto env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config));
   for (const char* name :
@@ -71,7 +71,7 @@ TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
 }
 
 TEST(WorkerEnvTest, ExportedVariablesComeLastAndNeverOverrideHvdrunsOwn) {
-  SlotAssignment slot{"node2", {3, 4, 0, 1, 0, 1}};
+  SlotAssignment slot{"node2", {3, 4, 0, 1, 0, 1}, {}};
   LaunchConfig config;
   config.extra_env = {{"OMP_NUM_THREADS", "2"}, {"HOROVOD_RANK", "9"}};
   EnvList env = WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config);
