@@ -7,20 +7,15 @@
 #include <cstring>
 #include <utility>
 
+#include "exit_status.h"
 #include "horovod_words.h"
 #include "hvd/common/logging.h"
-#include "worker_launch.h"
 
 namespace hvd::launcher {
 namespace {
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
-
-int ExitCodeOf(int wait_status) {
-  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status)
-                                : 128 + WTERMSIG(wait_status);
-}
 
 std::string Seconds(milliseconds duration) {
   auto ms = duration.count();
@@ -214,12 +209,12 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
   if (!config_.elastic) {
     if (ok || stopping_) return;
     out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0, how,
-                               ExitCodeOf(event.wait_status), signal});
+                               ShellExitCode(event.wait_status), signal});
     AddSuspect(w.host, true);
     Stop(now,
          "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
              how,
-         ExitCodeOf(event.wait_status), out, horovod_words::kProcessesFailed);
+         ShellExitCode(event.wait_status), out, horovod_words::kProcessesFailed);
     return;
   }
   const bool current = plan_.slots.count(w.slot) != 0;
@@ -254,7 +249,7 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
   }
   if (!current) return;  // a removed slot's worker: not part of the job
   const Failed failed =
-      FailWorker(now, w, how, ExitCodeOf(event.wait_status), signal, out);
+      FailWorker(now, w, how, ShellExitCode(event.wait_status), signal, out);
   Reassign(now, "slot " + w.slot + " failed; " + failed.blacklisted,
            failed.broke, out);
 }

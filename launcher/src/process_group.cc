@@ -41,10 +41,4 @@ int MillisUntil(std::chrono::steady_clock::time_point when) {
                           0, 3600 * 1000));
 }
 
-int ShellExitCode(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
-}
-
 }  // namespace hvd::launcher

@@ -29,7 +29,4 @@ void DieWithGuard(pid_t guard);
 // an hour.
 int MillisUntil(std::chrono::steady_clock::time_point when);
 
-// The shell's exit code for a wait status: the code, or 128 + the signal.
-int ShellExitCode(int wait_status);
-
 }  // namespace hvd::launcher

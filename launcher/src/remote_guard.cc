@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 
+#include "exit_status.h"
 #include "process_group.h"
 #include "remote_launch.h"
 #include "worker_env.h"

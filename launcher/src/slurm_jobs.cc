@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "bounded_run.h"
-#include "worker_launch.h"
+#include "exit_status.h"
 
 namespace hvd::launcher {
 

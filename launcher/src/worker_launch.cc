@@ -35,15 +35,6 @@ Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint) {
   return context;
 }
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-  }
-  int sig = WTERMSIG(status);
-  return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
-         ")";
-}
-
 Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                    int64_t worker_id,
                                    const LaunchContext& context,

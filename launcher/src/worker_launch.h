@@ -21,9 +21,6 @@ struct LaunchContext {
 // readable working directory.
 common::Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint);
 
-// "exited with code C" or "was killed by signal S (name)", from waitpid.
-std::string DescribeExit(int wait_status);
-
 // Starts the worker of `slot`, hvdrun's process number `worker_id`
 // (HVD_WORKER_ID), under a guard: locally, or over ssh under a remote guard.
 common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,

@@ -55,8 +55,7 @@ from .collectives.allreduce import (allreduce, allreduce_, allreduce_async,
                                     allreduce_async_, grouped_allreduce,
                                     grouped_allreduce_,
                                     grouped_allreduce_async,
-                                    grouped_allreduce_async_,
-                                    sparse_allreduce_async)
+                                    grouped_allreduce_async_)
 from .collectives.alltoall import alltoall, alltoall_async
 from .collectives.barrier import barrier, join
 from .collectives.broadcast import (broadcast, broadcast_, broadcast_async,
@@ -65,6 +64,7 @@ from .collectives.handles import Handle, poll, synchronize
 from .collectives.reducescatter import (grouped_reducescatter,
                                         grouped_reducescatter_async,
                                         reducescatter, reducescatter_async)
+from .collectives.sparse_allreduce import sparse_allreduce_async
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)

@@ -20,6 +20,7 @@ from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
 from .adasum_optimizer import _AdasumMixin
 from .collectives.broadcast import broadcast_async_
 from .collectives.handles import synchronize
+from .optimizer import _DistributedMixin
 
 GLOBAL = _hvd.global_process_set
 
@@ -222,8 +223,6 @@ def _local_step(optimizer: torch.optim.Optimizer) -> None:
     is a collective (allreduces, or Adasum's combination of the updates),
     which would leave the ranks that do not create state here waiting in
     another collective."""
-    from .optimizer import _DistributedMixin  # noqa: import cycle
-
     for wrapper in (_DistributedMixin, _AdasumMixin):
         if isinstance(optimizer, wrapper):
             super(wrapper, optimizer).step()

@@ -31,8 +31,7 @@ from .collectives.allreduce import (allreduce, allreduce_, allreduce_async,
                                     allreduce_async_, grouped_allreduce,
                                     grouped_allreduce_,
                                     grouped_allreduce_async,
-                                    grouped_allreduce_async_,
-                                    sparse_allreduce_async)
+                                    grouped_allreduce_async_)
 from .collectives.alltoall import alltoall, alltoall_async
 from .collectives.barrier import barrier, join
 from .collectives.broadcast import (broadcast, broadcast_, broadcast_async,
@@ -41,6 +40,7 @@ from .collectives.handles import poll, synchronize
 from .collectives.reducescatter import (grouped_reducescatter,
                                         grouped_reducescatter_async,
                                         reducescatter, reducescatter_async)
+from .collectives.sparse_allreduce import sparse_allreduce_async
 from .compression import Compression
 
 __all__ = [

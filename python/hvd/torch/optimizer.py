@@ -59,12 +59,11 @@ import hvd as _hvd
 from hvd._core import core as _core
 
 from .adasum_optimizer import adasum_optimizer
-from .collectives.allreduce import (allreduce_async_, grouped_allreduce_async_,
-                                    sparse_allreduce_async)
+from .collectives.allreduce import allreduce_async_, grouped_allreduce_async_
 from .collectives.arguments import set_ranks
 from .collectives.handles import Handle, synchronize
+from .collectives.sparse_allreduce import sparse_allreduce_async
 from .compression import Compression, Compressor
-from .functions import broadcast_object
 from .optimizer_groups import Group, form_groups, resolve_groups
 from .parameter_names import parameter_names
 
@@ -175,9 +174,9 @@ class _DistributedMixin(torch.optim.Optimizer):
         rank forms the same groups (as horovod, by parameter names)."""
         names = [self._parameter_names[p] for p in params]
         root = min(set_ranks(self.process_set))
-        order = broadcast_object(names, root_rank=root,
-                                 name="DistributedOptimizer.groups",
-                                 process_set=self.process_set)
+        order = _hvd.broadcast_object(names, root_rank=root,
+                                      name="DistributedOptimizer.groups",
+                                      process_set=self.process_set)
         position = {name: i for i, name in enumerate(order)}
         differ = sorted(set(names) ^ set(order))
         if differ:

@@ -23,7 +23,7 @@ Calling protocol (as in horovod.torch):
   the whole list and give the list of results. A named group's tensors are
   ``grouped_<op>.<name>.0``, ``.1``, ...; unnamed groups get names from
   the core in call order, like the single-tensor ops.
-* ``sparse_allreduce_async`` (in ``allreduce``) reduces a sparse COO tensor
+* ``sparse_allreduce_async`` (in ``sparse_allreduce``) reduces a sparse COO tensor
   by two allgathers (indices, values); its :class:`SparseHandle` is also a
   callable, as in horovod, where the handle is a function that returns the
   result.
