@@ -8,7 +8,8 @@
 #   fuzz    each libFuzzer target of tests/fuzz for 30 s, two at a time, on a
 #           copy of its corpus (the ASan+UBSan build)
 #   gpu     the tests that need a GPU (ctest label gpu) when nvidia-smi sees
-#           one; otherwise one line naming them as not run, and why
+#           one; otherwise one line naming them as not run, and why, and a
+#           check that each C++ one reports itself skipped under ctest
 #   pytest  end-to-end tests through the real hvdrun
 # Prints each stage's duration. A failed stage does not stop the later ones;
 # the script then ends with a line naming the failed stages and exits 1.
@@ -248,6 +249,21 @@ stage_gpu() {
   if [ -n "$reason" ]; then
     gpu_note="gpu: $(wc -w <<<"$names") tests not run, no GPU here ($reason): $names"
     echo "$gpu_note"
+    # A newcomer's plain ctest stays green here: each C++ GPU test must
+    # report itself skipped (with its reason), not fail.
+    local run listed skipped
+    run="$(cd "$hvd_root/build" && ctest --timeout 60 -L '^gpu$' 2>&1)" || {
+      echo "$run"
+      echo "gpu: a C++ GPU test failed where no GPU is, instead of skipping"
+      return 1
+    }
+    listed="$(cd "$hvd_root/build" && ctest -N -L '^gpu$' | grep -c 'Test *#')"
+    skipped="$(grep -c '(Skipped)' <<<"$run")"
+    if [ "$listed" != "$skipped" ]; then
+      echo "$run"
+      echo "gpu: $skipped of $listed C++ GPU tests reported skipped without a GPU"
+      return 1
+    fi
     return 0
   fi
   echo "$devices"
