@@ -18,7 +18,10 @@ import time
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-HVDRUN = ROOT / "build" / "launcher" / "hvdrun"
+# HVD_BUILD_DIR: another build folder, as scripts/gpu/device-check.sh lays
+# one out from its bundle on the GPU machine.
+BUILD = pathlib.Path(os.environ.get("HVD_BUILD_DIR") or ROOT / "build")
+HVDRUN = BUILD / "launcher" / "hvdrun"
 
 
 class Child:

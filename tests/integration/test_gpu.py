@@ -109,7 +109,10 @@ def test_cuda_collectives_match_the_cpu(hvdrun, tmp_path):
         assert all(got["same"].values()), (rank, got["same"])
 
 
-@pytest.mark.skipif(GPUS < 2, reason="needs two GPUs (one per rank)")
+# NCCL takes a device once per communicator: two ranks on one GPU are
+# refused ("Duplicate GPU detected"), so a test of N ranks needs N GPUs.
+@pytest.mark.skipif(GPUS < 2, reason="needs two GPUs: one per rank, as NCCL "
+                    "refuses two ranks of one communicator on one device")
 def test_kill_mid_nccl_allreduce_recovers_within_5_s(hvdrun, tmp_path):
     """A rank dies while its 4 MiB NCCL allreduce is in flight; the
     survivor's communicator is aborted (not destroyed, Horovod's hang),
@@ -133,7 +136,9 @@ def test_kill_mid_nccl_allreduce_recovers_within_5_s(hvdrun, tmp_path):
     assert time.monotonic() - started < 90
 
 
-@pytest.mark.skipif(GPUS < 3, reason="needs three GPUs (one per rank)")
+@pytest.mark.skipif(GPUS < 3, reason="needs three GPUs: one per rank, as "
+                    "NCCL refuses two ranks of one communicator on one "
+                    "device")
 def test_kill_with_three_gpus_the_survivors_shrink_their_communicator(
         hvdrun, tmp_path):
     """One of three ranks dies mid NCCL allreduce: the two survivors shrink

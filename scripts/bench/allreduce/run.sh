@@ -12,6 +12,11 @@
 #   scripts/bench/allreduce/run.sh [repeats]      (default 3)
 # Environment: HVD_BENCH_NP (default "2 4"), HVD_BENCH_SIZES (bytes, comma
 # separated), HVD_BENCH_MIN_SECONDS (timed seconds per size, default 0.5).
+# HVD_BENCH_IMPLS (a subset of "gloo torch hvd hvd-flat"), HVD_BUILD_DIR
+# (default build/, which scripts/setup.sh builds first; any other build
+# folder is used as it is), HVD_PYTHON (default /usr/bin/python3; a Python of
+# your own, with its own torch and numpy, as on the GPU machine:
+# scripts/gpu/device-check.sh).
 # HVD_BENCH_BED=1 (root): instead, 2 hosts x 2 ranks of the test bed
 # (scripts/cluster/, prefix "arb", net 10.231.0), raw Gloo, hvd and
 # hvd-flat over real links between network namespaces (torch is left out:
@@ -24,16 +29,28 @@ source "$here/../../lib/common.sh"
 # Other jobs on the machine move these numbers more than anything measured;
 # read before our own build adds to it.
 load="$(cut -d' ' -f1 /proc/loadavg)"
-"$hvd_root/scripts/setup.sh"
-hvd_ensure_packages python3-torch python3-numpy
+build="${HVD_BUILD_DIR:-}"
+if [ -z "$build" ]; then
+  build="$hvd_root/build"
+  "$hvd_root/scripts/setup.sh"
+fi
+python="${HVD_PYTHON:-/usr/bin/python3}"
+[ -n "${HVD_PYTHON:-}" ] || hvd_ensure_packages python3-torch python3-numpy
+export PYTHONPATH="$build/python:$hvd_root/python${PYTHONPATH:+:$PYTHONPATH}"
+# One intra-op thread per rank, as torchrun gives each of its workers: with
+# torch's default (a thread per core in every process) 8 ranks on 16 cores
+# ran DDP's bucket copies 30-60x slower than raw Gloo on the GPU machine
+# (docs/benchmarks.md). nproc would count that one thread, not the cores.
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 repeats="${1:-3}"
 nps="${HVD_BENCH_NP:-2 4}"
 flags=(--min-seconds "${HVD_BENCH_MIN_SECONDS:-0.5}")
 [ -n "${HVD_BENCH_SIZES:-}" ] && flags+=(--sizes "$HVD_BENCH_SIZES")
 
-hvdrun="$hvd_root/build/launcher/hvdrun"
-gloo_bench="$hvd_root/build/scripts/bench/allreduce/hvd_gloo_allreduce_bench"
+hvdrun="$build/launcher/hvdrun"
+gloo_bench="$build/scripts/bench/allreduce/hvd_gloo_allreduce_bench"
 dir="$hvd_root/bench-results/allreduce/$(date +%Y%m%d-%H%M%S)"
 results="$dir/results.jsonl"
 log="$dir/workers.log"
@@ -41,28 +58,34 @@ mkdir -p "$dir"
 : >"$results"
 
 impls=(gloo torch)
-if /usr/bin/python3 -c 'import hvd' 2>/dev/null; then
+if "$python" -c 'import hvd' 2>/dev/null; then
   impls+=(hvd hvd-flat)
 else
-  echo "note: 'import hvd' fails in /usr/bin/python3; hvd is skipped"
+  echo "note: 'import hvd' fails in $python; hvd is skipped"
+fi
+if [ -n "${HVD_BENCH_IMPLS:-}" ]; then
+  for i in "${!impls[@]}"; do
+    [[ " $HVD_BENCH_IMPLS " == *" ${impls[$i]} "* ]] || unset "impls[$i]"
+  done
+  impls=("${impls[@]}")
 fi
 
 {
   echo "date: $(date -Is)"
   echo "commit: $(git -C "$hvd_root" rev-parse --short HEAD || echo unknown)"
-  echo "cores: $(nproc)"
+  echo "cores: $cores; OMP_NUM_THREADS: $OMP_NUM_THREADS"
   echo "kernel: $(uname -r)"
-  echo "torch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
+  echo "torch: $("$python" -c 'import torch; print(torch.__version__)')"
   echo "load average before the build: $load"
   echo "repeats: $repeats; np: $nps; flags: ${flags[*]}"
 } >"$dir/machine.txt"
-if awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
-  echo "note: load average is $load on $(nproc) cores;" \
+if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l > c / 2) }'; then
+  echo "note: load average is $load on $cores cores;" \
     "other work will skew the results"
 fi
 
 free_port() {
-  /usr/bin/python3 -c 'import socket
+  "$python" -c 'import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
@@ -88,11 +111,11 @@ run_one() {
     gloo) cmd=("$gloo_bench") ;;
     # Gloo's default device in torch binds the address the machine's name
     # resolves to; lo puts it on loopback, where hvd and raw Gloo are.
-    torch) cmd=(env GLOO_SOCKET_IFNAME=lo /usr/bin/python3
+    torch) cmd=(env GLOO_SOCKET_IFNAME=lo "$python"
                 "$here/torch_allreduce_bench.py"
                 --init-method "tcp://127.0.0.1:$(free_port)") ;;
-    hvd) cmd=(/usr/bin/python3 "$here/hvd_allreduce_bench.py") ;;
-    hvd-flat) cmd=(env HOROVOD_HIERARCHICAL_ALLREDUCE=0 /usr/bin/python3
+    hvd) cmd=("$python" "$here/hvd_allreduce_bench.py") ;;
+    hvd-flat) cmd=(env HOROVOD_HIERARCHICAL_ALLREDUCE=0 "$python"
                    "$here/hvd_allreduce_bench.py") ;;
   esac
   echo "== $impl np=$np" >>"$log"
@@ -106,12 +129,12 @@ run_one() {
 }
 
 for np in $nps; do
-  if [ "$np" -gt "$(nproc)" ]; then
-    echo "note: np=$np runs $np ranks on $(nproc) cores: oversubscribed," \
+  if [ "$np" -gt "$cores" ]; then
+    echo "note: np=$np runs $np ranks on $cores cores: oversubscribed," \
       "expect noisy numbers (compare columns, not runs)"
   fi
   for ((r = 1; r <= repeats; r++)); do
-    /usr/bin/python3 "$here/memcpy_bench.py" >>"$results"
+    "$python" "$here/memcpy_bench.py" >>"$results"
     for impl in "${impls[@]}"; do
       [ -n "$impl" ] || continue
       echo "np=$np repeat $r/$repeats: $impl"
@@ -120,6 +143,6 @@ for np in $nps; do
   done
 done
 
-/usr/bin/python3 "$here/report.py" "$results" | tee "$dir/report.md"
+"$python" "$here/report.py" "$results" | tee "$dir/report.md"
 echo "results: $dir"
 exit "$failed"

@@ -27,6 +27,9 @@
 # (steps of an autotune run, default 300; the tuner needs about warm-up +
 # samples x steps per sample of them, HOROVOD_AUTOTUNE_* set them),
 # HVD_BENCH_AUTOTUNE_TAIL (its last steps reported, default 30),
+# HVD_BENCH_IMPLS (keeps only the resnet50 implementations it names),
+# HVD_PYTHON (default /usr/bin/python3; a Python of your own, with its own
+# torch and numpy, as on the GPU machine: scripts/gpu/device-check.sh),
 # HVD_BUILD_DIR (default build/, which scripts/setup.sh builds first; any
 # other build folder is used as it is, with hvdrun, _hvd_core and
 # hvd_gloo_allreduce_bench built). Tuning variables a shell may carry
@@ -45,7 +48,8 @@ if [ -z "$build" ]; then
   build="$hvd_root/build"
   "$hvd_root/scripts/setup.sh"
 fi
-hvd_ensure_packages python3-torch python3-numpy
+python="${HVD_PYTHON:-/usr/bin/python3}"
+[ -n "${HVD_PYTHON:-}" ] || hvd_ensure_packages python3-torch python3-numpy
 
 repeats="${1:-3}"
 nps="${HVD_BENCH_NP:-2 4}"
@@ -56,8 +60,13 @@ autotune_steps="${HVD_BENCH_AUTOTUNE_STEPS:-300}"
 autotune_tail="${HVD_BENCH_AUTOTUNE_TAIL:-30}"
 unset HOROVOD_CACHE_CAPACITY HOROVOD_FUSION_THRESHOLD HOROVOD_CYCLE_TIME \
   HOROVOD_AUTOTUNE HOROVOD_AUTOTUNE_LOG
+# One intra-op thread per rank, as torchrun gives each of its workers: with
+# torch's default (a thread per core in every process) 8 ranks on 16 cores
+# ran DDP's bucket copies 30-60x slower than raw Gloo on the GPU machine
+# (docs/benchmarks.md). nproc would count that one thread, not the cores.
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export PYTHONPATH="$build/python:$hvd_root/python${PYTHONPATH:+:$PYTHONPATH}"
-python=/usr/bin/python3
 
 hvdrun="$build/launcher/hvdrun"
 gloo_bench="$build/scripts/bench/allreduce/hvd_gloo_allreduce_bench"
@@ -78,12 +87,19 @@ else
   echo "note: this hvd has no grouped_allreduce; hvd-grouped is skipped" |
     tee "$dir/notes.txt"
 fi
+if [ -n "${HVD_BENCH_IMPLS:-}" ]; then
+  for i in "${!resnet50_impls[@]}"; do
+    [[ " $HVD_BENCH_IMPLS " == *" ${resnet50_impls[$i]} "* ]] ||
+      unset "resnet50_impls[$i]"
+  done
+  resnet50_impls=("${resnet50_impls[@]}")
+fi
 
 {
   echo "date: $(date -Is)"
   echo "commit: $(git -C "$hvd_root" rev-parse --short HEAD || echo unknown)"
   echo "build: $build"
-  echo "cores: $(nproc)"
+  echo "cores: $cores; OMP_NUM_THREADS: $OMP_NUM_THREADS"
   echo "kernel: $(uname -r)"
   echo "torch: $("$python" -c 'import torch; print(torch.__version__)')"
   echo "load average at the start: $load"
@@ -91,8 +107,8 @@ fi
   echo "steps: resnet50 $steps, negotiation $tiny_steps," \
     "autotune $autotune_steps (last $autotune_tail reported)"
 } >"$dir/machine.txt"
-if awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > c / 2) }'; then
-  echo "note: load average is $load on $(nproc) cores;" \
+if awk -v l="$load" -v c="$cores" 'BEGIN { exit !(l > c / 2) }'; then
+  echo "note: load average is $load on $cores cores;" \
     "other work will skew the results"
 fi
 
@@ -158,8 +174,8 @@ impls_of() {
 }
 
 for np in $nps; do
-  if [ "$np" -gt "$(nproc)" ]; then
-    echo "note: np=$np runs $np ranks on $(nproc) cores: oversubscribed," \
+  if [ "$np" -gt "$cores" ]; then
+    echo "note: np=$np runs $np ranks on $cores cores: oversubscribed," \
       "expect noisy numbers (compare columns, not runs)"
   fi
   for ((r = 1; r <= repeats; r++)); do
