@@ -29,20 +29,7 @@ source "$here/../../lib/common.sh"
 # Other jobs on the machine move these numbers more than anything measured;
 # read before our own build adds to it.
 load="$(cut -d' ' -f1 /proc/loadavg)"
-build="${HVD_BUILD_DIR:-}"
-if [ -z "$build" ]; then
-  build="$hvd_root/build"
-  "$hvd_root/scripts/setup.sh"
-fi
-python="${HVD_PYTHON:-/usr/bin/python3}"
-[ -n "${HVD_PYTHON:-}" ] || hvd_ensure_packages python3-torch python3-numpy
-export PYTHONPATH="$build/python:$hvd_root/python${PYTHONPATH:+:$PYTHONPATH}"
-# One intra-op thread per rank, as torchrun gives each of its workers: with
-# torch's default (a thread per core in every process) 8 ranks on 16 cores
-# ran DDP's bucket copies 30-60x slower than raw Gloo on the GPU machine
-# (docs/benchmarks.md). nproc would count that one thread, not the cores.
-cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+source "$here/../bench_env.sh"
 
 repeats="${1:-3}"
 nps="${HVD_BENCH_NP:-2 4}"
