@@ -36,20 +36,15 @@ the set installs no hooks, communicates nothing and steps on its own
 gradients.
 
 Gradients as views of one buffer (``gradients_as_buffer_views=True``, the
-default; torch DDP's ``gradient_as_bucket_view``): after the first
-synchronize(), the dense gradients of each dtype and device are moved into
-one flat buffer, laid out in the order their allreduces started, and each
-``p.grad`` becomes a view of it. Backward passes then accumulate into the
-buffer, and a fused allreduce whose tensors lie back to back there is
-reduced in place, without copies into and out of the fusion buffer. So that
-the views stay, ``zero_grad()`` zeroes the buffers in place whatever
-``set_to_none`` says (every gradient the optimizer averages exists after
-synchronize() anyway); a ``p.grad`` that user code replaced is copied back
-into its view at its next allreduce.
+default): after the first synchronize() the dense gradients are views of
+one flat buffer per dtype and device, so that fused allreduces run in
+place; ``gradient_views.py`` says how, and what it means for
+``zero_grad()``.
 """
 
 import os
 import warnings
+import functools
 from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -64,6 +59,7 @@ from .collectives.arguments import set_ranks
 from .collectives.handles import Handle, synchronize
 from .collectives.sparse_allreduce import sparse_allreduce_async
 from .compression import Compression, Compressor
+from .gradient_views import GradientViews
 from .optimizer_groups import Group, form_groups, resolve_groups
 from .parameter_names import parameter_names
 
@@ -136,11 +132,8 @@ class _DistributedMixin(torch.optim.Optimizer):
         self._group_list: List[Group] = []
         self._group_of: Dict[torch.Tensor, Group] = {}
         self._group_ready: Dict[Group, int] = {}
-        # Params in the order their allreduces started, until the buffers
-        # exist; then p -> its view.
-        self._grad_order = [] if gradients_as_buffer_views else None
-        self._grad_views: Dict[torch.Tensor, torch.Tensor] = {}
-        self._grad_buffers = []
+        self._grad_views = (GradientViews() if gradients_as_buffer_views
+                            else None)
         if self._included() and (_hvd.size() > 1 or
                                  os.environ.get("HOROVOD_ELASTIC") == "1"):
             self._register_hooks()
@@ -258,15 +251,9 @@ class _DistributedMixin(torch.optim.Optimizer):
         return pending
 
     def _dense_grad(self, p: torch.Tensor) -> torch.Tensor:
-        """p.grad, moved back into its buffer view if user code replaced
-        it; recorded for the layout of the buffers before they exist."""
-        view = self._grad_views.get(p)
-        if view is not None and p.grad is not view:
-            view.copy_(p.grad)
-            p.grad = view
-        elif self._grad_order is not None:
-            self._grad_order.append(p)
-        return p.grad
+        if self._grad_views is None:
+            return p.grad
+        return self._grad_views.dense_grad(p)
 
     def _write_back(self, p: torch.Tensor, tensor: torch.Tensor,
                     handle: Handle, ctx: Any):
@@ -311,31 +298,9 @@ class _DistributedMixin(torch.optim.Optimizer):
             # Also after a failure (an elastic reset follows): nothing stays
             # pending and the next backward pass starts counting afresh.
             self._clear_pending()
-        if self._grad_order:
-            self._make_grad_views(self._grad_order)
-            self._grad_order = None
+        if self._grad_views is not None:
+            self._grad_views.lay_out()
         self._synchronized = True
-
-    def _make_grad_views(self, order) -> None:
-        """Moves the gradients of `order` into one buffer per dtype and
-        device, in that order, and makes each p.grad a view of it."""
-        layouts: Dict[Tuple[torch.dtype, torch.device], list] = {}
-        # A failed first step (an elastic reset) leaves names listed twice.
-        for p in dict.fromkeys(order):
-            g = p.grad
-            if g is not None and not g.is_sparse and p.is_contiguous():
-                layouts.setdefault((g.dtype, g.device), []).append(p)
-        for (dtype, device), params in layouts.items():
-            total = sum(p.numel() for p in params)
-            buffer = torch.empty(total, dtype=dtype, device=device)
-            offset = 0
-            for p in params:
-                view = buffer[offset:offset + p.numel()].view_as(p)
-                view.copy_(p.grad)
-                p.grad = view
-                self._grad_views[p] = view
-                offset += p.numel()
-            self._grad_buffers.append(buffer)
 
     @contextmanager
     def skip_synchronize(self) -> Iterator[None]:
@@ -366,15 +331,9 @@ class _DistributedMixin(torch.optim.Optimizer):
                 "before optimizer.step() or optimizer.synchronize(); this is "
                 "refused because the pending allreduces write into the "
                 "gradients")
-        if not self._grad_views:
-            return super().zero_grad(*args, **kwargs)
-        for p in self._grad_views:
-            p.grad = None
-        super().zero_grad(*args, **kwargs)  # the gradients outside buffers
-        for buffer in self._grad_buffers:
-            buffer.zero_()
-        for p, view in self._grad_views.items():
-            p.grad = view
+        zero_others = functools.partial(super().zero_grad, *args, **kwargs)
+        if self._grad_views is None or not self._grad_views.zero(zero_others):
+            return zero_others()
         return None
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
