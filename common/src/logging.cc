@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "hvd/common/env.h"
@@ -123,6 +124,17 @@ void SetLogTime(bool with_time) {
 }
 
 void Announce(const std::string& line) { AnnounceLogger().info("{}", line); }
+
+std::string DecimalSeconds(std::chrono::milliseconds duration) {
+  const long long ms = duration.count();
+  std::string text = std::to_string(ms / 1000);
+  long long fraction = std::llabs(ms % 1000);
+  if (fraction == 0) return text;
+  if (ms < 0 && ms > -1000) text = "-" + text;
+  std::string digits = std::to_string(1000 + fraction).substr(1);  // "250"
+  digits.erase(digits.find_last_not_of('0') + 1);
+  return text + "." + digits;
+}
 
 std::string Count(int64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " +

@@ -26,10 +26,4 @@ struct CliOutcome {
 // (to stdout and stderr).
 CliOutcome ParseCommandLine(const std::vector<std::string>& args);
 
-// "a:2,b,c:4" -> hosts; a host without ":N" has one slot.
-common::Result<std::vector<HostSlots>> ParseHostList(const std::string& text);
-
-// Lines "host", "host:N" or "host slots=N"; '#' starts a comment.
-common::Result<std::vector<HostSlots>> ParseHostfile(const std::string& path);
-
 }  // namespace hvd::launcher

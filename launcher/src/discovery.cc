@@ -2,11 +2,10 @@
 
 #include <sys/wait.h>
 
-#include <cctype>
-#include <set>
 #include <sstream>
 
 #include "bounded_run.h"
+#include "host_slots.h"
 #include "hvd/common/env.h"
 
 namespace hvd::launcher {
@@ -23,50 +22,21 @@ std::string Trim(const std::string& s) {
   return s.substr(begin, end - begin + 1);
 }
 
-bool IsHostName(const std::string& host) {
-  if (host.empty() || host.size() > 253) return false;
-  for (char c : host) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' &&
-        c != '_') {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<std::vector<HostSlots>> ParseDiscoveryOutput(const std::string& output,
                                                     int default_slots) {
-  std::vector<HostSlots> hosts;
-  std::set<std::string> seen;
+  HostListBuilder hosts;
   std::istringstream lines(output);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
     line = Trim(line);
     if (line.empty()) continue;
-    auto bad = [&](const std::string& why) {
-      return Status::InvalidArgument("line " + std::to_string(number) + " '" +
-                                     line + "': " + why);
-    };
-    HostSlots entry;
-    entry.slots = default_slots;
-    size_t colon = line.find(':');
-    entry.host = line.substr(0, colon);
-    if (colon != std::string::npos) {
-      auto slots = common::ParseInt(line.substr(colon + 1), "slots", 1, 4096);
-      if (!slots.ok()) return bad("slots must be a whole number in [1, 4096]");
-      entry.slots = static_cast<int>(*slots);
-    }
-    if (!IsHostName(entry.host)) {
-      return bad(
-          "not 'host' or 'host:slots' (host names: letters, digits, "
-          ". - _)");
-    }
-    if (!seen.insert(entry.host).second) return bad("host listed twice");
-    hosts.push_back(entry);
+    auto added =
+        hosts.Add(line, default_slots, "line " + std::to_string(number));
+    if (!added.ok()) return added;
   }
-  return hosts;
+  return hosts.Take();
 }
 
 Result<std::vector<HostSlots>> RunDiscovery(const std::string& script,

@@ -17,12 +17,6 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-std::string Seconds(milliseconds duration) {
-  auto ms = duration.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000)
-                        : std::to_string(static_cast<double>(ms) / 1000.0);
-}
-
 // "name#rank" for every slot: two generations with equal keys give every
 // worker the same rank.
 std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
@@ -214,7 +208,8 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
     Stop(now,
          "rank " + std::to_string(w.start_rank) + " on host " + w.host + " " +
              how,
-         ShellExitCode(event.wait_status), out, horovod_words::kProcessesFailed);
+         ShellExitCode(event.wait_status), out,
+         horovod_words::kProcessesFailed);
     return;
   }
   const bool current = plan_.slots.count(w.slot) != 0;
@@ -405,7 +400,8 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
                  " on host " + host;
         AddSuspect(host, false);
       }
-      out.push_back(Say{"workers still running " + Seconds(config_.stop_grace) +
+      out.push_back(Say{"workers still running " +
+                        common::DecimalSeconds(config_.stop_grace) +
                         " s after they were told to stop (" + which +
                         "): killing them"});
       SignalAll(SIGKILL, out);
@@ -427,11 +423,12 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
     }
   }
   for (const std::string& host : unanswered) {
-    FailHostCheck(
-        now, host,
-        "the check of host " + host + " did not answer within " +
-            Seconds(config_.start_timeout + config_.host_check_grace) + " s",
-        out);
+    FailHostCheck(now, host,
+                  "the check of host " + host + " did not answer within " +
+                      common::DecimalSeconds(config_.start_timeout +
+                                             config_.host_check_grace) +
+                      " s",
+                  out);
   }
   if (!unanswered.empty()) AfterChecks(now, "hosts changed", out);
   if (!config_.elastic || stopping_) return;
@@ -452,18 +449,18 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
     out.push_back(SignalWorker{id, SIGKILL});
     w.stopped = true;
     if (!plan_.slots.count(w.slot)) continue;
-    broke |=
-        FailWorker(now, w,
-                   "did not check in within " + Seconds(config_.start_timeout) +
-                       " s of its start (--start-timeout); killed",
-                   1, 0, out)
-            .broke;
+    broke |= FailWorker(now, w,
+                        "did not check in within " +
+                            common::DecimalSeconds(config_.start_timeout) +
+                            " s of its start (--start-timeout); killed",
+                        1, 0, out)
+                 .broke;
     why += (why.empty() ? "" : ", ") + w.slot;
   }
   if (!why.empty()) {
     Reassign(now,
-             "slots did not check in within " + Seconds(config_.start_timeout) +
-                 " s: " + why,
+             "slots did not check in within " +
+                 common::DecimalSeconds(config_.start_timeout) + " s: " + why,
              broke, out);
   }
   CheckWaiting(now, out);
@@ -486,14 +483,15 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   if (waiting_since_ && now >= *waiting_since_ + config_.elastic_timeout) {
     auto blacklisted = table_.Blacklisted(now);
     Stop(now,
-         "not enough slots for " + Seconds(config_.elastic_timeout) +
-             " s (--min-np " + std::to_string(config_.min_np) + ")" +
+         "not enough slots for " +
+             common::DecimalSeconds(config_.elastic_timeout) + " s (--min-np " +
+             std::to_string(config_.min_np) + ")" +
              (blacklisted.empty() ? std::string()
                                   : "; blacklisted hosts: " +
                                         std::to_string(blacklisted.size())),
          1, out,
-         horovod_words::SlotsTimedOut(config_.min_np,
-                                      Seconds(config_.elastic_timeout)));
+         horovod_words::SlotsTimedOut(
+             config_.min_np, common::DecimalSeconds(config_.elastic_timeout)));
     return;
   }
   if (cooled_down && (waiting_since_ || MembershipChanged(now))) {
@@ -519,14 +517,16 @@ JobPolicy::Failed JobPolicy::FailWorker(TimePoint now, Worker& w,
   if (KeepsHostOf(now, w)) {
     auto cooldown = table_.BlacklistSlot(w.host, w.index, now);
     failed.blacklisted = "slot blacklisted, host " + w.host + " kept";
-    out.push_back(Say{
-        "host " + w.host +
-        " stays: blacklisting it would stop every worker "
-        "that holds the committed state; slot " +
-        w.slot + " is out " +
-        (cooldown
-             ? "for " + Seconds(duration_cast<milliseconds>(*cooldown)) + " s"
-             : std::string("for good"))});
+    out.push_back(
+        Say{"host " + w.host +
+            " stays: blacklisting it would stop every worker "
+            "that holds the committed state; slot " +
+            w.slot + " is out " +
+            (cooldown ? "for " +
+                            common::DecimalSeconds(
+                                duration_cast<milliseconds>(*cooldown)) +
+                            " s"
+                      : std::string("for good"))});
   } else {
     table_.Blacklist(w.host, now);
     checks_.erase(w.host);  // checked again when it comes back
@@ -565,8 +565,8 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
       waiting_since_ = now;
       out.push_back(Say{std::to_string(slots.size()) + " usable slots, " +
                         std::to_string(needed) + " needed; waiting up to " +
-                        Seconds(config_.elastic_timeout) + " s for more (" +
-                        why + ")"});
+                        common::DecimalSeconds(config_.elastic_timeout) +
+                        " s for more (" + why + ")"});
     }
     CheckWaiting(now, out);
     return;
@@ -577,10 +577,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
       return w && IsHolder(*w);
     });
     if (!holder_in) {
-      Stop(now,
-           "no slot of generation " + std::to_string(complete_) +
-               " is left to carry the committed state; the job cannot go on",
-           1, out, HorovodWordsForFailures());
+      StopForLostState(now, out);
       return;
     }
   }
@@ -642,8 +639,8 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   for (const auto& [name, a] : plan.slots) board_.missing.insert(name);
   out.push_back(PublishGeneration{plan});
   out.push_back(Say{"generation " + std::to_string(plan.generation) + " (" +
-                    why + "): " + common::Count(slots.size(), "worker") +
-                    ": " + summary});
+                    why + "): " + common::Count(slots.size(), "worker") + ": " +
+                    summary});
   out.insert(out.end(), starts.begin(), starts.end());
   // Running workers hear of a host change once every newcomer has checked
   // in (warm joiners). After a failure they are resetting already; workers
@@ -698,12 +695,14 @@ void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
          1, out, HorovodWordsForFailures());
     return;
   }
-  if (!holders_.empty() && !holder_alive) {
-    Stop(now,
-         "no slot of generation " + std::to_string(complete_) +
-             " is left to carry the committed state; the job cannot go on",
-         1, out, HorovodWordsForFailures());
-  }
+  if (!holders_.empty() && !holder_alive) StopForLostState(now, out);
+}
+
+void JobPolicy::StopForLostState(TimePoint now, Actions& out) {
+  Stop(now,
+       "no slot of generation " + std::to_string(complete_) +
+           " is left to carry the committed state; the job cannot go on",
+       1, out, HorovodWordsForFailures());
 }
 
 void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
@@ -729,8 +728,8 @@ void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,
   push_when_ready_.reset();
   if (running() > 0) {
     if (!failure.empty()) {
-      out.push_back(Say{failure + "; stopping " +
-                        common::Count(running(), "worker")});
+      out.push_back(
+          Say{failure + "; stopping " + common::Count(running(), "worker")});
     }
     SignalAll(SIGTERM, out);
     kill_at_ = now + config_.stop_grace;

@@ -92,8 +92,8 @@ struct PolicyConfig {
   int max_np = 0;  // 0: no bound
   std::optional<int> reset_limit;
   std::optional<CooldownRange> cooldown;
-  std::chrono::milliseconds elastic_timeout{600000};
-  std::chrono::milliseconds start_timeout{30000};
+  std::chrono::milliseconds elastic_timeout{kDefaultElasticTimeout};
+  std::chrono::milliseconds start_timeout{kDefaultStartTimeout};
   std::chrono::milliseconds stop_grace{5000};
   // A joined worker late for a check-in is probed this long after it
   // became late, and again this long after a refused probe: a process that
@@ -331,6 +331,9 @@ class JobPolicy {
   // horovodrun's words for a job that ends because workers failed, if any
   // did.
   std::string HorovodWordsForFailures() const;
+  // No worker holding the committed state is left, or none is in the next
+  // generation: the job cannot go on without losing it.
+  void StopForLostState(TimePoint now, Actions& out);
   void Succeed(TimePoint now, Actions& out);
   void SignalAll(int signal, Actions& out);
   void MaybeFinish(Actions& out);

@@ -9,6 +9,13 @@
 
 namespace hvd::launcher {
 
+// The job's waits, each default written once: LaunchConfig, the policy and
+// --help read them here. Whole seconds for --start-timeout, because the
+// workers' environment (HOROVOD_START_TIMEOUT) and ssh's ConnectTimeout
+// take whole seconds; --elastic-timeout stays in hvdrun, in milliseconds.
+inline constexpr std::chrono::seconds kDefaultStartTimeout{30};
+inline constexpr std::chrono::seconds kDefaultElasticTimeout{600};
+
 struct HostSlots {
   std::string host;
   int slots = 1;
@@ -60,7 +67,7 @@ struct LaunchConfig {
   std::string log_level;
   int ssh_port = 0;  // 0: ssh's default
   std::string ssh_identity_file;
-  std::chrono::seconds start_timeout{30};
+  std::chrono::seconds start_timeout{kDefaultStartTimeout};
   std::optional<int> gloo_timeout_seconds;
   std::optional<double> fusion_threshold_mb;
   std::optional<double> cycle_time_ms;
@@ -111,7 +118,7 @@ struct LaunchConfig {
   int max_np = 0;          // 0: no bound
   int slots_per_host = 1;  // for discovery lines without ":N"
   std::string discovery_script;
-  std::chrono::seconds elastic_timeout{600};
+  std::chrono::milliseconds elastic_timeout{kDefaultElasticTimeout};
   std::optional<int> reset_limit;
   std::optional<std::pair<int, int>> cooldown_range;  // seconds
   std::chrono::milliseconds discovery_interval{1000};

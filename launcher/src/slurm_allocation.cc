@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "host_slots.h"
+
 namespace hvd::launcher {
 
 using common::Result;
@@ -219,10 +221,14 @@ Result<std::optional<SlurmAllocation>> AllocationFromEnvironment(
         std::to_string(counts->size()) + " nodes, " + list_name + "=" + *list +
         " names " + std::to_string(nodes->size()));
   }
+  HostListBuilder listed;
   for (size_t i = 0; i < nodes->size(); ++i) {
     const int slots = (*counts)[i] / divisor;
-    if (slots > 0) allocation.nodes.push_back({(*nodes)[i], slots});
+    if (slots == 0) continue;
+    auto added = listed.Add(HostSlots{(*nodes)[i], slots}, list_name);
+    if (!added.ok()) return added;
   }
+  allocation.nodes = listed.Take();
   if (allocation.nodes.empty()) {
     return Status::InvalidArgument(std::string(counts_name) + "=" +
                                    *counts_text + " leaves no slot");

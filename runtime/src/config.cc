@@ -43,17 +43,20 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   if (auto cycle = common::GetEnv(ev::kCycleTime)) {
     char* end = nullptr;
     double ms = std::strtod(cycle->c_str(), &end);
-    if (cycle->empty() || *end != '\0' || !(ms > 0) || ms > 60000) {
-      return Status::InvalidArgument(std::string(ev::kCycleTime) + "='" +
-                                     *cycle +
-                                     "' is not a number of milliseconds in "
-                                     "(0, 60000]");
+    const double max_ms =
+        std::chrono::duration<double, std::milli>(common::kMaxCycleTime)
+            .count();
+    if (cycle->empty() || *end != '\0' || !(ms > 0) || ms > max_ms) {
+      return Status::InvalidArgument(
+          std::string(ev::kCycleTime) + "='" + *cycle +
+          "' is not a number of milliseconds in (0, " +
+          std::to_string(static_cast<int64_t>(max_ms)) + "]");
     }
     config.cycle_time = std::chrono::microseconds(
         std::max<int64_t>(1, static_cast<int64_t>(ms * 1000)));
   }
   auto fusion = common::GetEnvInt(ev::kFusionThreshold, config.fusion_threshold,
-                                  0, int64_t(1) << 40);
+                                  0, common::kMaxFusionThreshold);
   if (!fusion.ok()) return fusion.status();
   config.fusion_threshold = *fusion;
   config.fusion_threshold_set =

@@ -111,5 +111,16 @@ TEST(LoggingTest, HideTimeVariableHidesBoth) {
   EXPECT_EQ(output, "[worker 2] [warning] plain\nalso plain\n");
 }
 
+TEST(LoggingTest, DecimalSecondsShowsOnlyTheDecimalsADurationHas) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(DecimalSeconds(milliseconds(600000)), "600");
+  EXPECT_EQ(DecimalSeconds(milliseconds(1500)), "1.5");
+  EXPECT_EQ(DecimalSeconds(milliseconds(250)), "0.25");
+  EXPECT_EQ(DecimalSeconds(milliseconds(3001)), "3.001");
+  EXPECT_EQ(DecimalSeconds(milliseconds(0)), "0");
+  EXPECT_EQ(DecimalSeconds(milliseconds(-1500)), "-1.5");
+  EXPECT_EQ(DecimalSeconds(milliseconds(-250)), "-0.25");
+}
+
 }  // namespace
 }  // namespace hvd::common

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "host_slots.h"
 #include "hvd/common/build_info.h"
 #include "worker_env.h"
 
@@ -234,6 +235,41 @@ TEST(CliTest, HostfileLines) {
   auto bad = ParseHostfile(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(":1"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// -H, hostfiles, discovery output and Slurm share one rule (host_slots.h).
+TEST(CliTest, HostListsFollowTheOneHostRule) {
+  struct Case {
+    std::string text, why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a:2,a:1", "'a:1': host 'a' listed twice"},
+           {"a,a:2", "listed twice"},
+           {"-oProxyCommand=x", "not 'host' or 'host:slots'"},
+           {"a:4097", "slots of 'a' must be a whole number in [1, 4096]"},
+           {"a:0", "[1, 4096]"},
+           {"a b", "not 'host' or 'host:slots'"},
+           {"a:2:3", "slots of 'a'"}}) {
+    auto hosts = ParseHostList(c.text);
+    ASSERT_FALSE(hosts.ok()) << c.text;
+    EXPECT_NE(hosts.status().message().find(c.why), std::string::npos)
+        << hosts.status().message();
+    EXPECT_EQ(hosts.status().message().rfind("-H/--hosts '", 0), 0u)
+        << hosts.status().message();
+  }
+  auto ok = ParseHostList("node-1.example:4096,10.0.0.2,b_c:1");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->size(), 3u);
+  EXPECT_EQ((*ok)[0].slots, 4096);
+  EXPECT_EQ((*ok)[1].slots, 1);
+  std::string path = ::testing::TempDir() + "/hosts_twice";
+  std::ofstream(path) << "node1 slots=2\nnode1\n";
+  auto twice = ParseHostfile(path);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find(path + ":2 'node1'"),
+            std::string::npos)
+      << twice.status().message();
   std::remove(path.c_str());
 }
 
@@ -567,6 +603,14 @@ TEST(CliTest, NumberBoundsAreAccepted) {
   EXPECT_EQ(*out.config->fusion_threshold_mb, 0.0);
   EXPECT_EQ(*out.config->cycle_time_ms, 0.001);
   EXPECT_EQ(out.config->ssh_port, 65535);
+}
+
+TEST(CliTest, TheElasticTimeoutKeepsItsFraction) {
+  // It stays in hvdrun (no worker's environment takes it), in milliseconds.
+  CliOutcome out = Parse({"-np", "2", "--min-np", "1", "-H", "a:2",
+                          "--elastic-timeout", "0.25", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_EQ(out.config->elastic_timeout, std::chrono::milliseconds(250));
 }
 
 TEST(CliTest, NpMustLieBetweenMinAndMax) {

@@ -3,6 +3,7 @@
 // interleaved output of many processes can be told apart.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,10 @@ void SetLogTime(bool with_time);
 // the time is hidden. The time is the log lines' ("[%Y-%m-%d
 // %H:%M:%S.%e]", local). Any thread; lines never interleave.
 void Announce(const std::string& line);
+
+// "600", "1.5", "0.25": a duration in seconds for messages, with no more
+// decimals than it has (its milliseconds at most).
+std::string DecimalSeconds(std::chrono::milliseconds duration);
 
 // "1 worker", "2 workers", "0 workers": a count and its noun for messages;
 // `many` when the plural is not `one` + "s".

@@ -8,10 +8,13 @@
 
 namespace hvd::common {
 
-// HOROVOD_FUSION_THRESHOLD (--fusion-threshold-mb): 128 MiB.
+// HOROVOD_FUSION_THRESHOLD (--fusion-threshold-mb): 128 MiB, at most 1 TiB
+// (the bound both the runtime and hvdrun's option check).
 inline constexpr int64_t kDefaultFusionThreshold = int64_t{128} << 20;
-// HOROVOD_CYCLE_TIME (--cycle-time-ms): 1 ms.
+inline constexpr int64_t kMaxFusionThreshold = int64_t{1} << 40;
+// HOROVOD_CYCLE_TIME (--cycle-time-ms): 1 ms, at most a minute.
 inline constexpr std::chrono::microseconds kDefaultCycleTime{1000};
+inline constexpr std::chrono::milliseconds kMaxCycleTime{60000};
 // HOROVOD_CACHE_CAPACITY (--cache-capacity): entries per process set.
 inline constexpr int64_t kDefaultCacheCapacity = 1024;
 // HOROVOD_GLOO_TIMEOUT_SECONDS (--gloo-timeout-seconds).

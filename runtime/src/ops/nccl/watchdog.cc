@@ -3,19 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include "hvd/common/logging.h"
+
 namespace hvd::runtime::nccl {
 
 using common::Status;
-
-namespace {
-
-std::string Seconds(std::chrono::milliseconds d) {
-  const long long ms = d.count();
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  return std::to_string(ms) + " ms";
-}
-
-}  // namespace
 
 WatchAction DecideWatch(const Watch& watch, Clock::time_point now) {
   if (watch.abort_reason) {
@@ -36,7 +28,7 @@ WatchAction DecideWatch(const Watch& watch, Clock::time_point now) {
     return {
         Verdict::kFail,
         Status::Timeout(watch.what + " did not finish within " +
-                        Seconds(watch.deadline) +
+                        common::DecimalSeconds(watch.deadline) + " s" +
                         " (a peer did not take part: it may have died, hung or "
                         "be overloaded; --gloo-timeout-seconds / "
                         "HOROVOD_GLOO_TIMEOUT_SECONDS bound collectives, "
