@@ -171,9 +171,9 @@ std::optional<TimePoint> JobPolicy::NextDeadline() const {
   if (waiting_since_) Earliest(next, *waiting_since_ + config_.elastic_timeout);
   Earliest(next, table_.NextCooldownEnd(cooldowns_checked_));
   for (const auto& [id, w] : workers_) {
-    if (!w.running || w.stopped) continue;
+    if (!w.active()) continue;
     if (w.joined == 0) Earliest(next, w.started + config_.start_timeout);
-    if (!w.probing) Earliest(next, w.next_probe);
+    if (w.state != Worker::State::kProbing) Earliest(next, w.next_probe);
   }
   return next;
 }
@@ -191,12 +191,12 @@ void JobPolicy::OnHosts(TimePoint now, const HostsDiscovered& event,
 
 void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
   auto it = workers_.find(event.worker);
-  if (it == workers_.end() || !it->second.running) return;
+  if (it == workers_.end() || !it->second.alive()) return;
   Worker& w = it->second;
-  w.running = false;
   const bool ok =
       WIFEXITED(event.wait_status) && WEXITSTATUS(event.wait_status) == 0;
-  w.exited_ok = ok;
+  const bool was_stopped = w.state == Worker::State::kStopping;
+  w.state = ok ? Worker::State::kExitedOk : Worker::State::kExited;
   const std::string how = DescribeExit(event.wait_status);
   const int signal =
       WIFSIGNALED(event.wait_status) ? WTERMSIG(event.wait_status) : 0;
@@ -213,27 +213,28 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
     return;
   }
   const bool current = plan_.slots.count(w.slot) != 0;
-  const bool failure = !ok && current && !stopping_ && !w.stopped;
+  const bool failure = !ok && current && !stopping_ && !was_stopped;
   if (!failure) {  // a failure is told by FailWorker
     out.push_back(Say{"slot " + w.slot + " (started as rank " +
                       std::to_string(w.start_rank) + ") " + how +
                       (current ? "" : " (not in the current generation)")});
   }
-  if (stopping_ || w.stopped) return;
+  if (stopping_ || was_stopped) return;
   if (ok) {
     // Success: every worker holding the committed state finished; before
     // any generation completed, every worker of the newest one did.
     bool done;
     if (!holders_.empty()) {
       done = std::all_of(holders_.begin(), holders_.end(), [&](WorkerId id) {
-        return workers_.at(id).exited_ok;
+        return workers_.at(id).state == Worker::State::kExitedOk;
       });
     } else {
       done = running() == 0 && !plan_.slots.empty() &&
              std::all_of(plan_.slots.begin(), plan_.slots.end(),
                          [&](const auto& entry) {
                            for (const auto& [id, other] : workers_) {
-                             if (other.slot == entry.first && other.exited_ok)
+                             if (other.slot == entry.first &&
+                                 other.state == Worker::State::kExitedOk)
                                return true;
                            }
                            return false;
@@ -252,9 +253,9 @@ void JobPolicy::OnExit(TimePoint now, const WorkerExited& event, Actions& out) {
 void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
                                Actions& out) {
   auto it = workers_.find(event.worker);
-  if (it == workers_.end() || !it->second.running) return;
+  if (it == workers_.end() || !it->second.alive()) return;
   Worker& w = it->second;
-  w.running = false;
+  w.state = Worker::State::kExited;
   if (!config_.elastic) {
     out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0,
                                "could not be started: " + event.message, 1, 0});
@@ -302,7 +303,7 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
         [&](const std::string& slot) { return told.count(slot) != 0; });
     if (newcomers_in) {
       for (auto& [id, w] : workers_) {
-        if (told.count(w.slot) && w.running) w.told = plan_.generation;
+        if (told.count(w.slot) && w.alive()) w.told = plan_.generation;
       }
       out.push_back(*push_when_ready_);
       push_when_ready_.reset();
@@ -313,8 +314,7 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
   if (!board_.reset_requests.empty()) {
     bool all_asked = true;
     for (const auto& [id, w] : workers_) {
-      if (w.running && !w.stopped && IsHolder(w) &&
-          !board_.reset_requests.count(w.slot)) {
+      if (w.active() && IsHolder(w) && !board_.reset_requests.count(w.slot)) {
         all_asked = false;
       }
     }
@@ -337,8 +337,8 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
   auto it = workers_.find(event.worker);
   if (it == workers_.end()) return;
   Worker& w = it->second;
-  w.probing = false;
-  if (!w.running || w.stopped || stopping_) return;
+  if (w.state == Worker::State::kProbing) w.state = Worker::State::kRunning;
+  if (!w.active() || stopping_) return;
   if (!w.next_probe) return;  // no longer late: the answer is moot
   w.misses = event.alive ? 0 : w.misses + 1;
   // Soon again when the process is gone, or, under probe_members, when
@@ -348,7 +348,7 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
       now + (soon ? config_.quick_probe_interval : config_.liveness_interval);
   if (w.misses < config_.liveness_misses) return;
   out.push_back(SignalWorker{w.id, SIGKILL});
-  w.stopped = true;
+  w.state = Worker::State::kStopping;
   const Failed failed =
       FailWorker(now, w,
                  event.refused ? "refused " + std::to_string(w.misses) +
@@ -387,7 +387,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
       // answers: name them, and their hosts.
       std::map<std::string, std::vector<int>> ranks_by_host;
       for (const auto& [id, w] : workers_) {
-        if (w.running) ranks_by_host[w.host].push_back(w.start_rank);
+        if (w.alive()) ranks_by_host[w.host].push_back(w.start_rank);
       }
       std::string which;
       for (const auto& [host, ranks] : ranks_by_host) {
@@ -411,7 +411,9 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
     if (give_up_at_ && now >= *give_up_at_) {
       out.push_back(Say{common::Count(running(), "worker") +
                         " did not exit after SIGKILL; leaving them"});
-      for (auto& [id, w] : workers_) w.running = false;
+      for (auto& [id, w] : workers_) {
+        if (w.alive()) w.state = Worker::State::kExited;
+      }
     }
     return;
   }
@@ -437,7 +439,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   // the job, just stopped).
   std::vector<WorkerId> late_starters;
   for (auto& [id, w] : workers_) {
-    if (w.running && !w.stopped && w.joined == 0 &&
+    if (w.active() && w.joined == 0 &&
         now >= w.started + config_.start_timeout) {
       late_starters.push_back(id);
     }
@@ -447,7 +449,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   for (WorkerId id : late_starters) {
     Worker& w = workers_.at(id);
     out.push_back(SignalWorker{id, SIGKILL});
-    w.stopped = true;
+    w.state = Worker::State::kStopping;
     if (!plan_.slots.count(w.slot)) continue;
     broke |= FailWorker(now, w,
                         "did not check in within " +
@@ -467,10 +469,10 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   if (stopping_) return;
 
   for (auto& [id, w] : workers_) {
-    if (w.running && !w.stopped && !w.probing && w.next_probe &&
+    if (w.state == Worker::State::kRunning && w.next_probe &&
         now >= *w.next_probe) {
       out.push_back(ProbeWorker{id, w.slot});
-      w.probing = true;
+      w.state = Worker::State::kProbing;
     }
   }
 
@@ -532,10 +534,9 @@ JobPolicy::Failed JobPolicy::FailWorker(TimePoint now, Worker& w,
     checks_.erase(w.host);  // checked again when it comes back
     // The host is out of the job: its other workers go too.
     for (auto& [id, other] : workers_) {
-      if (other.running && !other.stopped && other.host == w.host &&
-          id != w.id) {
+      if (other.active() && other.host == w.host && id != w.id) {
         out.push_back(SignalWorker{id, SIGTERM});
-        other.stopped = true;
+        other.state = Worker::State::kStopping;
         failed.broke |= IsHolder(other);
       }
     }
@@ -545,7 +546,7 @@ JobPolicy::Failed JobPolicy::FailWorker(TimePoint now, Worker& w,
     // timeout; the ones blocked on a dead worker fail by themselves.
     PushAbort abort{plan_.generation, "slot " + w.slot + " " + what, {}};
     for (const auto& [id, other] : workers_) {
-      if (other.running && !other.stopped && other.joined > 0) {
+      if (other.active() && other.joined > 0) {
         abort.slots.push_back(other.slot);
       }
     }
@@ -649,8 +650,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   if (members_failed) {
     // Their world broke: every one of them owes a check-in.
     for (auto& [id, w] : workers_) {
-      if (w.running && !w.stopped && w.joined > 0 &&
-          plan_.slots.count(w.slot)) {
+      if (w.active() && w.joined > 0 && plan_.slots.count(w.slot)) {
         w.told = plan_.generation;
       }
     }
@@ -658,7 +658,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
   }
   bool anything_new = Key(plan_) != complete_key_;
   for (const auto& [id, w] : workers_) {
-    if (w.running && !w.stopped && w.joined > 0) {
+    if (w.active() && w.joined > 0) {
       push.slots.push_back(w.slot);
       if (w.joined != complete_) anything_new = true;
     }
@@ -673,7 +673,7 @@ void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
   int alive = 0;
   bool holder_alive = false;
   for (const auto& [id, w] : workers_) {
-    if (w.running && !w.stopped) {
+    if (w.active()) {
       ++alive;
       holder_alive |= IsHolder(w);
     }
@@ -744,7 +744,7 @@ void JobPolicy::Succeed(TimePoint now, Actions& out) {
 
 void JobPolicy::SignalAll(int signal, Actions& out) {
   for (auto& [id, w] : workers_) {
-    if (w.running) out.push_back(SignalWorker{id, signal});
+    if (w.alive()) out.push_back(SignalWorker{id, signal});
   }
 }
 
@@ -783,7 +783,7 @@ void JobPolicy::MaybeFinish(Actions& out) {
 void JobPolicy::UpdateLateness(TimePoint now) {
   if (!config_.elastic || stopping_) return;
   for (auto& [id, w] : workers_) {
-    if (!w.running || w.stopped || w.joined == 0) continue;
+    if (!w.active() || w.joined == 0) continue;
     const bool in_plan = plan_.slots.count(w.slot) != 0;
     const bool asking = board_.reset_requests.count(w.slot) != 0;
     const bool checked_in = !board_.missing.count(w.slot);
@@ -839,7 +839,7 @@ JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) {
 
 const JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) const {
   for (const auto& [id, w] : workers_) {
-    if (w.running && !w.stopped && w.slot == slot) return &w;
+    if (w.active() && w.slot == slot) return &w;
   }
   return nullptr;
 }
@@ -851,7 +851,7 @@ bool JobPolicy::IsHolder(const Worker& worker) const {
 int JobPolicy::running() const {
   return static_cast<int>(
       std::count_if(workers_.begin(), workers_.end(),
-                    [](const auto& entry) { return entry.second.running; }));
+                    [](const auto& entry) { return entry.second.alive(); }));
 }
 
 }  // namespace hvd::launcher

@@ -259,9 +259,16 @@ class JobPolicy {
     int index = 0;  // its slot's on its host
     int start_rank = 0;
     TimePoint started;
-    bool running = true;
-    bool stopped = false;  // by the driver: its exit is no failure
-    bool exited_ok = false;
+    // Its life as the policy sees it: running (kProbing while a liveness
+    // probe of it is out), told to stop by the driver (kStopping: its exit
+    // is no failure), or gone (kExited: failed, not started, or left
+    // behind after SIGKILL).
+    enum class State { kRunning, kProbing, kStopping, kExitedOk, kExited };
+    State state = State::kRunning;
+    // Its process may still run.
+    bool alive() const { return state <= State::kStopping; }
+    // Running and not told to stop.
+    bool active() const { return state <= State::kProbing; }
     int64_t joined = 0;   // the newest generation it checked in to
     int joined_rank = 0;  // its rank there
     // The newest generation it was told to join (a HostsUpdated push, or
@@ -269,7 +276,6 @@ class JobPolicy {
     int64_t told = 0;
     // Liveness of a joined worker that is late for a check-in.
     std::optional<TimePoint> next_probe;
-    bool probing = false;
     int misses = 0;
   };
 

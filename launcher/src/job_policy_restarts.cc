@@ -25,7 +25,7 @@ bool JobPolicy::StopIfCannotStart(TimePoint now, Actions& out) {
   if (!joined_.empty() || failed_starts_ < kStartAttempts) return false;
   // A worker still starting may yet check in: decide when it has.
   for (const auto& [id, w] : workers_) {
-    if (w.running && !w.stopped) return false;
+    if (w.active()) return false;
   }
   Stop(now,
        "the job cannot start: " + std::to_string(failed_starts_) +

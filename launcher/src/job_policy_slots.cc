@@ -17,7 +17,7 @@ namespace hvd::launcher {
 bool JobPolicy::KeepsHostOf(TimePoint now, const Worker& failed) const {
   bool holder_here = false;
   for (const auto& [id, w] : workers_) {
-    if (id == failed.id || !w.running || w.stopped || !IsHolder(w)) continue;
+    if (id == failed.id || !w.active() || !IsHolder(w)) continue;
     if (w.host != failed.host) {
       // Horovod's rule loses nothing: a holder elsewhere carries the state.
       for (const HostSlots& usable : table_.Usable(now)) {
@@ -67,7 +67,7 @@ std::vector<SlotAssignment> JobPolicy::WouldBeSlots(
   std::set<std::string> holder_hosts;
   for (WorkerId id : holders_) {
     const Worker& w = workers_.at(id);
-    if (w.running && !w.stopped) holder_hosts.insert(w.host);
+    if (w.active()) holder_hosts.insert(w.host);
   }
   std::stable_partition(usable.begin(), usable.end(), [&](const auto& host) {
     return holder_hosts.count(host.host) != 0;
