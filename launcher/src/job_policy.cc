@@ -332,149 +332,19 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
   }
 }
 
-void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
-                        Actions& out) {
-  auto it = workers_.find(event.worker);
-  if (it == workers_.end()) return;
-  Worker& w = it->second;
-  if (w.state == Worker::State::kProbing) w.state = Worker::State::kRunning;
-  if (!w.active() || stopping_) return;
-  if (!w.next_probe) return;  // no longer late: the answer is moot
-  w.misses = event.alive ? 0 : w.misses + 1;
-  // Soon again when the process is gone, or, under probe_members, when
-  // nothing else would tell of a silent node.
-  const bool soon = event.refused || (!event.alive && config_.probe_members);
-  w.next_probe =
-      now + (soon ? config_.quick_probe_interval : config_.liveness_interval);
-  if (w.misses < config_.liveness_misses) return;
-  out.push_back(SignalWorker{w.id, SIGKILL});
-  w.state = Worker::State::kStopping;
-  const Failed failed =
-      FailWorker(now, w,
-                 event.refused ? "refused " + std::to_string(w.misses) +
-                                     " liveness probes in a row (its "
-                                     "process is gone); killed"
-                               : "did not answer " + std::to_string(w.misses) +
-                                     " liveness probes in a row (hung); "
-                                     "killed",
-                 1, 0, out);
-  Reassign(now, "slot " + w.slot + " is hung; " + failed.blacklisted,
-           failed.broke, out);
-}
-
-void JobPolicy::OnSignal(TimePoint now, int signal, Actions& out) {
-  if (stopping_) {
-    // A second signal: no more grace.
-    SignalAll(SIGKILL, out);
-    kill_at_.reset();
-    if (!give_up_at_) give_up_at_ = now + config_.reap_grace;
-    return;
-  }
-  out.push_back(Say{std::string("received ") + strsignal(signal) +
-                    "; stopping the workers"});
-  stopping_ = true;
-  stop_reason_ = std::string("stopped by ") + strsignal(signal);
-  exit_code_ = 128 + signal;
-  // The signal itself, so that SIGINT reaches Python as KeyboardInterrupt.
-  SignalAll(signal, out);
-  kill_at_ = now + config_.stop_grace;
-}
-
 void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   if (stopping_) {
-    if (kill_at_ && now >= *kill_at_) {
-      // Workers that ignore a stop are hung, or on a host that no longer
-      // answers: name them, and their hosts.
-      std::map<std::string, std::vector<int>> ranks_by_host;
-      for (const auto& [id, w] : workers_) {
-        if (w.alive()) ranks_by_host[w.host].push_back(w.start_rank);
-      }
-      std::string which;
-      for (const auto& [host, ranks] : ranks_by_host) {
-        std::string list;
-        for (int rank : ranks) {
-          list += (list.empty() ? "" : ", ") + std::to_string(rank);
-        }
-        which += (which.empty() ? "" : "; ") +
-                 std::string(ranks.size() > 1 ? "ranks " : "rank ") + list +
-                 " on host " + host;
-        AddSuspect(host, false);
-      }
-      out.push_back(Say{"workers still running " +
-                        common::DecimalSeconds(config_.stop_grace) +
-                        " s after they were told to stop (" + which +
-                        "): killing them"});
-      SignalAll(SIGKILL, out);
-      kill_at_.reset();
-      give_up_at_ = now + config_.reap_grace;
-    }
-    if (give_up_at_ && now >= *give_up_at_) {
-      out.push_back(Say{common::Count(running(), "worker") +
-                        " did not exit after SIGKILL; leaving them"});
-      for (auto& [id, w] : workers_) {
-        if (w.alive()) w.state = Worker::State::kExited;
-      }
-    }
+    EscalateStop(now, out);
     return;
   }
-  std::vector<std::string> unanswered;
-  for (const auto& [host, check] : checks_) {
-    if (check.state == HostCheckState::kPending &&
-        now >= CheckDeadline(check.started)) {
-      unanswered.push_back(host);
-    }
-  }
-  for (const std::string& host : unanswered) {
-    FailHostCheck(now, host,
-                  "the check of host " + host + " did not answer within " +
-                      common::DecimalSeconds(config_.start_timeout +
-                                             config_.host_check_grace) +
-                      " s",
-                  out);
-  }
-  if (!unanswered.empty()) AfterChecks(now, "hosts changed", out);
+  FailUnansweredChecks(now, out);
   if (!config_.elastic || stopping_) return;
 
-  // New workers that never checked in: failed (or, for a slot no longer in
-  // the job, just stopped).
-  std::vector<WorkerId> late_starters;
-  for (auto& [id, w] : workers_) {
-    if (w.active() && w.joined == 0 &&
-        now >= w.started + config_.start_timeout) {
-      late_starters.push_back(id);
-    }
-  }
-  bool broke = false;
-  std::string why;
-  for (WorkerId id : late_starters) {
-    Worker& w = workers_.at(id);
-    out.push_back(SignalWorker{id, SIGKILL});
-    w.state = Worker::State::kStopping;
-    if (!plan_.slots.count(w.slot)) continue;
-    broke |= FailWorker(now, w,
-                        "did not check in within " +
-                            common::DecimalSeconds(config_.start_timeout) +
-                            " s of its start (--start-timeout); killed",
-                        1, 0, out)
-                 .broke;
-    why += (why.empty() ? "" : ", ") + w.slot;
-  }
-  if (!why.empty()) {
-    Reassign(now,
-             "slots did not check in within " +
-                 common::DecimalSeconds(config_.start_timeout) + " s: " + why,
-             broke, out);
-  }
+  FailLateStarters(now, out);
   CheckWaiting(now, out);
   if (stopping_) return;
 
-  for (auto& [id, w] : workers_) {
-    if (w.state == Worker::State::kRunning && w.next_probe &&
-        now >= *w.next_probe) {
-      out.push_back(ProbeWorker{id, w.slot});
-      w.state = Worker::State::kProbing;
-    }
-  }
+  StartProbes(now, out);
 
   auto cooldown_end = table_.NextCooldownEnd(cooldowns_checked_);
   const bool cooled_down = cooldown_end && *cooldown_end <= now;
@@ -698,13 +568,6 @@ void JobPolicy::CheckWaiting(TimePoint now, Actions& out) {
   if (!holders_.empty() && !holder_alive) StopForLostState(now, out);
 }
 
-void JobPolicy::StopForLostState(TimePoint now, Actions& out) {
-  Stop(now,
-       "no slot of generation " + std::to_string(complete_) +
-           " is left to carry the committed state; the job cannot go on",
-       1, out, HorovodWordsForFailures());
-}
-
 void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
                           int64_t generation, Actions& out) {
   Worker w;
@@ -718,119 +581,12 @@ void JobPolicy::StartSlot(TimePoint now, const SlotAssignment& slot,
   out.push_back(StartWorker{w.id, slot, generation});
 }
 
-void JobPolicy::Stop(TimePoint now, const std::string& failure, int exit_code,
-                     Actions& out, const std::string& horovod_words) {
-  if (stopping_) return;
-  stopping_ = true;
-  stop_reason_ = failure;
-  horovod_words_ = horovod_words;
-  exit_code_ = exit_code;
-  push_when_ready_.reset();
-  if (running() > 0) {
-    if (!failure.empty()) {
-      out.push_back(
-          Say{failure + "; stopping " + common::Count(running(), "worker")});
-    }
-    SignalAll(SIGTERM, out);
-    kill_at_ = now + config_.stop_grace;
-  }
-}
-
-void JobPolicy::Succeed(TimePoint now, Actions& out) {
-  succeeded_ = true;
-  // Workers of newer slots still around are not needed any more.
-  Stop(now, "", 0, out);
-}
-
-void JobPolicy::SignalAll(int signal, Actions& out) {
-  for (auto& [id, w] : workers_) {
-    if (w.alive()) out.push_back(SignalWorker{id, signal});
-  }
-}
-
-void JobPolicy::MaybeFinish(Actions& out) {
-  if (finished_ || running() > 0) return;
-  if (awaiting_checks_ && !stopping_) return;  // static: checking hosts
-  if (config_.elastic && !stopping_) return;   // waiting for slots
-  finished_ = true;
-  if (succeeded_) {
-    out.push_back(
-        Say{"every rank of the last generation finished; job "
-            "succeeded after " +
-            common::Count(resets(), "reset")});
-    out.push_back(Finish{0, {}});
-    return;
-  }
-  if (!stopping_) {  // a static job whose workers all exited 0
-    out.push_back(Finish{0, {}});
-    return;
-  }
-  const int code = exit_code_ != 0 ? exit_code_ : 1;
-  std::string unstoppable;
-  for (size_t i = failed_hosts_; i < suspect_hosts_.size(); ++i) {
-    unstoppable += (unstoppable.empty() ? "" : ", ") + suspect_hosts_[i];
-  }
-  if (!unstoppable.empty()) {
-    unstoppable = "; workers on " + unstoppable +
-                  " did not stop when told (host lost or cut off?)";
-  }
-  if (!horovod_words_.empty()) out.push_back(Say{horovod_words_});
-  out.push_back(Say{stop_reason_ + FailureSummary() + unstoppable +
-                    "; job failed (exit code " + std::to_string(code) + ")"});
-  out.push_back(Finish{code, suspect_hosts_});
-}
-
-void JobPolicy::UpdateLateness(TimePoint now) {
-  if (!config_.elastic || stopping_) return;
-  for (auto& [id, w] : workers_) {
-    if (!w.active() || w.joined == 0) continue;
-    const bool in_plan = plan_.slots.count(w.slot) != 0;
-    const bool asking = board_.reset_requests.count(w.slot) != 0;
-    const bool checked_in = !board_.missing.count(w.slot);
-    // Late: it owes a check-in (it was told of this generation, or peers
-    // asked for a reset) and has not made it.
-    const bool late = in_plan && !asking &&
-                      ((!checked_in && w.told == plan_.generation) ||
-                       !board_.reset_requests.empty());
-    const bool watched = late || (config_.probe_members && in_plan);
-    if (!watched) {
-      w.next_probe.reset();
-      w.misses = 0;
-    } else if (!w.next_probe) {
-      w.next_probe = now + (late ? config_.quick_probe_interval
-                                 : config_.liveness_interval);
-    }
-  }
-}
-
 void JobPolicy::AddSuspect(const std::string& host, bool failed) {
   if (std::find(suspect_hosts_.begin(), suspect_hosts_.end(), host) ==
       suspect_hosts_.end()) {
     suspect_hosts_.push_back(host);
     if (failed) failed_hosts_ = suspect_hosts_.size();
   }
-}
-
-std::string JobPolicy::FailureSummary() const {
-  if (failures_.empty()) return "";
-  std::string text = "; last failure: " + failures_.back().second;
-  int64_t newest = 0;
-  for (const auto& [generation, what] : failures_) {
-    newest = std::max(newest, generation);
-  }
-  std::vector<std::string> of_newest;
-  for (const auto& [generation, what] : failures_) {
-    if (generation == newest) of_newest.push_back(what);
-  }
-  if (of_newest.size() > 1 || failures_.size() > 1) {
-    text += newest > 0
-                ? "; failures in generation " + std::to_string(newest) + ": "
-                : "; failures before any generation was joined: ";
-    for (size_t i = 0; i < of_newest.size(); ++i) {
-      text += (i ? ", " : "") + of_newest[i];
-    }
-  }
-  return text;
 }
 
 JobPolicy::Worker* JobPolicy::RunningIn(const std::string& slot) {

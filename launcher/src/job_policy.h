@@ -289,6 +289,13 @@ class JobPolicy {
   void OnHostChecked(TimePoint now, const HostChecked& event, Actions& out);
   void OnSignal(TimePoint now, int signal, Actions& out);
   void OnTimers(TimePoint now, Actions& out);
+  // OnTimers' parts: a stop's next step (job_policy_stop.cc); host checks
+  // past their deadline (job_policy_host_check.cc); workers that never
+  // checked in, and probes that are due (job_policy_liveness.cc).
+  void EscalateStop(TimePoint now, Actions& out);
+  void FailUnansweredChecks(TimePoint now, Actions& out);
+  void FailLateStarters(TimePoint now, Actions& out);
+  void StartProbes(TimePoint now, Actions& out);
 
   // Elastic: records the failure (`what` completes "slot S (rank R) ..."),
   // blacklists the worker's host and stops its other workers, or only its

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "host_check.h"
+#include "hvd/common/logging.h"
 #include "job_policy.h"
 
 namespace hvd::launcher {
@@ -109,6 +110,25 @@ bool JobPolicy::AnyCheckPending() const {
 
 TimePoint JobPolicy::CheckDeadline(TimePoint started) const {
   return started + config_.start_timeout + config_.host_check_grace;
+}
+
+void JobPolicy::FailUnansweredChecks(TimePoint now, Actions& out) {
+  std::vector<std::string> unanswered;
+  for (const auto& [host, check] : checks_) {
+    if (check.state == HostCheckState::kPending &&
+        now >= CheckDeadline(check.started)) {
+      unanswered.push_back(host);
+    }
+  }
+  for (const std::string& host : unanswered) {
+    FailHostCheck(now, host,
+                  "the check of host " + host + " did not answer within " +
+                      common::DecimalSeconds(config_.start_timeout +
+                                             config_.host_check_grace) +
+                      " s",
+                  out);
+  }
+  if (!unanswered.empty()) AfterChecks(now, "hosts changed", out);
 }
 
 }  // namespace hvd::launcher
