@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "exit_status.h"
