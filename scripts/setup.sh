@@ -24,7 +24,7 @@ unoptimized_tests=OFF
 if [ -n "${CI:-}" ]; then
   werror=ON
   # Line tables only: enough for backtraces, and a fifth less compile time
-  # (launcher/src/driver.cc: 19.7 s with -g, 15.9 s with -g1); the test
+  # (launcher/src/driver/driver.cc: 19.7 s with -g, 15.9 s with -g1); the test
   # files at -O0 (job_policy_test.cc: 16.3 s at -O2 -g, 5.6 s at -O0 -g1).
   # CI's 30 minutes need both.
   debug_info=-g1

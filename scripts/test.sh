@@ -88,6 +88,9 @@ stage_layering() {
     echo "error: the runtime must not include launcher code" >&2
     return 1
   fi
+  # launcher/src's folders: no include runs back up (launcher/src/*/README.md).
+  source "$hvd_root/scripts/lib/launcher_layers.sh"
+  hvd_check_launcher_layers "$hvd_root" || return 1
   # The runtime's private headers take its value types from types.h; only
   # .cc files may open the front door.
   if grep -rnE '#include [<"]hvd/runtime/runtime\.h' --include='*.h' \

@@ -1,5 +1,5 @@
 // Fuzzes the parser of a host discovery script's output
-// (launcher/src/discovery.cc). Output it accepts must describe a valid host
+// (launcher/src/driver/discovery.cc). Output it accepts must describe a valid host
 // list, and printing that list as "host:slots" lines must parse to the same
 // list.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "discovery.h"
+#include "driver/discovery.h"
 #include "fuzz_check.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "assignment.h"
+#include "job/assignment.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "cli.h"
+#include "options/cli.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 
 #include <unistd.h>
 
-#include "host_slots.h"
 #include "hvd/common/build_info.h"
-#include "worker_env.h"
+#include "job/host_slots.h"
+#include "job/worker_env.h"
 
 namespace hvd::launcher {
 namespace {

@@ -1,11 +1,11 @@
-#include "config_file.h"
+#include "options/config_file.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "option_suggestion.h"
+#include "options/option_suggestion.h"
 
 namespace hvd::launcher {
 namespace {

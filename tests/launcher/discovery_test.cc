@@ -1,6 +1,6 @@
 // Host discovery: parsing the script's output, and running real scripts
 // (exit codes, stderr, timeouts that kill the script's whole process group).
-#include "discovery.h"
+#include "driver/discovery.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

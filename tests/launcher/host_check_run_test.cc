@@ -1,7 +1,7 @@
 // RunRemoteHostCheck with a fake ssh on PATH: the command it runs, and each
 // way a check ends (answer, hvdrun missing, ssh's failure, a hang, a
 // cancel). No network: the fake ssh runs the remote command with sh.
-#include "host_check_run.h"
+#include "remote/host_check_run.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "host_check.h"
+#include "policy/host_check.h"
 
 namespace hvd::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // The host check's pure parts: its answer's format, and the verdict and
 // message for each way one ssh run can end.
-#include "host_check.h"
+#include "policy/host_check.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

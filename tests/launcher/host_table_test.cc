@@ -1,6 +1,6 @@
 // HostTable: first-seen order, slot updates, listing, blacklisting with and
 // without a cooldown. Time is passed in: no test sleeps.
-#include "host_table.h"
+#include "policy/host_table.h"
 
 #include <gtest/gtest.h>
 

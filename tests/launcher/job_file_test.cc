@@ -1,7 +1,7 @@
 // Job files as `hvdrun status` reads them: a file names its hvdrun by pid
 // and start time, so a dead hvdrun's file is dropped even when its pid was
 // reused or is a zombie.
-#include "job_file.h"
+#include "status/job_file.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

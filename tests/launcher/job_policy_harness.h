@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "job_policy.h"
+#include "policy/job_policy.h"
 
 namespace hvd::launcher::policy_test {
 

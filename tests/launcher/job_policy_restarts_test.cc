@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "job_policy.h"
 #include "job_policy_harness.h"
+#include "policy/job_policy.h"
 
 namespace hvd::launcher {
 namespace {

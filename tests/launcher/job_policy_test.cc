@@ -1,7 +1,7 @@
 // JobPolicy: the driver's decisions, driven by synthetic events and times.
 // No process, no sleep: time is a value the test moves. The slot rules are
 // in job_policy_slots_test.cc, the endings in job_policy_restarts_test.cc.
-#include "job_policy.h"
+#include "policy/job_policy.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

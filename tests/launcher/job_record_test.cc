@@ -1,11 +1,11 @@
 // JobRecord and the views of it (status text, Prometheus metrics), fed by a
 // real JobPolicy with synthetic events and times: no process, no sleep.
-#include "job_record.h"
+#include "status/job_record.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "status_server.h"
+#include "status/status_server.h"
 
 namespace hvd::launcher {
 namespace {
@@ -148,8 +148,8 @@ TEST(JobRecordTest, ReportsGiveRanksTheirProgressAndRecoveriesTheirPhases) {
   job.Start();
   job.AllCheckIn();
   const WorkerId first = job.WorkerIn("a:0"), second = job.WorkerIn("a:1");
-  auto marked = [](rendezvous::WorkerReport report, double connect,
-                   double sync, double first_step) {
+  auto marked = [](rendezvous::WorkerReport report, double connect, double sync,
+                   double first_step) {
     report.recovery = rendezvous::RecoveryMarks{1, connect, sync, first_step};
     return report;
   };

@@ -1,6 +1,6 @@
 // OutputRelay: the timestamp horovodrun writes, the --output-filename
 // layout, and what lands in the files (through real pipes).
-#include "output_relay.h"
+#include "process/output_relay.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -88,9 +88,9 @@ TEST(OutputRelayTest, KeepsTheLastLinesInTheTail) {
     }
   }
   EXPECT_EQ(errors, 1u);
-  EXPECT_EQ(lines.back().is_stderr ? lines[lines.size() - 2].text
-                                   : lines.back().text,
-            "line " + std::to_string(OutputTail::kMaxLines + 4));
+  EXPECT_EQ(
+      lines.back().is_stderr ? lines[lines.size() - 2].text : lines.back().text,
+      "line " + std::to_string(OutputTail::kMaxLines + 4));
 }
 
 // Python's time.asctime(): what horovodrun puts before "[rank]<stdout>:".

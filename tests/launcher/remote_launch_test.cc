@@ -1,4 +1,4 @@
-#include "remote_launch.h"
+#include "process/remote_launch.h"
 
 #include <gtest/gtest.h>
 

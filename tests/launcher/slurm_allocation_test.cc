@@ -1,4 +1,4 @@
-#include "slurm_allocation.h"
+#include "slurm/slurm_allocation.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "slurm_jobs.h"
+#include "slurm/slurm_jobs.h"
 
 #include <gtest/gtest.h>
 

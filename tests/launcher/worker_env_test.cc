@@ -1,6 +1,6 @@
-#include "worker_env.h"
+#include "job/worker_env.h"
 
-#include "ssh.h"
+#include "remote/ssh.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 //   hvd_kv_bench round <workers> [polls_per_second]
 //
 // With polls_per_second > 0 the round runs while hvdrun's status server
-// (launcher/src/status_server.h) serves a job of <workers> ranks and a
+// (launcher/src/status/status_server.h) serves a job of <workers> ranks and a
 // poller asks it for the page, status.json and /metrics in turn at that
 // rate (issue 14: watching must not slow the round).
 #include <sys/resource.h>
@@ -31,10 +31,10 @@
 #include "hvd/common/logging.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/server.h"
-#include "job_policy.h"
-#include "job_record.h"
-#include "status_server.h"
-#include "status_snapshots.h"
+#include "policy/job_policy.h"
+#include "status/job_record.h"
+#include "status/status_server.h"
+#include "status/status_snapshots.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // RankLayout: where one worker sits in a job of one generation, in
-// Horovod's terms. The launcher computes it (launcher/src/assignment.h), the
+// Horovod's terms. The launcher computes it (launcher/src/job/assignment.h), the
 // elastic check-in carries it (hvd/rendezvous/worker_assignment.h, whose
 // JSON keeps these names) and the runtime reads it (hvd/runtime/config.h).
 // A plain value; the defaults are one worker alone.

@@ -1,0 +1,82 @@
+#include "driver/worker_launch.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+
+#include "hvd/common/env_vars.h"
+#include "process/guard.h"
+#include "process/remote_launch.h"
+#include "remote/host_address.h"
+#include "remote/remote_command.h"
+#include "remote/remote_guard.h"
+#include "remote/srun.h"
+
+extern char** environ;
+
+namespace hvd::launcher {
+
+using common::Result;
+using common::Status;
+
+Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint) {
+  LaunchContext context;
+  auto self = SelfExecutable();
+  if (!self.ok()) return self.status();
+  context.hvdrun_path = *self;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) {
+    return Status::Internal("cannot read the working directory");
+  }
+  context.working_dir = cwd;
+  context.endpoint = std::move(endpoint);
+  return context;
+}
+
+Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
+                                   int64_t worker_id,
+                                   const LaunchContext& context,
+                                   const LaunchConfig& config) {
+  EnvList env = WorkerEnvironment(slot, context.endpoint, config);
+  env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
+  Result<WorkerProcess> worker = Status::Internal("not started");
+  if (config.launcher != Launcher::kSlurm && IsLocalHost(slot.host)) {
+    worker = SpawnGuard(slot,
+                        GuardCommand(context.hvdrun_path, config.stop_grace,
+                                     GuardMode::kLocal, config.command),
+                        env);
+  } else {
+    const std::vector<std::string> guard = RemoteGuardArgv(
+        context.hvdrun_path, config.stop_grace, config.remote_silence,
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            config.start_timeout));
+    auto remote = RemoteCommand(slot.host, guard, kWorkerStepName, config);
+    if (!remote.ok()) {
+      worker = remote.status();
+    } else {
+      // The remote worker's environment, directory and command go to the
+      // remote guard in the launch message; ssh or srun itself gets
+      // hvdrun's own environment, without the secret.
+      std::vector<std::string> here;
+      for (char** entry = environ; *entry != nullptr; ++entry) {
+        here.emplace_back(*entry);
+      }
+      RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
+                          config.command};
+      worker = SpawnGuard(slot,
+                          GuardCommand(context.hvdrun_path, config.stop_grace,
+                                       GuardMode::kRemote, *remote),
+                          {}, EncodeRemoteLaunch(launch));
+    }
+  }
+  if (!worker.ok()) {
+    return worker.status().WithContext("cannot start rank " +
+                                       std::to_string(slot.layout.rank) +
+                                       " on " + slot.host);
+  }
+  return worker;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,31 @@
+// Starts one worker for a slot: its environment, locally or over ssh,
+// always under a guard. Shared by the static and the elastic driver.
+#pragma once
+
+#include <string>
+
+#include "hvd/common/status.h"
+#include "job/launch_config.h"
+#include "job/worker_env.h"
+#include "process/spawner.h"
+
+namespace hvd::launcher {
+
+struct LaunchContext {
+  std::string hvdrun_path;  // re-executed as the guard
+  std::string working_dir;  // remote workers cd here
+  DriverEndpoint endpoint;
+};
+
+// Prepares what every launch needs; fails without hvdrun's own path or a
+// readable working directory.
+common::Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint);
+
+// Starts the worker of `slot`, hvdrun's process number `worker_id`
+// (HVD_WORKER_ID), under a guard: locally, or over ssh under a remote guard.
+common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
+                                           int64_t worker_id,
+                                           const LaunchContext& context,
+                                           const LaunchConfig& config);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,154 @@
+#include "policy/host_table.h"
+
+#include <algorithm>
+
+namespace hvd::launcher {
+
+HostTable::HostTable(std::optional<CooldownRange> cooldown)
+    : cooldown_(cooldown) {}
+
+bool HostTable::Update(const std::vector<HostSlots>& listed) {
+  std::vector<bool> was_listed;
+  for (Entry& entry : entries_) {
+    was_listed.push_back(entry.listed);
+    entry.listed = false;
+  }
+  bool changed = false;
+  for (const HostSlots& host : listed) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.host == host.host; });
+    if (it == entries_.end()) {
+      entries_.push_back(Entry{host.host, host.slots, true, {}, {}});
+      changed = true;
+    } else {
+      changed |= it->slots != host.slots;
+      it->slots = host.slots;
+      it->listed = true;
+    }
+  }
+  for (size_t i = 0; i < was_listed.size(); ++i) {
+    changed |= was_listed[i] != entries_[i].listed;
+  }
+  return changed;
+}
+
+void HostTable::Extend(Blacklisting& blacklisting,
+                       Clock::time_point now) const {
+  ++blacklisting.times;
+  if (cooldown_) {
+    // min * 2^(n-1), capped at max; the shift is capped to stay defined.
+    int shift = std::min(blacklisting.times - 1, 30);
+    auto delay =
+        std::min(cooldown_->max, cooldown_->min * (int64_t(1) << shift));
+    blacklisting.until = now + delay;
+  } else {
+    blacklisting.until.reset();
+  }
+}
+
+void HostTable::Blacklist(const std::string& host, Clock::time_point now) {
+  for (Entry& entry : entries_) {
+    if (entry.host == host) Extend(entry.blacklisting, now);
+  }
+}
+
+std::optional<HostTable::Clock::duration> HostTable::BlacklistSlot(
+    const std::string& host, int index, Clock::time_point now) {
+  for (Entry& entry : entries_) {
+    if (entry.host != host) continue;
+    Blacklisting& slot = entry.slots_out[index];
+    Extend(slot, now);
+    if (slot.until) return *slot.until - now;
+  }
+  return std::nullopt;
+}
+
+int HostTable::TimesBlacklisted(const std::string& host) const {
+  const Entry* entry = Find(host);
+  return entry == nullptr ? 0 : entry->blacklisting.times;
+}
+
+std::set<int> HostTable::SlotsOut(const std::string& host,
+                                  Clock::time_point now) const {
+  std::set<int> out;
+  if (const Entry* entry = Find(host)) {
+    for (const auto& [index, blacklisting] : entry->slots_out) {
+      if (blacklisting.Holds(now)) out.insert(index);
+    }
+  }
+  return out;
+}
+
+const HostTable::Entry* HostTable::Find(const std::string& host) const {
+  for (const Entry& entry : entries_) {
+    if (entry.host == host) return &entry;
+  }
+  return nullptr;
+}
+
+bool HostTable::IsBlacklisted(const std::string& host,
+                              Clock::time_point now) const {
+  const Entry* entry = Find(host);
+  return entry != nullptr && entry->blacklisting.Holds(now);
+}
+
+std::vector<HostSlots> HostTable::Usable(Clock::time_point now) const {
+  std::vector<HostSlots> usable;
+  for (const Entry& entry : entries_) {
+    if (entry.listed && !IsBlacklisted(entry.host, now)) {
+      usable.push_back({entry.host, entry.slots});
+    }
+  }
+  return usable;
+}
+
+std::vector<std::string> HostTable::Blacklisted(Clock::time_point now) const {
+  std::vector<std::string> hosts;
+  for (const Entry& entry : entries_) {
+    if (entry.listed && IsBlacklisted(entry.host, now)) {
+      hosts.push_back(entry.host);
+    }
+  }
+  return hosts;
+}
+
+std::optional<HostTable::Clock::time_point> HostTable::NextCooldownEnd(
+    Clock::time_point now) const {
+  std::optional<Clock::time_point> next;
+  auto consider = [&](const Blacklisting& blacklisting) {
+    if (blacklisting.until && *blacklisting.until > now &&
+        (!next || *blacklisting.until < *next)) {
+      next = blacklisting.until;
+    }
+  };
+  for (const Entry& entry : entries_) {
+    if (!entry.listed) continue;
+    consider(entry.blacklisting);
+    for (const auto& [index, blacklisting] : entry.slots_out) {
+      consider(blacklisting);
+    }
+  }
+  return next;
+}
+
+bool HostTable::HostCooldownEnds(Clock::time_point after,
+                                 Clock::time_point until) const {
+  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+    return e.listed && e.blacklisting.until && *e.blacklisting.until > after &&
+           *e.blacklisting.until <= until;
+  });
+}
+
+std::vector<HostTable::Row> HostTable::Rows(Clock::time_point now) const {
+  std::vector<Row> rows;
+  for (const Entry& entry : entries_) {
+    Row row{entry.host, entry.slots,  entry.listed,
+            false,      std::nullopt, entry.blacklisting.times};
+    row.blacklisted = IsBlacklisted(entry.host, now);
+    if (row.blacklisted) row.usable_again = entry.blacklisting.until;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,27 @@
+// How hvdrun reaches another host: the ssh client's command line, shared by
+// the pre-launch host check and every remote worker.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "job/launch_config.h"
+
+namespace hvd::launcher {
+
+// ssh's liveness check of a connected link: a keep-alive every interval;
+// after this many unanswered ones ssh gives up and exits (code 255). A
+// partitioned host is thereby seen within interval * max to
+// interval * (max + 1): 2-3 s.
+inline constexpr std::chrono::seconds kSshAliveInterval{1};
+inline constexpr int kSshAliveCountMax = 2;
+
+// `ssh <options> host`, to which the caller appends the remote command.
+// ssh never prompts (BatchMode), gives up connecting after
+// config.start_timeout, ends when the connected link stops answering its
+// keep-alives, and takes hvdrun's -p and -i.
+std::vector<std::string> SshArgs(const std::string& host,
+                                 const LaunchConfig& config);
+
+}  // namespace hvd::launcher

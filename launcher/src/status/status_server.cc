@@ -1,0 +1,183 @@
+#include "status/status_server.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "hvd/common/hmac.h"
+#include "status/status_page.h"
+
+namespace hvd::launcher {
+
+using common::HttpAnswer;
+using common::Status;
+
+namespace {
+
+// The page runs its own inline script and talks to this server only; it
+// may not be framed, and the token stays out of referrers.
+const std::vector<std::pair<std::string, std::string>> kPageHeaders = {
+    {"Content-Security-Policy",
+     "default-src 'none'; script-src 'unsafe-inline'; style-src "
+     "'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; "
+     "form-action 'none'; frame-ancestors 'none'"},
+    {"Referrer-Policy", "no-referrer"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Cache-Control", "no-store"}};
+
+std::string Dump(const nlohmann::json& value) {
+  // Output tails may hold any bytes: never throw on them.
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+constexpr size_t kMinStatusToken = 16;
+constexpr size_t kMaxStatusToken = 256;
+
+bool UrlSafe(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+}  // namespace
+
+common::Result<std::string> StatusTokenFrom(const std::string& path) {
+  const std::string where = "--status-token-file " + path;
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    auto token = common::NewJobSecret();
+    bool written = token.ok() && write(fd, token->data(), token->size()) ==
+                                     static_cast<ssize_t>(token->size());
+    close(fd);
+    if (!token.ok()) return token.status();
+    if (!written) {
+      unlink(path.c_str());
+      return Status::InvalidArgument(
+          where + ": cannot write a new token: " + std::strerror(errno));
+    }
+    return *token;
+  }
+  if (errno != EEXIST) {
+    return Status::InvalidArgument(
+        where + ": cannot create it: " + std::strerror(errno));
+  }
+  std::ifstream file(path);
+  std::string text;
+  // A token longer than any allowed is refused without reading it whole.
+  text.resize(kMaxStatusToken + 2);
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file.bad()) {
+    return Status::InvalidArgument(where + ": cannot read it");
+  }
+  text.resize(static_cast<size_t>(file.gcount()));
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  if (text.size() < kMinStatusToken || text.size() > kMaxStatusToken ||
+      !std::all_of(text.begin(), text.end(), UrlSafe)) {
+    return Status::InvalidArgument(
+        where + ": the token must be " + std::to_string(kMinStatusToken) +
+        " to " + std::to_string(kMaxStatusToken) +
+        " letters, digits, '-', '.', '_' or '~' (remove the file to have "
+        "hvdrun make one)");
+  }
+  return text;
+}
+
+const nlohmann::json& StatusField(const nlohmann::json& object,
+                                  const char* key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+StatusServer::StatusServer(StatusServerOptions options, Source source)
+    : options_(std::move(options)), source_(std::move(source)) {}
+
+StatusServer::~StatusServer() { Stop(); }
+
+common::Result<std::unique_ptr<StatusServer>> StatusServer::Start(
+    StatusServerOptions options, Source source) {
+  std::unique_ptr<StatusServer> server(
+      new StatusServer(std::move(options), std::move(source)));
+  common::HttpServerOptions http;
+  http.name = "status server";
+  http.bind_host = server->options_.bind_host;
+  http.port = server->options_.port;
+  http.access = common::HttpAccess::kReadToken;
+  http.read_token = server->options_.token;
+  http.handler_threads = 2;
+  // Readers are few: a browser tab, a scraper, `hvdrun status`.
+  http.limits.max_connections = 256;
+  http.limits.max_unauthenticated = 64;
+  http.limits.max_unauthenticated_per_peer = 16;
+  http.limits.body_bytes = 0;
+  http.limits.authenticated_idle = std::chrono::seconds(60);
+  StatusServer* self = server.get();
+  auto started = common::SignedHttpServer::Start(
+      std::move(http),
+      [self](const common::HttpRequest& req) { return self->Route(req); });
+  if (!started.ok()) {
+    return Status::InvalidArgument("--status-bind " +
+                                   server->options_.bind_host + ":" +
+                                   std::to_string(server->options_.port) +
+                                   ": " + started.status().message());
+  }
+  server->http_ = std::move(*started);
+  return server;
+}
+
+std::string StatusServer::url() const {
+  std::string host = options_.bind_host;
+  if (host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) == 0) host = name;
+  } else if (host.find(':') != std::string::npos) {
+    host = "[" + host + "]";
+  }
+  return "http://" + host + ":" + std::to_string(port()) +
+         "/?token=" + options_.token;
+}
+
+HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
+  if (request.path == "/" || request.path == "/index.html") {
+    HttpAnswer page{200, "text/html; charset=utf-8", StatusPageHtml(),
+                    kPageHeaders};
+    return page;
+  }
+  if (request.path == "/status.json") {
+    HttpAnswer answer = HttpAnswer::Json(Rendered(false));
+    answer.headers = {{"Cache-Control", "no-store"}};
+    return answer;
+  }
+  if (request.path == "/metrics") {
+    return HttpAnswer{200,
+                      "text/plain; version=0.0.4; charset=utf-8",
+                      Rendered(true),
+                      {{"Cache-Control", "no-store"}}};
+  }
+  return HttpAnswer::Error(
+      Status::NotFound("no page " + common::Printable(request.path) +
+                       " here: try /, /status.json or /metrics"));
+}
+
+std::string StatusServer::Rendered(bool metrics) {
+  std::shared_ptr<const nlohmann::json> status = source_();
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cached_for_[metrics] != status) {
+    cached_[metrics] = metrics ? MetricsText(*status) : Dump(*status);
+    cached_for_[metrics] = std::move(status);
+  }
+  return cached_[metrics];
+}
+
+void StatusServer::Stop() {
+  if (http_) http_->Stop();
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,182 @@
+// StatusText: the status JSON (docs/protocol.md) as `hvdrun status` prints
+// it. Pure; missing fields print as "-".
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+#include "hvd/common/logging.h"
+#include "status/status_server.h"
+
+namespace hvd::launcher {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr auto At = StatusField;
+
+double Number(const json& value, double otherwise = 0) {
+  return value.is_number() ? value.get<double>() : otherwise;
+}
+
+std::string Str(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "-";
+  return value.dump();
+}
+
+// "1.23 s", "45 ms", "-".
+// "1 rank", "3 ranks"; what Str gives when the value is not a count.
+std::string Counted(const json& value, const std::string& one) {
+  if (!value.is_number_integer()) return Str(value) + " " + one + "s";
+  return common::Count(value.get<int64_t>(), one);
+}
+
+std::string Duration(const json& ms) {
+  if (!ms.is_number()) return "-";
+  std::ostringstream out;
+  double v = ms.get<double>();
+  if (v < 1000) {
+    out << std::fixed << std::setprecision(0) << v << " ms";
+  } else {
+    out << std::fixed << std::setprecision(2) << v / 1000 << " s";
+  }
+  return out.str();
+}
+
+std::string Age(const json& at_ms, double now_ms) {
+  if (!at_ms.is_number()) return "-";
+  return Duration(now_ms - at_ms.get<double>()) + " ago";
+}
+
+std::string ClockTime(const json& at_ms) {
+  if (!at_ms.is_number()) return "-";
+  std::time_t seconds = static_cast<std::time_t>(at_ms.get<double>() / 1000);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[16];
+  std::strftime(text, sizeof(text), "%H:%M:%S", &local);
+  return text;
+}
+
+// Columns padded to the widest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) {
+    rows_.push_back(std::move(header));
+  }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print(std::ostringstream& out) const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (width.size() <= i) width.push_back(0);
+        width[i] = std::max(width[i], row[i].size());
+      }
+    }
+    for (const auto& row : rows_) {
+      std::string line = " ";
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += " " + row[i];
+        if (i + 1 < row.size())
+          line += std::string(width[i] - row[i].size(), ' ');
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace
+
+std::string StatusText(const json& status) {
+  std::ostringstream out;
+  const json& job = At(status, "job");
+  const double now_ms = Number(At(job, "now_ms"));
+  out << "job: " << Str(At(job, "state")) << ", generation "
+      << Str(At(job, "generation")) << ", "
+      << Counted(At(job, "world_size"), "rank") << ", "
+      << Counted(At(job, "resets"), "reset") << ", "
+      << Counted(At(job, "failures"), "failure") << ", up "
+      << Duration(now_ms - Number(At(job, "started_ms"), now_ms)) << "\n";
+  if (At(job, "exit_code").is_number()) {
+    out << "exit code: " << Str(job["exit_code"]) << "\n";
+  }
+  out << "command: " << Str(At(job, "command")) << "\n";
+
+  out << "\nhosts\n";
+  Table hosts({"HOST", "SLOTS", "STATE", "WORKERS", "NOTE"});
+  for (const json& host : At(status, "hosts")) {
+    std::string note;
+    if (host.value("state", "") == "blacklisted") {
+      const json& until = At(host, "usable_again_ms");
+      note = until.is_number()
+                 ? "usable again in " + Duration(Number(until) - now_ms)
+                 : "for good";
+    }
+    hosts.Add({Str(At(host, "host")), Str(At(host, "slots")),
+               Str(At(host, "state")), Str(At(host, "workers")), note});
+  }
+  hosts.Print(out);
+
+  out << "\nranks (generation " << Str(At(job, "generation")) << ")\n";
+  Table ranks(
+      {"RANK", "SLOT", "PID", "CHECKED IN", "STEPS", "STEPS/S", "LAST REPORT"});
+  for (const json& rank : At(status, "ranks")) {
+    const json& report = At(rank, "report");
+    const bool has = report.is_object();
+    ranks.Add({Str(At(rank, "rank")), Str(At(rank, "slot")),
+               Str(At(rank, "pid")),
+               rank.value("checked_in", false) ? "yes" : "no",
+               has ? Str(At(report, "steps")) : "-",
+               has && At(report, "step_rate").is_number()
+                   ? [&] {
+                       std::ostringstream rate;
+                       rate << std::fixed << std::setprecision(2)
+                            << Number(report["step_rate"]);
+                       return rate.str();
+                     }()
+                   : "-",
+               has ? Age(At(report, "received_ms"), now_ms) : "-"});
+  }
+  ranks.Print(out);
+
+  const json& recoveries = At(status, "recoveries");
+  if (!recoveries.empty()) {
+    out << "\ngenerations and their recovery\n";
+    Table table({"GEN", "CAUSE", "DETECT", "DECIDE", "RENDEZVOUS", "CONNECT",
+                 "STATE SYNC", "FIRST STEP", "REASON"});
+    for (const json& r : recoveries) {
+      const json& p = At(r, "phases");
+      table.Add({Str(At(r, "generation")), Str(At(r, "cause")),
+                 Duration(At(p, "detect_ms")), Duration(At(p, "decide_ms")),
+                 Duration(At(p, "rendezvous_ms")),
+                 Duration(At(p, "connect_ms")), Duration(At(p, "sync_ms")),
+                 Duration(At(p, "first_step_ms")), Str(At(r, "reason"))});
+    }
+    table.Print(out);
+  }
+
+  const json& failures = At(status, "failures");
+  if (!failures.empty()) {
+    out << "\nfailures\n";
+    for (const json& f : failures) {
+      out << "  " << ClockTime(At(f, "at_ms")) << " slot " << Str(At(f, "slot"))
+          << " (rank " << Str(At(f, "rank")) << ", pid " << Str(At(f, "pid"))
+          << ") " << Str(At(f, "what")) << "; exit code "
+          << Str(At(f, "exit_code"));
+      if (At(f, "signal").is_string()) {
+        out << ", " << Str(f["signal"]);
+      }
+      out << "\n";
+      for (const json& line : At(f, "output_tail")) {
+        out << "    | " << Str(At(line, "text")) << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+}  // namespace hvd::launcher
