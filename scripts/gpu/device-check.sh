@@ -42,6 +42,7 @@ log="$out/device-check.log"
 results="$out/results.txt"
 : >"$log"
 : >"$results"
+started=$SECONDS
 python="${HVD_PYTHON:-$(command -v python3)}"
 total="${HVD_CHECK_SECONDS:-480}"
 bundle="$root/gpu-bundle"
@@ -65,7 +66,7 @@ fi
 # them by soname (docs/gpu.md, "Building").
 cuda_libs() {
   "$python" - <<'EOF' 2>/dev/null
-import glob, os, site, sys
+import glob, os, site
 roots = site.getsitepackages() + [site.getusersitepackages()]
 dirs = set()
 for r in roots:
@@ -101,7 +102,6 @@ say() { echo "$*" | tee -a "$results"; }
 # run_stage NAME DEADLINE NEEDS_GPU FUNCTION: runs FUNCTION in its own
 # process group under min(DEADLINE, what is left of the whole check less a
 # margin), its output into the log, and writes one line for it.
-started=$SECONDS
 failed=0
 run_stage() {
   local name="$1" deadline="$2" needs_gpu="$3" fn="$4"
@@ -136,8 +136,12 @@ run_stage() {
     failed=1
   fi
 }
-# say_note TEXT: a stage's summary, shown on its line of results.txt.
-say_note() { echo "$*" >>"$out/.note"; }
+# say_note TEXT: a stage's summary, shown on its line of results.txt (two
+# notes of one stage are joined with "; ").
+say_note() {
+  [ -s "$out/.note" ] && printf '; ' >>"$out/.note"
+  printf '%s' "$*" >>"$out/.note"
+}
 export out python rehearse hvdrun gpus root bundle log
 
 stage_bundle() {
@@ -224,7 +228,9 @@ stage_machine() {
   echo "kernel: $(uname -r); os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   df -h /dev/shm
-  "$python" - <<'EOF'
+  # torch once: its import is the slowest step here.
+  local torch_line
+  torch_line="$("$python" - <<'EOF'
 import torch
 print("torch", torch.__version__, "cuda", torch.version.cuda,
       "available", torch.cuda.is_available())
@@ -232,10 +238,12 @@ if torch.cuda.is_available():
     print("device", torch.cuda.get_device_name(0), "count",
           torch.cuda.device_count(), "nccl", torch.cuda.nccl.version())
 EOF
+)"
+  echo "$torch_line"
   "$hvdrun" --check-build
   local card
   card="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1 || true)"
-  say_note "${card:-no GPU}; $(nproc) cores; torch $("$python" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
+  say_note "${card:-no GPU}; $(nproc) cores; $(head -n1 <<<"$torch_line" | cut -d' ' -f1-4)"
 }
 
 stage_cpp_gpu() {
@@ -307,10 +315,10 @@ export -f bench
 echo "device check of $(sed -n 's/^built: //p' "$bundle/MANIFEST" 2>/dev/null)," \
   "$([ "$rehearse" = 1 ] && echo "rehearsal, ")deadline ${total} s" | tee -a "$results"
 # Deadlines (seconds): each stage's own, all inside HVD_CHECK_SECONDS.
-run_stage bundle 30 any stage_bundle
+run_stage bundle 60 any stage_bundle
 if grep -q '^bundle: ok' "$results"; then
-  run_stage machine 30 any stage_machine
-  run_stage extension 90 any stage_extension
+  run_stage machine 60 any stage_machine
+  run_stage extension 120 any stage_extension
   run_stage cpp-gpu 60 gpu stage_cpp_gpu
   run_stage python-gpu 120 gpu stage_python_gpu
   run_stage bench-allreduce 150 any stage_bench_allreduce
