@@ -35,14 +35,6 @@ TEST(AssignmentTest, UnevenHostsFollowHorovodsCrossRanks) {
   EXPECT_EQ((*ranks)[1].layout.cross_rank, 0);
 }
 
-TEST(AssignmentTest, RepeatedHostAddsSlots) {
-  auto ranks = AssignRanks({{"a", 1}, {"b", 1}, {"a", 1}}, 3);
-  ASSERT_TRUE(ranks.ok());
-  EXPECT_EQ((*ranks)[1].host, "a");
-  EXPECT_EQ((*ranks)[1].layout.local_rank, 1);
-  EXPECT_EQ((*ranks)[2].host, "b");
-}
-
 TEST(AssignmentTest, TooFewSlotsIsAnError) {
   auto ranks = AssignRanks({{"a", 2}}, 3);
   ASSERT_FALSE(ranks.ok());

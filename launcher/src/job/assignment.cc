@@ -8,16 +8,8 @@ common::Result<std::vector<SlotAssignment>> AssignRanks(
     const std::vector<HostSlots>& listed, int num_proc) {
   std::vector<SlotGroup> groups;
   for (const HostSlots& host : listed) {
-    auto same =
-        std::find_if(groups.begin(), groups.end(),
-                     [&](const SlotGroup& g) { return g.host == host.host; });
-    if (same == groups.end()) {
-      groups.push_back({host.host, {}});
-      same = groups.end() - 1;
-    }
-    for (int i = 0; i < host.slots; ++i) {
-      same->indices.push_back(static_cast<int>(same->indices.size()));
-    }
+    SlotGroup& group = groups.emplace_back(SlotGroup{host.host, {}});
+    for (int i = 0; i < host.slots; ++i) group.indices.push_back(i);
   }
   return AssignSlots(groups, num_proc);
 }

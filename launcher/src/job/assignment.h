@@ -29,8 +29,8 @@ inline int SlotIndex(const SlotAssignment& slot) {
 
 // Fills hosts in the given order, each up to its slots, until `num_proc`
 // ranks are placed: ranks on one host are contiguous; cross ranks as
-// RankLayout defines them. A host listed twice counts once, with its slots
-// added.
+// RankLayout defines them. The hosts are distinct: every list comes
+// through host_slots.h, which refuses a host listed twice.
 common::Result<std::vector<SlotAssignment>> AssignRanks(
     const std::vector<HostSlots>& hosts, int num_proc);
 

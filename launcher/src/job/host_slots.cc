@@ -60,11 +60,9 @@ Status HostListBuilder::Admit(const HostSlots& host, const std::string& text,
         "': not 'host' or 'host:slots' (host names: letters, digits, . - _, "
         "not starting with -)");
   }
-  for (const HostSlots& listed : hosts_) {
-    if (listed.host == host.host) {
-      return Status::InvalidArgument(where + " '" + text + "': host '" +
-                                     host.host + "' listed twice");
-    }
+  if (!names_.insert(host.host).second) {
+    return Status::InvalidArgument(where + " '" + text + "': host '" +
+                                   host.host + "' listed twice");
   }
   hosts_.push_back(host);
   return Status::Ok();

@@ -6,6 +6,7 @@
 // without its slots.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ class HostListBuilder {
                        const std::string& where);
 
   std::vector<HostSlots> hosts_;
+  std::set<std::string> names_;  // a long discovered list stays n log n
 };
 
 // -H: "a:2,b,c:4"; a host without ":N" has one slot.
