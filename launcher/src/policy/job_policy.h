@@ -265,10 +265,12 @@ class JobPolicy {
     // behind after SIGKILL).
     enum class State { kRunning, kProbing, kStopping, kExitedOk, kExited };
     State state = State::kRunning;
-    // Its process may still run.
-    bool alive() const { return state <= State::kStopping; }
     // Running and not told to stop.
-    bool active() const { return state <= State::kProbing; }
+    bool active() const {
+      return state == State::kRunning || state == State::kProbing;
+    }
+    // Its process may still run.
+    bool alive() const { return active() || state == State::kStopping; }
     int64_t joined = 0;   // the newest generation it checked in to
     int joined_rank = 0;  // its rank there
     // The newest generation it was told to join (a HostsUpdated push, or
