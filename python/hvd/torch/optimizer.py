@@ -42,9 +42,9 @@ place; ``gradient_views.py`` says how, and what it means for
 ``zero_grad()``.
 """
 
+import functools
 import os
 import warnings
-import functools
 from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 

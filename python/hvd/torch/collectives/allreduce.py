@@ -21,12 +21,12 @@ from typing import Any, List, Optional, Tuple
 import torch
 
 import hvd as _hvd
-from hvd.exceptions import InvalidArgumentError, InvalidArgumentTypeError
+from hvd.exceptions import InvalidArgumentError
 
 from ..compression import Compression, Compressor
 from ..tensor_bridge import InPlace, OutOfPlace, check_tensor
-from .arguments import Tensors, compress_each, op_name, set_ranks, tensor_list
-from .handles import Handle, SparseHandle, synchronize
+from .arguments import Tensors, compress_each, op_name, tensor_list
+from .handles import Handle, synchronize
 
 GLOBAL = _hvd.global_process_set
 
