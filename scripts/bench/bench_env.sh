@@ -5,6 +5,7 @@
 #            as on the GPU machine), or /usr/bin/python3 with Debian's
 #   cores    the machine's cores
 # PYTHONPATH gets the build's extension and python/ first.
+# bench_keep_impls ARRAY: HVD_BENCH_IMPLS's choice among an array's names.
 
 build="${HVD_BUILD_DIR:-}"
 if [ -z "$build" ]; then
@@ -20,3 +21,13 @@ export PYTHONPATH="$build/python:$hvd_root/python${PYTHONPATH:+:$PYTHONPATH}"
 # (docs/benchmarks.md). nproc would count that one thread, not the cores.
 cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+
+bench_keep_impls() {
+  local -n names="$1"
+  [ -n "${HVD_BENCH_IMPLS:-}" ] || return 0
+  local kept=() name
+  for name in "${names[@]}"; do
+    if [[ " $HVD_BENCH_IMPLS " == *" $name "* ]]; then kept+=("$name"); fi
+  done
+  names=("${kept[@]}")
+}

@@ -50,12 +50,7 @@ if "$python" -c 'import hvd' 2>/dev/null; then
 else
   echo "note: 'import hvd' fails in $python; hvd is skipped"
 fi
-if [ -n "${HVD_BENCH_IMPLS:-}" ]; then
-  for i in "${!impls[@]}"; do
-    [[ " $HVD_BENCH_IMPLS " == *" ${impls[$i]} "* ]] || unset "impls[$i]"
-  done
-  impls=("${impls[@]}")
-fi
+bench_keep_impls impls
 
 {
   echo "date: $(date -Is)"

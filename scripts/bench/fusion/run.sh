@@ -74,13 +74,7 @@ else
   echo "note: this hvd has no grouped_allreduce; hvd-grouped is skipped" |
     tee "$dir/notes.txt"
 fi
-if [ -n "${HVD_BENCH_IMPLS:-}" ]; then
-  for i in "${!resnet50_impls[@]}"; do
-    [[ " $HVD_BENCH_IMPLS " == *" ${resnet50_impls[$i]} "* ]] ||
-      unset "resnet50_impls[$i]"
-  done
-  resnet50_impls=("${resnet50_impls[@]}")
-fi
+bench_keep_impls resnet50_impls
 
 {
   echo "date: $(date -Is)"
