@@ -88,9 +88,10 @@ stage_layering() {
     echo "error: the runtime must not include launcher code" >&2
     return 1
   fi
-  # launcher/src's folders: no include runs back up (launcher/src/*/README.md).
-  source "$hvd_root/scripts/lib/launcher_layers.sh"
-  hvd_check_launcher_layers "$hvd_root" || return 1
+  # launcher/src's and runtime/src's folders: no include runs back up
+  # (each folder's README.md).
+  source "$hvd_root/scripts/lib/folder_layers.sh"
+  hvd_check_folder_layers "$hvd_root" || return 1
   # The runtime's private headers take its value types from types.h; only
   # .cc files may open the front door.
   if grep -rnE '#include [<"]hvd/runtime/runtime\.h' --include='*.h' \
@@ -98,10 +99,11 @@ stage_layering() {
     echo "error: a header in runtime/src includes hvd/runtime/runtime.h (use hvd/runtime/types.h)" >&2
     return 1
   fi
-  # What differs between collectives is a row of the op table
-  # (runtime/src/ops/op_table.cc), not a case in every part.
+  # What differs between collectives is a row of the op tables
+  # (runtime/src/negotiation/op_info.cc, runtime/src/ops/op_table.cc), not
+  # a case in every part.
   if grep -rn 'case OpType::' "$hvd_root/runtime"; then
-    echo "error: a switch on OpType outside the op table (add a column to runtime/src/ops/op_table.h)" >&2
+    echo "error: a switch on OpType outside the op table (add a column to runtime/src/negotiation/op_info.h or runtime/src/ops/op_table.h)" >&2
     return 1
   fi
 }

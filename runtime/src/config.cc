@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <tuple>
 
-#include "bind_address.h"
+#include "transport/bind_address.h"
 
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"

@@ -2,23 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include <pthread.h>
-#include <sched.h>
 #include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <numeric>
 #include <thread>
 
-#include "background_loop.h"
-#include "gloo_contexts.h"
-#include "handle_table.h"
-#include "hvd/common/env_vars.h"
+#include "engine/background_loop.h"
+#include "engine/handle_table.h"
+#include "engine/process_set.h"
+#include "engine/request_checks.h"
+#include "engine/tensor_queue.h"
+#include "engine/thread_affinity.h"
 #include "hvd/runtime/owner_process.h"
 #include "ops/nccl/gpus.h"
-#include "process_set.h"
-#include "request_checks.h"
-#include "tensor_queue.h"
+#include "transport/gloo_contexts.h"
 
 namespace hvd::runtime {
 
@@ -67,25 +63,11 @@ class Runtime::Impl {
   // Rank 0 with HOROVOD_AUTOTUNE: the tuner, handed to the loop.
   Status CreateTuner() {
     if (!config_.autotune || config_.layout.rank != 0) return Status::Ok();
-    ParameterManager::Options options;
-    options.initial.fusion_threshold = config_.fusion_threshold;
-    options.initial.cycle_time = config_.cycle_time;
-    options.initial.cache_enabled = config_.cache_capacity > 0;
-    options.tune_fusion_threshold = !config_.fusion_threshold_set;
-    options.tune_cycle_time = !config_.cycle_time_set;
-    options.tune_cache = config_.cache_capacity > 0;
-    // Only where every rank has the shared-memory stage (agreed at init),
-    // and not against an explicit HOROVOD_HIERARCHICAL_ALLREDUCE.
+    // Hierarchical allreduce only where every rank has the shared-memory
+    // stage, and not against an explicit HOROVOD_HIERARCHICAL_ALLREDUCE.
     const auto& host = sets_.Find(0)->host;
-    options.initial.hierarchical_allreduce = host && host->allreduce_on();
-    options.tune_hierarchical_allreduce =
-        options.initial.hierarchical_allreduce &&
-        !config_.hierarchical_allreduce_set;
-    options.warmup_samples = config_.autotune_warmup_samples;
-    options.cycles_per_sample = config_.autotune_cycles_per_sample;
-    options.max_samples = config_.autotune_max_samples;
-    options.log_path = config_.autotune_log;
-    auto tuner = ParameterManager::Create(options);
+    auto tuner = ParameterManager::Create(
+        ParameterManager::OptionsOf(config_, host && host->allreduce_on()));
     if (!tuner.ok()) return tuner.status().WithContext("autotune");
     tuner_ = std::move(*tuner);
     return Status::Ok();
@@ -171,38 +153,7 @@ class Runtime::Impl {
 
   // HOROVOD_THREAD_AFFINITY: the background thread onto its local rank's
   // core.
-  Status PinLoopThread() {
-    const auto& cores = config_.thread_affinity;
-    if (cores.empty()) return Status::Ok();
-    const char* name = common::env_vars::kThreadAffinity;
-    if (config_.layout.local_rank >= static_cast<int>(cores.size())) {
-      return Status::InvalidArgument(
-          std::string(name) + " names " + std::to_string(cores.size()) +
-          " core(s), but this worker is local rank " +
-          std::to_string(config_.layout.local_rank) + " of " +
-          std::to_string(config_.layout.local_size) +
-          ": give one core per local rank");
-    }
-    const int core = cores[config_.layout.local_rank];
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (core < CPU_SETSIZE) CPU_SET(core, &set);
-    int error =
-        core < CPU_SETSIZE
-            ? pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set)
-            : EINVAL;
-    if (error != 0) {
-      return Status::InvalidArgument(
-          std::string(name) +
-          ": cannot pin the background thread of local "
-          "rank " +
-          std::to_string(config_.layout.local_rank) + " to core " +
-          std::to_string(core) + " (" + std::strerror(error) +
-          "); name a core this process may run on (see nproc / taskset)");
-    }
-    spdlog::debug("background thread pinned to core {}", core);
-    return Status::Ok();
-  }
+  Status PinLoopThread() { return PinToLocalRankCore(thread_, config_); }
 
   bool Stopped() const { return stopped_; }
 

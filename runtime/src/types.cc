@@ -1,6 +1,6 @@
 #include "hvd/runtime/types.h"
 
-#include "ops/op_table.h"
+#include "negotiation/op_info.h"
 
 namespace hvd::runtime {
 

@@ -1,13 +1,13 @@
 // Fuzzes the decoding of the negotiation messages between ranks
-// (runtime/src/message.cc) with arbitrary bytes. A message that decodes must
-// survive a round trip: encode(decode(bytes)) decodes to a message that
-// encodes to the same bytes again.
+// (runtime/src/negotiation/message.cc) with arbitrary bytes. A message that
+// decodes must survive a round trip: encode(decode(bytes)) decodes to a message
+// that encodes to the same bytes again.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "fuzz_check.h"
-#include "message.h"
+#include "negotiation/message.h"
 
 namespace {
 

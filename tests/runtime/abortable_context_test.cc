@@ -1,7 +1,8 @@
-// AbortSwitch and the buffer decorator (runtime/src/abortable_context.h):
-// an Abort ends a wait in progress that Gloo itself would let run to its
-// timeout, and every later operation fails.
-#include "abortable_context.h"
+// AbortSwitch and the buffer decorator
+// (runtime/src/transport/abortable_context.h): an Abort ends a wait in progress
+// that Gloo itself would let run to its timeout, and every later operation
+// fails.
+#include "transport/abortable_context.h"
 
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/file_store.h>

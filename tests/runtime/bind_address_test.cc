@@ -1,5 +1,5 @@
-// Where a worker listens (runtime/src/bind_address.h).
-#include "bind_address.h"
+// Where a worker listens (runtime/src/transport/bind_address.h).
+#include "transport/bind_address.h"
 
 #include <gtest/gtest.h>
 

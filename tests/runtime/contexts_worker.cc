@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "gloo_contexts.h"
 #include "hvd/runtime/config.h"
+#include "transport/gloo_contexts.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // and the in-process one the controller and negotiator tests use; then the
 // in-process plane's failures: a member that stops calling, a member that
 // dies, members that disagree.
-#include "control_plane.h"
+#include "negotiation/control_plane.h"
 
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>

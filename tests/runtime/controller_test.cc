@@ -5,7 +5,7 @@
 // a shutdown is agreed; a rank that stops answering or dies is a bounded
 // error on the others. The coordinator's rules are coordinator_test.cc's,
 // the cache's own bookkeeping runtime_parts_test.cc's.
-#include "controller.h"
+#include "negotiation/controller.h"
 
 #include <gtest/gtest.h>
 

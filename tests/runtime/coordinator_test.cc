@@ -1,4 +1,4 @@
-#include "coordinator.h"
+#include "negotiation/coordinator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "deadlock_detector.h"
+#include "negotiation/deadlock_detector.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "dtype_dispatch.h"
+#include "ops/dtype_dispatch.h"
 
 namespace hvd::runtime::nccl {
 

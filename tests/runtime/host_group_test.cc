@@ -23,8 +23,8 @@
 #include <tuple>
 #include <vector>
 
-#include "dtype_dispatch.h"
 #include "hvd/common/hmac.h"
+#include "ops/dtype_dispatch.h"
 #include "ops/shm/host_barrier.h"
 #include "ops/shm/host_group.h"
 #include "ops/shm/segment.h"

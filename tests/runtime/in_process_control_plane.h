@@ -38,8 +38,8 @@
 #include <thread>
 #include <vector>
 
-#include "control_plane.h"
 #include "hvd/common/status.h"
+#include "negotiation/control_plane.h"
 
 namespace hvd::runtime {
 

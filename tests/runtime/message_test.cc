@@ -1,4 +1,4 @@
-#include "message.h"
+#include "negotiation/message.h"
 
 #include <gtest/gtest.h>
 

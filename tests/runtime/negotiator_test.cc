@@ -4,7 +4,7 @@
 // costs one gather and one broadcast), and a rank that stops answering or
 // dies is a bounded error on the others. The coordinator's own rules are
 // coordinator_test.cc's.
-#include "negotiator.h"
+#include "negotiation/negotiator.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "parameter_manager.h"
+#include "tuning/parameter_manager.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "process_set.h"
+#include "engine/process_set.h"
 
 namespace hvd::runtime {
 namespace {

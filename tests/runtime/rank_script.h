@@ -12,7 +12,7 @@
 
 #include "hvd/common/status.h"
 #include "in_process_control_plane.h"
-#include "message.h"
+#include "negotiation/message.h"
 
 namespace hvd::runtime {
 

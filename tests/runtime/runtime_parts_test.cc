@@ -2,9 +2,9 @@
 // plan and the stall inspector.
 #include <gtest/gtest.h>
 
-#include "fusion_plan.h"
-#include "response_cache.h"
-#include "stall_inspector.h"
+#include "engine/fusion_plan.h"
+#include "negotiation/response_cache.h"
+#include "negotiation/stall_inspector.h"
 
 namespace hvd::runtime {
 namespace {

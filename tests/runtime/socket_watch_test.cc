@@ -1,6 +1,6 @@
 // SocketWatch: which sockets a context's connect is taken to own, and what
 // an abort shuts down.
-#include "socket_watch.h"
+#include "transport/socket_watch.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

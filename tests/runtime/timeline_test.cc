@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "tuning/timeline.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -109,19 +108,6 @@ class TimelineTest : public ::testing::Test {
   std::string dir_;
   std::string path_;
 };
-
-TEST(TimelineNamesTest, ActivityNamesFollowOpTypes) {
-  for (int i = 0; i < kOpTypeCount; ++i) {
-    auto type = static_cast<OpType>(i);
-    std::string upper = OpTypeName(type);
-    for (char& c : upper) c = static_cast<char>(std::toupper(c));
-    EXPECT_EQ(OpActivityName(type), upper);
-    EXPECT_EQ(NegotiateActivityName(type), "NEGOTIATE_" + upper);
-  }
-  EXPECT_STREQ(OpActivityName(OpType::kAllreduce), "ALLREDUCE");
-  EXPECT_STREQ(NegotiateActivityName(OpType::kAllgather),
-               "NEGOTIATE_ALLGATHER");
-}
 
 TEST_F(TimelineTest, EventsLandOnTheirTensorsRows) {
   int64_t before = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "abortable_context.h"
 #include "child_processes.h"
-#include "control_plane.h"
-#include "controller.h"
+#include "negotiation/control_plane.h"
+#include "negotiation/controller.h"
 #include "ops/executor.h"
+#include "transport/abortable_context.h"
 
 namespace hvd::runtime {
 namespace {

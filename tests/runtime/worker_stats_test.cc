@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "hvd/runtime/runtime.h"
-#include "stall_inspector.h"
+#include "negotiation/stall_inspector.h"
 
 namespace hvd::runtime {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "dtype_dispatch.h"
+#include "ops/dtype_dispatch.h"
 
 namespace hvd::runtime {
 

@@ -1,9 +1,9 @@
 #include <cstring>
 
-#include "fusion_buffer.h"
 #include "ops/executor.h"
+#include "ops/fusion_buffer.h"
 #include "ops/gloo/gloo_ops.h"
-#include "timeline.h"
+#include "tuning/timeline.h"
 
 namespace hvd::runtime {
 

@@ -1,9 +1,9 @@
 #include <cstring>
 
-#include "fusion_buffer.h"
 #include "ops/executor.h"
-#include "reduce.h"
-#include "timeline.h"
+#include "ops/fusion_buffer.h"
+#include "ops/reduce.h"
+#include "tuning/timeline.h"
 
 namespace hvd::runtime {
 

@@ -1,5 +1,5 @@
-#include "fusion_buffer.h"
 #include "ops/executor.h"
+#include "ops/fusion_buffer.h"
 #include "ops/gloo/gloo_ops.h"
 
 namespace hvd::runtime {

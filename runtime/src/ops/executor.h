@@ -13,9 +13,9 @@
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/types.h"
-#include "message.h"
+#include "negotiation/message.h"
 #include "ops/shm/host_group.h"
-#include "tensor_queue.h"
+#include "ops/tensor_entry.h"
 
 namespace hvd::runtime {
 

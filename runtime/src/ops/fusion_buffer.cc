@@ -1,4 +1,4 @@
-#include "fusion_buffer.h"
+#include "ops/fusion_buffer.h"
 
 #include <cstring>
 

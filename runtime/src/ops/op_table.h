@@ -1,7 +1,7 @@
-// One row per collective: everything the runtime's parts ask of an op type
-// (its name, its timeline activities, what the ranks must agree on, how it
-// runs), so adding a collective is a row and an executor, not a case in
-// every file. The backends the executors use are ops/gloo/ and ops/shm/.
+// How each collective runs: one row of executors per OpType, so adding a
+// collective is a row here, a row of negotiation/op_info.h and an
+// executor, not a case in every file. The backends the executors use are
+// ops/gloo/, ops/shm/ and ops/nccl/.
 #pragma once
 
 #include "hvd/runtime/types.h"
@@ -9,30 +9,8 @@
 
 namespace hvd::runtime {
 
-// What every rank's request for one tensor must match, besides its name
-// and group (coordinator.cc checks each and names the ranks that differ).
-enum class Agreement {
-  kReduction,  // data type, reduce op, pre- and postscale, shape
-  kRows,       // data type, the shape after dimension 0
-  kRoot,       // data type, root rank, shape
-  kRanks,      // the ranks of a process set to add
-  kSetId,      // the id of a process set to remove
-  kNothing,
-};
-
-struct OpInfo {
+struct OpExecutors {
   OpType type;
-  const char* name;                // Python's and the logs' name
-  const char* activity;            // timeline.h
-  const char* negotiate_activity;  // timeline.h
-  Agreement agreement;
-  // Moves tensor data: counted in bytes, and its responses may be cached.
-  bool payload;
-  // Splits or concatenates along dimension 0, so it needs one.
-  bool needs_rows;
-  // Runs while some ranks have joined (those contribute zeros or take
-  // part), as in Horovod; it refuses the others then.
-  bool runs_with_joined_ranks;
   // Exactly one of these for ops that run on a set's backends; neither for
   // process set changes, which change the background loop's own tables.
   FusedExecutor fused;
@@ -43,6 +21,6 @@ struct OpInfo {
   SingleExecutor gpu_single = nullptr;
 };
 
-const OpInfo& OpInfoOf(OpType type);
+const OpExecutors& OpExecutorsOf(OpType type);
 
 }  // namespace hvd::runtime

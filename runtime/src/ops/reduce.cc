@@ -1,8 +1,8 @@
-#include "reduce.h"
+#include "ops/reduce.h"
 
-#include "fusion_buffer.h"
+#include "ops/fusion_buffer.h"
 #include "ops/gloo/gloo_ops.h"
-#include "timeline.h"
+#include "tuning/timeline.h"
 
 namespace hvd::runtime {
 

@@ -1,7 +1,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "dtype_dispatch.h"
+#include "ops/dtype_dispatch.h"
 #include "ops/executor.h"
 
 namespace hvd::runtime {

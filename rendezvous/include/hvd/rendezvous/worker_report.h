@@ -1,7 +1,7 @@
 // What a worker tells the driver about its progress (POST
 // /v1/elastic/report, docs/protocol.md "Worker reports"), and its JSON form
-// on the wire. Shared by the workers (runtime/src/reporter.cc encodes) and
-// the driver's rendezvous server (ReportBoard decodes).
+// on the wire. Shared by the workers (runtime/src/elastic/reporter.cc encodes)
+// and the driver's rendezvous server (ReportBoard decodes).
 #pragma once
 
 #include <chrono>

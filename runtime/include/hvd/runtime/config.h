@@ -91,7 +91,7 @@ struct RuntimeConfig {
   bool timeline_mark_cycles = false;
   // Autotune (HOROVOD_AUTOTUNE=1): rank 0 tunes the fusion threshold, the
   // cycle time and the cache on/off from measured throughput and tells the
-  // other ranks (runtime/src/parameter_manager.h). A knob set explicitly
+  // other ranks (runtime/src/tuning/parameter_manager.h). A knob set explicitly
   // (HOROVOD_FUSION_THRESHOLD, HOROVOD_CYCLE_TIME, a cache capacity of 0)
   // stays as set. A sample is HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE cycles that
   // moved data; HOROVOD_AUTOTUNE_LOG gets one CSV line per trial.

@@ -1,8 +1,8 @@
 // The vocabulary shared by the runtime and its callers: element types,
 // reduce operations and collective kinds, and the value types of Runtime's
 // calls (TensorSpec, AllreduceArgs, OpResult, ...). The enums' values are
-// part of the wire format between ranks (runtime/src/message.cc) and of the
-// Python binding, so they only ever get new members at the end.
+// part of the wire format between ranks (runtime/src/negotiation/message.cc)
+// and of the Python binding, so they only ever get new members at the end.
 //
 // The runtime's private code includes this header, never the front door
 // hvd/runtime/runtime.h (scripts/test.sh, "layering").

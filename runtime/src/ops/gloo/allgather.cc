@@ -1,7 +1,7 @@
 #include <gloo/allgatherv.h>
 
-#include "gloo_call.h"
-#include "gloo_ops.h"
+#include "ops/gloo/gloo_ops.h"
+#include "transport/gloo_call.h"
 
 namespace hvd::runtime::gloo_ops {
 

@@ -3,11 +3,11 @@
 
 #include <cstring>
 
-#include "dtype_dispatch.h"
-#include "gloo_call.h"
-#include "gloo_ops.h"
 #include "ops/adasum.h"
-#include "reduce_function.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/gloo/gloo_ops.h"
+#include "ops/reduce_function.h"
+#include "transport/gloo_call.h"
 
 namespace hvd::runtime::gloo_ops {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ops/fusion_buffer.h"
-#include "timeline.h"
+#include "tuning/timeline.h"
 
 namespace hvd::runtime::nccl {
 

@@ -9,7 +9,7 @@
 
 #include "hvd/common/status.h"
 #include "hvd/runtime/types.h"
-#include "message.h"
+#include "negotiation/message.h"
 #include "ops/executor.h"
 #include "ops/nccl/lane.h"
 #include "ops/nccl/nccl_api.h"

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "abortable_context.h"
 #include "hvd/common/status.h"
 #include "ops/nccl/communicator.h"
 #include "ops/nccl/nccl_api.h"
-#include "tensor_queue.h"
+#include "ops/tensor_entry.h"
+#include "transport/abortable_context.h"
 
 namespace hvd::runtime::nccl {
 

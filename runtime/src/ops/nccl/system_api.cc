@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "dtype_dispatch.h"
+#include "ops/dtype_dispatch.h"
 #include "ops/nccl/nccl_api.h"
 
 namespace hvd::runtime::nccl {

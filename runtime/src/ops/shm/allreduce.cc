@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "chunking.h"
-#include "dtype_dispatch.h"
-#include "host_barrier.h"
-#include "host_group.h"
-#include "reduce_function.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/reduce_function.h"
+#include "ops/shm/chunking.h"
+#include "ops/shm/host_barrier.h"
+#include "ops/shm/host_group.h"
 
 namespace hvd::runtime::shm {
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "chunking.h"
-#include "host_barrier.h"
-#include "host_group.h"
+#include "ops/shm/chunking.h"
+#include "ops/shm/host_barrier.h"
+#include "ops/shm/host_group.h"
 
 namespace hvd::runtime::shm {
 

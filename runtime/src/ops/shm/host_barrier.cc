@@ -1,4 +1,4 @@
-#include "host_barrier.h"
+#include "ops/shm/host_barrier.h"
 
 #include <linux/futex.h>
 #include <poll.h>

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "control_plane.h"
-#include "host_group.h"
+#include "negotiation/control_plane.h"
+#include "ops/shm/host_group.h"
 
 namespace hvd::runtime::shm {
 

@@ -1,4 +1,4 @@
-#include "host_group.h"
+#include "ops/shm/host_group.h"
 
 #include <gloo/allreduce.h>
 #include <spdlog/spdlog.h>
@@ -13,12 +13,12 @@
 #include <new>
 #include <random>
 
-#include "chunking.h"
-#include "gloo_call.h"
-#include "host_barrier.h"
 #include "hvd/common/hmac.h"
-#include "reduce_function.h"
-#include "segment.h"
+#include "ops/reduce_function.h"
+#include "ops/shm/chunking.h"
+#include "ops/shm/host_barrier.h"
+#include "ops/shm/segment.h"
+#include "transport/gloo_call.h"
 
 namespace hvd::runtime::shm {
 

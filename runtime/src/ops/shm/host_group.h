@@ -30,11 +30,11 @@
 
 #include <gloo/context.h>
 
-#include "abortable_context.h"
 #include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 #include "hvd/runtime/config.h"
 #include "hvd/runtime/types.h"
+#include "transport/abortable_context.h"
 
 namespace hvd::runtime::shm {
 

@@ -1,4 +1,4 @@
-#include "segment.h"
+#include "ops/shm/segment.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,0 +1,144 @@
+#include "transport/gloo_contexts.h"
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <string>
+
+#include "hvd/rendezvous/http_store.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+constexpr char kGlooScope[] = "gloo";
+
+Result<std::shared_ptr<gloo::Context>> Connect(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, const std::string& prefix,
+    int rank, int size) {
+  auto context = std::make_shared<AbortableContext>(rank, size, abort_switch);
+  context->setTimeout(config.gloo_timeout);
+  // connectFullMesh wants a mutable reference.
+  std::shared_ptr<gloo::transport::Device> device_ref = device;
+  if (size == 1) {
+    gloo::rendezvous::HashStore store;
+    context->connectFullMesh(store, device_ref);
+    context->Arm();
+    return std::shared_ptr<gloo::Context>(context);
+  }
+  common::HttpClientOptions options;
+  options.host = config.rendezvous_addr;
+  options.port = config.rendezvous_port;
+  options.secret = config.secret;
+  rendezvous::HttpStore store(options, kGlooScope, prefix,
+                              config.start_timeout);
+  // One request per phase of the full mesh instead of one per peer.
+  store.PrefetchFullMesh(rank, size);
+  try {
+    context->connectFullMesh(store, device_ref);
+  } catch (const gloo::Exception& e) {
+    Status cause = store.last_error();
+    if (cause.ok()) {
+      bool io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
+      cause = io ? Status::Transport(e.what()) : Status::Internal(e.what());
+    }
+    return cause.WithContext("connecting Gloo context " + prefix);
+  } catch (const std::exception& e) {  // GLOO_ENFORCE's EnforceNotMet
+    return Status::Internal("connecting Gloo context " + prefix + ": " +
+                            e.what());
+  }
+  context->Arm();
+  return std::shared_ptr<gloo::Context>(context);
+}
+
+std::string CrossPrefix(const RuntimeConfig& config, int64_t generation) {
+  return "g" + std::to_string(generation) + "/cross/" +
+         std::to_string(config.layout.local_rank) + "/";
+}
+
+}  // namespace
+
+Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
+                                         int64_t generation, ContextSet which) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = config.bind_address;
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("cannot open Gloo's TCP device on " +
+                                   config.bind_address + " (host " +
+                                   config.hostname + "): " + e.what());
+  }
+  const std::string gen = "g" + std::to_string(generation) + "/";
+  GlooContexts contexts;
+  contexts.device = device;
+  contexts.abort_switch = std::make_shared<AbortSwitch>();
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
+  auto global = Connect(config, device, contexts.abort_switch, gen + "global/",
+                        config.layout.rank, config.layout.size);
+  if (!global.ok()) return global.status();
+  contexts.global = *global;
+  // Connect() has closed its rendezvous connection by now: what is new and
+  // connected, and not accepted by another server, belongs to the context.
+  contexts.global_sockets = NewConnectedSockets(before);
+  if (which == ContextSet::kGlobalOnly) return contexts;
+  // Ranks on a host are contiguous, so the host's first rank names it.
+  auto local = Connect(
+      config, device, contexts.abort_switch,
+      gen + "local/" +
+          std::to_string(config.layout.rank - config.layout.local_rank) + "/",
+      config.layout.local_rank, config.layout.local_size);
+  if (!local.ok()) return local.status();
+  contexts.local = *local;
+  auto cross = Connect(config, device, contexts.abort_switch,
+                       CrossPrefix(config, generation),
+                       config.layout.cross_rank, config.layout.cross_size);
+  if (!cross.ok()) return cross.status();
+  contexts.cross = *cross;
+  return contexts;
+}
+
+Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
+    int32_t id, int64_t serial, int rank, int size,
+    std::vector<SocketId>* sockets, const std::string& part) {
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
+  auto context =
+      Connect(config, device, abort_switch,
+              "g" + std::to_string(generation) + "/set" + std::to_string(id) +
+                  "." + std::to_string(serial) + "/" + part,
+              rank, size);
+  if (!context.ok()) return context.status();
+  for (const SocketId& socket : NewConnectedSockets(before)) {
+    sockets->push_back(socket);
+  }
+  return *context;
+}
+
+Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
+    const RuntimeConfig& config,
+    const std::shared_ptr<gloo::transport::Device>& device,
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
+    std::vector<SocketId>* sockets) {
+  const DescriptorSnapshot before = TakeDescriptorSnapshot();
+  auto context =
+      Connect(config, device, abort_switch, CrossPrefix(config, generation),
+              config.layout.cross_rank, config.layout.cross_size);
+  if (!context.ok()) return context.status();
+  for (const SocketId& socket : NewConnectedSockets(before)) {
+    sockets->push_back(socket);
+  }
+  return *context;
+}
+
+}  // namespace hvd::runtime
