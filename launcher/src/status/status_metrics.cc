@@ -13,8 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr auto At = StatusField;
-
 // Bounds of the recovery phase histograms, in seconds.
 constexpr double kPhaseBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                     1,     2.5,  5,     10,   30,  60,   300};
@@ -77,7 +75,7 @@ double Num(const json& object, const char* key) {
 
 std::string MetricsText(const json& status) {
   Writer w;
-  const json& job = At(status, "job");
+  const json& job = StatusField(status, "job");
 
   w.Family("hvd_world_size", "gauge", "Ranks in the newest generation.");
   w.Sample("hvd_world_size", "", Num(job, "world_size"));
@@ -86,7 +84,7 @@ std::string MetricsText(const json& status) {
   w.Family("hvd_resets_total", "counter",
            "Generations after the first that every slot joined, by what "
            "began them.");
-  const json& resets = At(job, "resets_by_cause");
+  const json& resets = StatusField(job, "resets_by_cause");
   for (const char* cause : {"failure", "hosts", "other"}) {
     w.Sample("hvd_resets_total", Label("cause", cause), Num(resets, cause));
   }
@@ -95,7 +93,7 @@ std::string MetricsText(const json& status) {
 
   w.Family("hvd_hosts", "gauge", "Hosts of the job by state.");
   std::map<std::string, int> hosts;
-  for (const json& host : At(status, "hosts")) {
+  for (const json& host : StatusField(status, "hosts")) {
     ++hosts[host.value("state", "")];
   }
   for (const char* state : kHostStates) {
@@ -108,8 +106,8 @@ std::string MetricsText(const json& status) {
            "decide, rendezvous, connect, sync, first_step).");
   for (const char* phase : kPhases) {
     std::vector<double> values;
-    for (const json& r : At(status, "recoveries")) {
-      const json& phases = At(r, "phases");
+    for (const json& r : StatusField(status, "recoveries")) {
+      const json& phases = StatusField(r, "phases");
       auto it = phases.find(std::string(phase) + "_ms");
       if (it != phases.end() && it->is_number()) {
         values.push_back(it->get<double>() / 1000);
@@ -133,8 +131,8 @@ std::string MetricsText(const json& status) {
              static_cast<double>(values.size()));
   }
 
-  const json& rendezvous = At(status, "rendezvous");
-  const json& requests = At(rendezvous, "requests");
+  const json& rendezvous = StatusField(status, "rendezvous");
+  const json& requests = StatusField(rendezvous, "requests");
   w.Family("hvd_rendezvous_requests_total", "counter",
            "Requests the rendezvous server answered, by status class.");
   for (const char* code : {"2xx", "4xx", "401", "5xx"}) {
@@ -144,9 +142,9 @@ std::string MetricsText(const json& status) {
   w.Family("hvd_rendezvous_request_seconds", "histogram",
            "How long the rendezvous server took to answer a request, "
            "long-poll waits (check-ins, prefix waits) included.");
-  const json& took = At(rendezvous, "handler_seconds");
-  const json bounds = At(took, "bounds");
-  const json counts = At(took, "counts");
+  const json& took = StatusField(rendezvous, "handler_seconds");
+  const json bounds = StatusField(took, "bounds");
+  const json counts = StatusField(took, "counts");
   double cumulative = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     cumulative += counts[i].is_number() ? counts[i].get<double>() : 0;
@@ -177,13 +175,13 @@ std::string MetricsText(const json& status) {
        "Bytes a worker's collective operations carried, by operation."}};
   for (const auto& [family, field, help] : per_op) {
     w.Family(family, "counter", help);
-    for (const json& rank : At(status, "ranks")) {
-      const json& report = At(rank, "report");
+    for (const json& rank : StatusField(status, "ranks")) {
+      const json& report = StatusField(rank, "report");
       if (!report.is_object()) continue;
       const std::string labels =
           Label("slot", rank.value("slot", "")) + "," +
           Label("rank", std::to_string(rank.value("rank", 0)));
-      const json& ops = At(report, "ops");
+      const json& ops = StatusField(report, "ops");
       for (auto it = ops.begin(); it != ops.end(); ++it) {
         // An op type the worker never ran has no series yet.
         if (Num(*it, "count") == 0) continue;
@@ -212,8 +210,8 @@ std::string MetricsText(const json& status) {
   const double now_ms = Num(job, "now_ms");
   for (const PerRank& metric : per_rank) {
     w.Family(metric.name, metric.type, metric.help);
-    for (const json& rank : At(status, "ranks")) {
-      const json& report = At(rank, "report");
+    for (const json& rank : StatusField(status, "ranks")) {
+      const json& report = StatusField(rank, "report");
       if (!report.is_object()) continue;
       const std::string labels =
           Label("slot", rank.value("slot", "")) + "," +

@@ -13,8 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr auto At = StatusField;
-
 double Number(const json& value, double otherwise = 0) {
   return value.is_number() ? value.get<double>() : otherwise;
 }
@@ -93,45 +91,47 @@ class Table {
 
 std::string StatusText(const json& status) {
   std::ostringstream out;
-  const json& job = At(status, "job");
-  const double now_ms = Number(At(job, "now_ms"));
-  out << "job: " << Str(At(job, "state")) << ", generation "
-      << Str(At(job, "generation")) << ", "
-      << Counted(At(job, "world_size"), "rank") << ", "
-      << Counted(At(job, "resets"), "reset") << ", "
-      << Counted(At(job, "failures"), "failure") << ", up "
-      << Duration(now_ms - Number(At(job, "started_ms"), now_ms)) << "\n";
-  if (At(job, "exit_code").is_number()) {
+  const json& job = StatusField(status, "job");
+  const double now_ms = Number(StatusField(job, "now_ms"));
+  out << "job: " << Str(StatusField(job, "state")) << ", generation "
+      << Str(StatusField(job, "generation")) << ", "
+      << Counted(StatusField(job, "world_size"), "rank") << ", "
+      << Counted(StatusField(job, "resets"), "reset") << ", "
+      << Counted(StatusField(job, "failures"), "failure") << ", up "
+      << Duration(now_ms - Number(StatusField(job, "started_ms"), now_ms))
+      << "\n";
+  if (StatusField(job, "exit_code").is_number()) {
     out << "exit code: " << Str(job["exit_code"]) << "\n";
   }
-  out << "command: " << Str(At(job, "command")) << "\n";
+  out << "command: " << Str(StatusField(job, "command")) << "\n";
 
   out << "\nhosts\n";
   Table hosts({"HOST", "SLOTS", "STATE", "WORKERS", "NOTE"});
-  for (const json& host : At(status, "hosts")) {
+  for (const json& host : StatusField(status, "hosts")) {
     std::string note;
     if (host.value("state", "") == "blacklisted") {
-      const json& until = At(host, "usable_again_ms");
+      const json& until = StatusField(host, "usable_again_ms");
       note = until.is_number()
                  ? "usable again in " + Duration(Number(until) - now_ms)
                  : "for good";
     }
-    hosts.Add({Str(At(host, "host")), Str(At(host, "slots")),
-               Str(At(host, "state")), Str(At(host, "workers")), note});
+    hosts.Add({Str(StatusField(host, "host")), Str(StatusField(host, "slots")),
+               Str(StatusField(host, "state")),
+               Str(StatusField(host, "workers")), note});
   }
   hosts.Print(out);
 
-  out << "\nranks (generation " << Str(At(job, "generation")) << ")\n";
+  out << "\nranks (generation " << Str(StatusField(job, "generation")) << ")\n";
   Table ranks(
       {"RANK", "SLOT", "PID", "CHECKED IN", "STEPS", "STEPS/S", "LAST REPORT"});
-  for (const json& rank : At(status, "ranks")) {
-    const json& report = At(rank, "report");
+  for (const json& rank : StatusField(status, "ranks")) {
+    const json& report = StatusField(rank, "report");
     const bool has = report.is_object();
-    ranks.Add({Str(At(rank, "rank")), Str(At(rank, "slot")),
-               Str(At(rank, "pid")),
+    ranks.Add({Str(StatusField(rank, "rank")), Str(StatusField(rank, "slot")),
+               Str(StatusField(rank, "pid")),
                rank.value("checked_in", false) ? "yes" : "no",
-               has ? Str(At(report, "steps")) : "-",
-               has && At(report, "step_rate").is_number()
+               has ? Str(StatusField(report, "steps")) : "-",
+               has && StatusField(report, "step_rate").is_number()
                    ? [&] {
                        std::ostringstream rate;
                        rate << std::fixed << std::setprecision(2)
@@ -139,40 +139,45 @@ std::string StatusText(const json& status) {
                        return rate.str();
                      }()
                    : "-",
-               has ? Age(At(report, "received_ms"), now_ms) : "-"});
+               has ? Age(StatusField(report, "received_ms"), now_ms) : "-"});
   }
   ranks.Print(out);
 
-  const json& recoveries = At(status, "recoveries");
+  const json& recoveries = StatusField(status, "recoveries");
   if (!recoveries.empty()) {
     out << "\ngenerations and their recovery\n";
     Table table({"GEN", "CAUSE", "DETECT", "DECIDE", "RENDEZVOUS", "CONNECT",
                  "STATE SYNC", "FIRST STEP", "REASON"});
     for (const json& r : recoveries) {
-      const json& p = At(r, "phases");
-      table.Add({Str(At(r, "generation")), Str(At(r, "cause")),
-                 Duration(At(p, "detect_ms")), Duration(At(p, "decide_ms")),
-                 Duration(At(p, "rendezvous_ms")),
-                 Duration(At(p, "connect_ms")), Duration(At(p, "sync_ms")),
-                 Duration(At(p, "first_step_ms")), Str(At(r, "reason"))});
+      const json& p = StatusField(r, "phases");
+      table.Add({Str(StatusField(r, "generation")),
+                 Str(StatusField(r, "cause")),
+                 Duration(StatusField(p, "detect_ms")),
+                 Duration(StatusField(p, "decide_ms")),
+                 Duration(StatusField(p, "rendezvous_ms")),
+                 Duration(StatusField(p, "connect_ms")),
+                 Duration(StatusField(p, "sync_ms")),
+                 Duration(StatusField(p, "first_step_ms")),
+                 Str(StatusField(r, "reason"))});
     }
     table.Print(out);
   }
 
-  const json& failures = At(status, "failures");
+  const json& failures = StatusField(status, "failures");
   if (!failures.empty()) {
     out << "\nfailures\n";
     for (const json& f : failures) {
-      out << "  " << ClockTime(At(f, "at_ms")) << " slot " << Str(At(f, "slot"))
-          << " (rank " << Str(At(f, "rank")) << ", pid " << Str(At(f, "pid"))
-          << ") " << Str(At(f, "what")) << "; exit code "
-          << Str(At(f, "exit_code"));
-      if (At(f, "signal").is_string()) {
+      out << "  " << ClockTime(StatusField(f, "at_ms")) << " slot "
+          << Str(StatusField(f, "slot")) << " (rank "
+          << Str(StatusField(f, "rank")) << ", pid "
+          << Str(StatusField(f, "pid")) << ") " << Str(StatusField(f, "what"))
+          << "; exit code " << Str(StatusField(f, "exit_code"));
+      if (StatusField(f, "signal").is_string()) {
         out << ", " << Str(f["signal"]);
       }
       out << "\n";
-      for (const json& line : At(f, "output_tail")) {
-        out << "    | " << Str(At(line, "text")) << "\n";
+      for (const json& line : StatusField(f, "output_tail")) {
+        out << "    | " << Str(StatusField(line, "text")) << "\n";
       }
     }
   }
