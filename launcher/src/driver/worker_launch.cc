@@ -9,8 +9,7 @@
 #include "hvd/common/env_vars.h"
 #include "process/guard.h"
 #include "process/remote_launch.h"
-#include "remote/host_address.h"
-#include "remote/remote_command.h"
+#include "remote/launch_backend.h"
 #include "remote/remote_guard.h"
 #include "remote/srun.h"
 
@@ -42,7 +41,8 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
   EnvList env = WorkerEnvironment(slot, context.endpoint, config);
   env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
   Result<WorkerProcess> worker = Status::Internal("not started");
-  if (config.launcher != Launcher::kSlurm && IsLocalHost(slot.host)) {
+  const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
+  if (backend->RunsHere(slot.host)) {
     worker = SpawnGuard(slot,
                         GuardCommand(context.hvdrun_path, config.stop_grace,
                                      GuardMode::kLocal, config.command),
@@ -52,7 +52,7 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
         context.hvdrun_path, config.stop_grace, config.remote_silence,
         std::chrono::duration_cast<std::chrono::milliseconds>(
             config.start_timeout));
-    auto remote = RemoteCommand(slot.host, guard, kWorkerStepName, config);
+    auto remote = backend->Command(slot.host, guard, kWorkerStepName);
     if (!remote.ok()) {
       worker = remote.status();
     } else {

@@ -5,8 +5,7 @@
 
 #include "policy/host_check.h"
 #include "process/bounded_run.h"
-#include "remote/host_address.h"
-#include "remote/remote_command.h"
+#include "remote/launch_backend.h"
 #include "remote/srun.h"
 
 namespace hvd::launcher {
@@ -17,7 +16,7 @@ using common::Status;
 Result<std::vector<NetworkInterface>> RunHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd) {
-  if (config.launcher != Launcher::kSlurm && IsLocalHost(host)) {
+  if (MakeLaunchBackend(config)->RunsHere(host)) {
     return common::LocalInterfaces();
   }
   return RunRemoteHostCheck(host, hvdrun_path, config, cancel_fd);
@@ -26,8 +25,9 @@ Result<std::vector<NetworkInterface>> RunHostCheck(
 Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd) {
-  auto argv = RemoteCommand(host, {hvdrun_path, kHostCheckFlag},
-                            kHostCheckStepName, config);
+  const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
+  auto argv =
+      backend->Command(host, {hvdrun_path, kHostCheckFlag}, kHostCheckStepName);
   if (!argv.ok()) return argv.status();
   BoundedRunOptions options;
   options.timeout = config.start_timeout + kHostCheckKillMargin;
@@ -36,7 +36,7 @@ Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
   auto run = RunBounded(*argv, options);
   if (!run.ok()) {
     return run.status().WithContext("cannot check host " + host +
-                                    ": cannot run " + RemoteTool(config));
+                                    ": cannot run " + backend->tool());
   }
   if (run->cancelled) {
     return Status::Aborted("the check of host " + host +
@@ -46,7 +46,7 @@ Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
                      run->stderr_text};
   return JudgeHostCheck(host, hvdrun_path,
                         std::max<int64_t>(1, config.start_timeout.count()),
-                        outcome, RemoteTool(config));
+                        outcome, backend->tool());
 }
 
 int HostCheckMain() {

@@ -18,18 +18,19 @@ using common::NetworkInterface;
 inline constexpr std::chrono::seconds kHostCheckKillMargin{2};
 
 // The interfaces of `host`, or the message that says why it cannot run
-// workers. A local host (IsLocalHost) is this machine: its interfaces are
-// read directly. Any other (every host under --launcher slurm, as a step)
-// is asked over ssh (SshArgs: BatchMode, -p, -i,
-// ConnectTimeout = --start-timeout) to run `hvdrun_path` kHostCheckFlag,
-// killed after start_timeout + kHostCheckKillMargin, or at once when
-// `cancel_fd` becomes readable. Blocks; runs on one of the driver's errand
-// threads.
+// workers. Where the launch back-end runs the host's processes here
+// (LaunchBackend::RunsHere), its interfaces are read directly. Any other
+// (every host under --launcher slurm, as a step) runs `hvdrun_path`
+// kHostCheckFlag through the back-end's command (over ssh: BatchMode, -p,
+// -i, ConnectTimeout = --start-timeout), killed after start_timeout +
+// kHostCheckKillMargin, or at once when `cancel_fd` becomes readable.
+// Blocks; runs on one of the driver's errand threads.
 common::Result<std::vector<NetworkInterface>> RunHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd);
 
-// The remote part of RunHostCheck (over ssh or srun), for any host name.
+// The remote part of RunHostCheck (through the back-end's tool), for any
+// host name.
 common::Result<std::vector<NetworkInterface>> RunRemoteHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     const LaunchConfig& config, int cancel_fd);

@@ -1,5 +1,9 @@
 #include "remote/srun.h"
 
+#include <chrono>
+
+#include "slurm/slurm_jobs.h"
+
 namespace hvd::launcher {
 
 std::vector<std::string> SrunArgs(const std::string& node,
@@ -23,6 +27,44 @@ std::vector<std::string> SrunArgs(const std::string& node,
                    std::to_string(*config.slurm->cpus_per_task));
   }
   return srun;
+}
+
+namespace {
+
+class SrunBackend : public LaunchBackend {
+ public:
+  explicit SrunBackend(const LaunchConfig& config) : config_(config) {}
+
+  bool RunsHere(const std::string&) const override { return false; }
+
+  common::Result<std::vector<std::string>> Command(
+      const std::string& host, const std::vector<std::string>& words,
+      const std::string& step_name) const override {
+    if (!config_.slurm) {
+      return common::Status::InvalidArgument(
+          "--launcher slurm needs a Slurm allocation (SLURM_JOB_ID is "
+          "unset): run hvdrun inside sbatch or salloc");
+    }
+    auto job =
+        SlurmJobOfNode(*config_.slurm, host,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(
+                           config_.start_timeout));
+    if (!job.ok()) return job.status();
+    std::vector<std::string> argv = SrunArgs(host, *job, step_name, config_);
+    argv.insert(argv.end(), words.begin(), words.end());
+    return argv;
+  }
+
+  const char* tool() const override { return "srun"; }
+
+ private:
+  const LaunchConfig& config_;
+};
+
+}  // namespace
+
+std::unique_ptr<LaunchBackend> MakeSrunBackend(const LaunchConfig& config) {
+  return std::make_unique<SrunBackend>(config);
 }
 
 }  // namespace hvd::launcher

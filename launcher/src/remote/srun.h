@@ -2,10 +2,12 @@
 // command line, shared by the host check and every worker step.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "job/launch_config.h"
+#include "remote/launch_backend.h"
 
 namespace hvd::launcher {
 
@@ -24,5 +26,10 @@ std::vector<std::string> SrunArgs(const std::string& node,
                                   const std::string& job_id,
                                   const std::string& step_name,
                                   const LaunchConfig& config);
+
+// --launcher slurm: every process, this node's too, runs as a step of the
+// job of the allocation that holds its node (slurm_jobs.h), its words
+// after SrunArgs.
+std::unique_ptr<LaunchBackend> MakeSrunBackend(const LaunchConfig& config);
 
 }  // namespace hvd::launcher

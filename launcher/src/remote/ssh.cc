@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "job/worker_env.h"
+#include "remote/host_address.h"
+
 namespace hvd::launcher {
 
 std::vector<std::string> SshArgs(const std::string& host,
@@ -30,6 +33,36 @@ std::vector<std::string> SshArgs(const std::string& host,
   }
   ssh.push_back(host);
   return ssh;
+}
+
+namespace {
+
+class SshBackend : public LaunchBackend {
+ public:
+  explicit SshBackend(const LaunchConfig& config) : config_(config) {}
+
+  bool RunsHere(const std::string& host) const override {
+    return IsLocalHost(host);
+  }
+
+  common::Result<std::vector<std::string>> Command(
+      const std::string& host, const std::vector<std::string>& words,
+      const std::string&) const override {
+    std::vector<std::string> argv = SshArgs(host, config_);
+    argv.push_back("exec " + ShellWords(words));
+    return argv;
+  }
+
+  const char* tool() const override { return "ssh"; }
+
+ private:
+  const LaunchConfig& config_;
+};
+
+}  // namespace
+
+std::unique_ptr<LaunchBackend> MakeSshBackend(const LaunchConfig& config) {
+  return std::make_unique<SshBackend>(config);
 }
 
 }  // namespace hvd::launcher

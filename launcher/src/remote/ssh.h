@@ -3,10 +3,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "job/launch_config.h"
+#include "remote/launch_backend.h"
 
 namespace hvd::launcher {
 
@@ -23,5 +25,9 @@ inline constexpr int kSshAliveCountMax = 2;
 // keep-alives, and takes hvdrun's -p and -i.
 std::vector<std::string> SshArgs(const std::string& host,
                                  const LaunchConfig& config);
+
+// --launcher ssh: a process for this machine starts here; one for any
+// other host runs `exec <words>` through SshArgs.
+std::unique_ptr<LaunchBackend> MakeSshBackend(const LaunchConfig& config);
 
 }  // namespace hvd::launcher
