@@ -72,7 +72,12 @@ TEST(RunningJobsTest, ListsLiveJobsAndRemovesTheFilesOfDeadOnes) {
   EXPECT_FALSE(std::filesystem::exists(*reused));
   EXPECT_TRUE(std::filesystem::exists(*own));
 
+  // hvdrun removes its file before its status server stops answering: a
+  // job whose file is gone has ended, though its process still runs.
+  EXPECT_TRUE(StillListed((*jobs)[0]));
   RemoveJobFile(*own);
+  EXPECT_FALSE(StillListed((*jobs)[0]));
+  EXPECT_TRUE(StillRuns((*jobs)[0]));
   waitpid(zombie, nullptr, 0);
   unsetenv("XDG_RUNTIME_DIR");
   std::filesystem::remove_all(dir);

@@ -85,6 +85,19 @@ bool StillRuns(const JobFile& job) {
   return job.process_start == 0 || stat->start == job.process_start;
 }
 
+namespace {
+
+std::string JobFilePath(pid_t pid) {
+  return JobFileDirectory() + "/" + std::to_string(pid) + ".json";
+}
+
+}  // namespace
+
+bool StillListed(const JobFile& job) {
+  struct stat info;
+  return ::stat(JobFilePath(job.pid).c_str(), &info) == 0;
+}
+
 std::string JobFileDirectory() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
   if (runtime && *runtime) return std::string(runtime) + "/hvd";
@@ -95,7 +108,7 @@ common::Result<std::string> WriteJobFile(const JobFile& job) {
   const std::string dir = JobFileDirectory();
   Status usable = CheckDirectory(dir, true);
   if (!usable.ok()) return usable;
-  const std::string path = dir + "/" + std::to_string(job.pid) + ".json";
+  const std::string path = JobFilePath(job.pid);
   const std::string temporary = path + ".new";
   nlohmann::json body{{"pid", job.pid},
                       {"url", job.url},

@@ -42,6 +42,11 @@ std::optional<ProcessStat> ParseProcessStat(const std::string& text);
 // when the file says.
 bool StillRuns(const JobFile& job);
 
+// Whether JOB's file is still there. hvdrun removes it before its status
+// server stops answering, so a job whose file is gone has ended, though its
+// process may still be exiting.
+bool StillListed(const JobFile& job);
+
 // This process's start time (0 when /proc cannot tell).
 int64_t OwnProcessStart();
 

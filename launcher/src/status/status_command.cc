@@ -123,7 +123,7 @@ int StatusMain(const std::vector<std::string>& args) {
                   static_cast<int>(job.pid), job.url.c_str());
     }
     auto status = Fetch(job.url);
-    if (!status.ok() && !StillRuns(job)) {
+    if (!status.ok() && (!StillListed(job) || !StillRuns(job))) {
       // It ended between the listing and the question: not running, and so
       // not an error.
       if (as_json) {
