@@ -66,12 +66,22 @@ done
 # The extension: its objects are built there (that machine's Python), the
 # rest of hvd comes as the static libraries of this build, and the shared
 # libraries by soname from lib/.
+# The link command, as either generator keeps it: Make in link.txt (paths
+# from build/python), Ninja in its build log (paths from build/).
 ext_dir="$build/python/CMakeFiles/_hvd_core.dir"
+if [ -f "$ext_dir/link.txt" ]; then
+  link_command="$(cat "$ext_dir/link.txt")"
+  link_base="$build/python"
+else
+  ext_so="$(cd "$build" && ls python/_hvd_core*.so)"
+  link_command="$(ninja -C "$build" -t commands "$ext_so" | tail -n 1)"
+  link_base="$build"
+fi
 link_inputs=()
-for word in $(cat "$ext_dir/link.txt"); do
+for word in $link_command; do
   case "$word" in
-    ../*.a)
-      strip --strip-debug -o "$bundle/ext/$(basename "$word")" "$build/python/$word"
+    *.a)
+      strip --strip-debug -o "$bundle/ext/$(basename "$word")" "$link_base/$word"
       link_inputs+=("ext/$(basename "$word")") ;;
     /*.so*)
       soname="$(objdump -p "$word" | awk '$1 == "SONAME" { print $2 }')"
@@ -82,16 +92,16 @@ done
 # The compile command's macros and options, without its include folders
 # (the tree's are named again relative to the root, the system's come from
 # include/ and the machine's Python).
-command="$(HVD_SOURCE="$hvd_root/python/src/module.cc" "${HVD_PYTHON:-/usr/bin/python3}" - \
-  "$build/compile_commands.json" <<'EOF'
-import json, os, sys
+# (One for all its sources, each alone or in a unity unit.)
+command="$("${HVD_PYTHON:-/usr/bin/python3}" - "$build/compile_commands.json" <<'EOF'
+import json, sys
 for entry in json.load(open(sys.argv[1])):
-    if entry["file"] == os.environ["HVD_SOURCE"]:
+    if "/_hvd_core.dir/" in entry["command"]:
         print(entry["command"])
         break
 EOF
 )"
-[ -n "$command" ] || hvd_die "no compile command for python/src/module.cc in $build"
+[ -n "$command" ] || hvd_die "no compile command of _hvd_core in $build"
 defines=()
 for word in $command; do
   case "$word" in
@@ -129,9 +139,18 @@ done >"$bundle/MANIFEST.libs"
 
 # Headers: every file under /usr/include the extension's sources read, less
 # the compiler's, the C library's, the kernel's and Python's.
+# The compiler lists them (-M), given the compile command's flags.
+includes=()
+for word in $command; do
+  case "$word" in
+    -I*) includes+=("$word") ;;
+  esac
+done
 mapfile -t headers < <(for s in "${ext_sources[@]}"; do
-  sed -e 's/\\$//' -e 's/^[^:]*://' "$ext_dir/src/$s.cc.o.d"
-done | tr ' ' '\n' | grep '^/usr/include/' | sort -u)
+  "${command%% *}" -M "${defines[@]}" "${includes[@]}" \
+    $(python3-config --includes) "$hvd_root/python/src/$s.cc"
+done | sed -e 's/\\$//' -e 's/^[^:]*://' | tr ' ' '\n' |
+  grep '^/usr/include/' | sort -u)
 { dpkg -S "${headers[@]}" 2>/dev/null || true; } >"$log"
 awk '{ split($1, p, /[:,]/); print p[1], $NF }' "$log" | while read -r pkg header; do
   [[ "$pkg" =~ $system_header_pkgs ]] && continue
