@@ -11,7 +11,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 hvd_ensure_packages \
-  g++ cmake make pkg-config lld \
+  g++ cmake ninja-build pkg-config lld \
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
   libcli11-dev libyaml-cpp-dev libgtest-dev libboost-dev python3 python3-pytest \
   python3-dev pybind11-dev python3-numpy python3-torch python3-prometheus-client \
@@ -32,15 +32,17 @@ if [ -n "${CI:-}" ]; then
 fi
 
 build="$hvd_root/build"
-mkdir -p "$build"
-log="$build/setup.log"
-if ! cmake -S "$hvd_root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# (The log starts outside build/, which the configure may empty.)
+log="$(mktemp)"
+if ! hvd_cmake_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 $debug_info -DNDEBUG" \
       -DHVD_UNOPTIMIZED_TESTS="$unoptimized_tests" \
       -DHVD_WERROR="$werror" >"$log" 2>&1; then
   cat "$log" >&2
   hvd_die "cmake configure failed (log: $log)"
 fi
+mv "$log" "$build/setup.log"
+log="$build/setup.log"
 if ! cmake --build "$build" -j"$(nproc)" >>"$log" 2>&1; then
   grep -E "error|Error" -A5 "$log" | head -n 60 >&2
   hvd_die "build failed (full log: $log)"

@@ -17,13 +17,15 @@
 # at the lowest CPU priority, and report after pytest's summary.
 # Environment: HVD_TEST_STAGES="asan fuzz" runs only those stages (a local
 # shortcut: the skipped ones are named), HVD_FUZZ_SECONDS changes the 30 s,
-# CI=true turns compiler warnings into errors (as in setup.sh).
+# HVD_PYTEST_WORKERS the 3 pytest workers, CI=true turns compiler warnings
+# into errors (as in setup.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 all_stages="ctest asan tsan fuzz gpu pytest"
 stages="${HVD_TEST_STAGES:-$all_stages}"
 fuzz_seconds="${HVD_FUZZ_SECONDS:-30}"
+pytest_workers="${HVD_PYTEST_WORKERS:-3}"
 jobs="$(nproc)"
 werror=OFF
 [ -n "${CI:-}" ] && werror=ON
@@ -63,6 +65,7 @@ stage_setup() {
   # playwright-core from npm (the version tests/browser/package-lock.json
   # pins).
   if wants pytest; then
+    hvd_ensure_packages python3-pytest-xdist || return 1
     command -v npm >/dev/null || hvd_ensure_packages nodejs npm || return 1
     hvd_ensure_packages chromium || return 1
     if [ ! -d "$hvd_root/tests/browser/node_modules/playwright-core" ]; then
@@ -121,9 +124,9 @@ stage_ctest() {
 sanitizer_build() {
   local dir="$hvd_root/$1" sanitize="$2" fuzz="$3"
   shift 3
-  local log="$dir/build.log"
-  mkdir -p "$dir"
-  if ! CC=clang CXX=clang++ cmake -S "$hvd_root" -B "$dir" \
+  local log
+  log="$(mktemp)"
+  if ! CC=clang CXX=clang++ hvd_cmake_configure "$dir" \
         -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
         -DHVD_WERROR="$werror" -DHVD_SANITIZE="$sanitize" -DHVD_FUZZ="$fuzz" \
         -DHVD_UNOPTIMIZED_TESTS=ON \
@@ -132,6 +135,8 @@ sanitizer_build() {
     echo "error: cmake configure of $dir failed (log: $log)" >&2
     return 1
   fi
+  mv "$log" "$dir/build.log"
+  log="$dir/build.log"
   local targets=()
   [ $# -gt 0 ] && targets=(--target "$@")
   if ! cmake --build "$dir" -j"$jobs" "${targets[@]}" >>"$log" 2>&1; then
@@ -280,9 +285,14 @@ stage_gpu() {
 }
 
 # The 15 slowest tests are listed before the summary: where the time budget
-# (docs/testing.md) goes.
+# (docs/testing.md) goes. The files run side by side, pytest_workers at a
+# time (pytest-xdist), each file whole on one worker: a module's shared job
+# runs once, and each worker has its own test bed (tests/integration/
+# conftest.py). The tests mostly wait on their jobs, so more workers than
+# cores pay.
 stage_pytest() {
   (cd "$hvd_root" && /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+    -n "$pytest_workers" --dist loadfile \
     --durations=15 --ignore="$gpu_pytest" tests/integration)
 }
 

@@ -167,6 +167,22 @@ def wait_until(predicate, what, timeout=30, interval=0.05):
         time.sleep(interval)
 
 
+def shm_segments():
+    """hvd's shared-memory segments in /dev/shm now (every bed host shares
+    this machine's)."""
+    return {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+
+
+def wait_until_no_new_segments(before, timeout=10):
+    """Waits until no segment is left beyond `before`: a job may leave
+    none. Waits rather than looks once, because a job of another test
+    running beside this one (pytest-xdist) holds its own segment for the
+    moment its ranks take to map it; a leaked one never goes."""
+    wait_until(lambda: shm_segments() <= before,
+               "no shared-memory segment left by the job "
+               f"(left: {sorted(shm_segments() - before)})", timeout=timeout)
+
+
 @pytest.fixture
 def hvdrun():
     """run(args, timeout=60, **popen) -> CompletedProcess of hvdrun;
@@ -270,11 +286,17 @@ class Bed:
     """A test bed of network-namespace hosts with their own sshd
     (scripts/cluster/). Its prefix and net come from HVD_TEST_BED_PREFIX and
     HVD_TEST_BED_NET (defaults "hvdt", "10.214.0"), so that two test runs on
-    one machine can each have their own."""
+    one machine can each have their own; under pytest-xdist each worker's
+    bed (and so its Slurm's ports, scripts/cluster/slurm-lib.sh) gets its
+    own too, "hvdt<N>x" on 10.215.<N> for worker gw<N>."""
 
     def __init__(self):
-        self.prefix = os.environ.get("HVD_TEST_BED_PREFIX", "hvdt")
-        self.net = os.environ.get("HVD_TEST_BED_NET", "10.214.0")
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        prefix, net = "hvdt", "10.214.0"
+        if re.fullmatch(r"gw\d{1,3}", worker):
+            prefix, net = f"hvdt{worker[2:]}x", f"10.215.{int(worker[2:])}"
+        self.prefix = os.environ.get("HVD_TEST_BED_PREFIX", prefix)
+        self.net = os.environ.get("HVD_TEST_BED_NET", net)
         self.env = dict(os.environ, HVD_BED_PREFIX=self.prefix,
                         HVD_BED_NET=self.net)
         self.dir = pathlib.Path("/run/hvd-bed") / self.prefix

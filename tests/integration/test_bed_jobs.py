@@ -10,7 +10,8 @@ import os
 import re
 import signal
 
-from conftest import ROOT, rank_lines, wait_until
+from conftest import (ROOT, rank_lines, shm_segments, wait_until,
+                      wait_until_no_new_segments)
 from test_elastic import Scenario, check_consistent_finish
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
@@ -82,7 +83,7 @@ def test_sigkill_of_hvdrun_leaves_no_process_on_any_host(bed, hvdrun,
                                                          tmp_path):
     """Also hvdrun's -p and -i on a real job."""
     hosts = bed.up(2)
-    segments = {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
+    segments = shm_segments()
     # Through the bed's second sshd port, which takes only its second key.
     child = start_steady_job(hvdrun, hosts, tmp_path, extra=[
         "-p", "2222", "-i", str(bed.dir / "alt_id_ed25519")])
@@ -92,8 +93,7 @@ def test_sigkill_of_hvdrun_leaves_no_process_on_any_host(bed, hvdrun,
     # guards read; those stop their workers.
     bed.wait_until_empty(timeout=5)
     # The bed's hosts share this /dev/shm: no host left a segment.
-    assert {n for n in os.listdir("/dev/shm")
-            if n.startswith("hvd-")} <= segments
+    wait_until_no_new_segments(segments)
 
 
 def test_a_dropped_ssh_connection_stops_its_remote_worker(bed, hvdrun,

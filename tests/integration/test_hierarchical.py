@@ -11,16 +11,13 @@ import time
 
 import pytest
 
-from conftest import ROOT, rank_lines, wait_until
+from conftest import (ROOT, rank_lines, shm_segments, wait_until,
+                      wait_until_no_new_segments)
 from test_elastic import Scenario, _alive, check_consistent_finish
 
 WORKERS = ROOT / "tests" / "integration" / "workers"
 PYTHON = "/usr/bin/python3"
 SHARED = "hierarchical collectives through"
-
-
-def segments():
-    return {n for n in os.listdir("/dev/shm") if n.startswith("hvd-")}
 
 
 def debug_env(**extra):
@@ -38,7 +35,7 @@ def passed_everywhere(result, size):
                                    "localhost:2,127.0.0.1:2"])
 def test_every_op_through_shared_memory_in_small_chunks(hvdrun, hosts):
     """4 KiB chunks: most tensors take several, slices are uneven."""
-    before = segments()
+    before = shm_segments()
     size = sum(int(h.split(":")[1]) for h in hosts.split(","))
     result = hvdrun(["-H", hosts, PYTHON,
                      str(WORKERS / "collectives_worker.py")], timeout=180,
@@ -47,7 +44,7 @@ def test_every_op_through_shared_memory_in_small_chunks(hvdrun, hosts):
     passed_everywhere(result, size)
     # Every rank took the shared-memory path, not the flat one.
     assert result.stderr.count(SHARED) == size, result.stderr
-    assert segments() <= before
+    wait_until_no_new_segments(before)
 
 
 @pytest.mark.parametrize("switch", ["env", "flags"])
@@ -73,7 +70,7 @@ def test_kill_of_a_local_rank_mid_allreduce(hvdrun, tmp_path):
     peer waits on the segment, the others across hosts. All must give up
     at the driver's word, not the Gloo timeout, and the next generation
     (localhost's two ranks, through a new segment) must compute right."""
-    before = segments()
+    before = shm_segments()
     s = Scenario(tmp_path, "", epochs=2, batches=3, payload=4 << 20,
                  exits=[{"slot": "127.0.0.1:1", "epoch": 1, "batch": 1,
                          "how": "kill", "during": "payload"}])
@@ -94,11 +91,11 @@ def test_kill_of_a_local_rank_mid_allreduce(hvdrun, tmp_path):
     # segment without the Abort would have taken.
     assert min(r["time"] for r in resets) - exit_time < 10, resets
     assert SHARED in result.stderr
-    assert segments() <= before
+    wait_until_no_new_segments(before)
 
 
 def test_hvdrun_killed_mid_job_leaves_no_segment(hvdrun, tmp_path):
-    before = segments()
+    before = shm_segments()
     s = Scenario(tmp_path, "localhost:4\n", epochs=1000, batches=10,
                  payload=1 << 20)
     job = hvdrun.start(["-np", "4", "--host-discovery-script",
@@ -113,14 +110,14 @@ def test_hvdrun_killed_mid_job_leaves_no_segment(hvdrun, tmp_path):
     job.wait(timeout=30)
     wait_until(lambda: not any(_alive(p) for p in pids),
                f"workers {sorted(pids)} to die with hvdrun", timeout=10)
-    assert segments() <= before
+    wait_until_no_new_segments(before)
 
 
 def test_process_sets_have_their_own_groups(hvdrun):
     """A set with two ranks on each of two hosts goes through its own
     segments and cross contexts, one on one host through its segment, one
     with a rank per host flat; every result checked against numpy."""
-    before = segments()
+    before = shm_segments()
     result = hvdrun(["-H", "localhost:3,127.0.0.1:3", PYTHON,
                      str(WORKERS / "hierarchical_sets_worker.py")],
                     timeout=180, env=debug_env(HVD_SHM_CHUNK_BYTES="4096"))
@@ -130,4 +127,4 @@ def test_process_sets_have_their_own_groups(hvdrun):
     groups = re.findall(r"shared memory for set (s\d+)", result.stderr)
     assert sorted(groups) == sorted(["s0"] * 6 + ["s1"] * 4 + ["s2"] * 2), \
         result.stderr
-    assert segments() <= before
+    wait_until_no_new_segments(before)
