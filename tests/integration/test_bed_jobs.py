@@ -118,9 +118,11 @@ def test_elastic_hosts_join_and_leave_and_a_host_crashes(bed, hvdrun,
                                                          tmp_path):
     hosts = bed.up(4)
     a, b, c, d = hosts
-    # Host d's workers may start after the last epoch: the job waits.
+    # Host d's workers may start after the last epoch: the job waits. Host
+    # a leaves (epoch 4) only once b's and c's workers train: a has the
+    # only workers that hold the state until then.
     s = Scenario(tmp_path, f"{a}:2\n", epochs=6, batches=10, sleep=0.1,
-                 hold_until_size=4,
+                 hold_until_size=4, hold_before_epoch={"4": 6},
                  discovery={"1": f"{a}:2\n{b}:2\n{c}:2\n",
                             "4": f"{b}:2\n{c}:2\n{d}:2\n"})
     child = hvdrun.start(["-np", "2", "--min-np", "2",

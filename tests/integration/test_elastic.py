@@ -62,7 +62,10 @@ def check_consistent_finish(scenario, size):
 
 
 def test_hosts_added_then_removed_including_rank_zeros_host(hvdrun, tmp_path):
+    # Rank 0's host leaves (epoch 3) only once the new host's workers train:
+    # until then its workers alone hold the state.
     s = Scenario(tmp_path, "localhost:2\n", epochs=5, batches=8, sleep=0.1,
+                 hold_before_epoch={"3": 4},
                  discovery={"1": "localhost:2\n127.0.0.1:2\n",
                             "3": "127.0.0.1:2\n"})
     result = hvdrun(["-np", "2", "--min-np", "1", "--host-discovery-script",

@@ -7,7 +7,8 @@
                 "how": "exception" | "kill" | "stop" | "pause"},
                {"slot": "localhost:0", "size": 4, "entries": 3,
                 "how": ...}],
-     "sleep": 0.05, "print": false, "payload": 0, "hold_until_size": 0}
+     "sleep": 0.05, "print": false, "payload": 0, "hold_until_size": 0,
+     "hold_before_epoch": {"<epoch>": <size>, ...}}
 
 Each process appends JSON lines to <log>/<slot>.<pid>.jsonl: one per batch
 (after its allreduce), per half step once its allreduce is submitted,
@@ -20,6 +21,11 @@ after the job every survivor must hold the same value. A second "model",
 (model_after() below): step k's batch is samples k*B..k*B+B-1 whatever the
 world size, each rank sums its share, the allreduce adds the shares, and
 the update is order-sensitive and exact (integers modulo a prime).
+
+"hold_until_size" keeps the trained-out job open until the world has that
+many workers; "hold_before_epoch" holds the same way before an epoch starts
+(before rank 0 writes that epoch's discovery), so that a scenario's host
+change waits for the workers it counts on, however slowly they start.
 
 With "payload" (elements), every batch first allreduces that many float32
 values (rank + 1 from each rank) and logs whether the sum was right; an
@@ -166,11 +172,27 @@ def on_reset():
 state.register_reset_callbacks([on_reset])
 
 
+def hold_until_size(size):
+    """Commits, without stepping, until the world has `size` workers, for at
+    most 1200 commits (60 s): a host discovery added may take seconds to
+    start on a loaded machine. A count, not a clock, bounds it, so every
+    rank leaves at the same commit; a new world comes as a reset at one of
+    them."""
+    for _ in range(1200):
+        if hvd.size() >= size:
+            break
+        time.sleep(0.05)
+        state.commit()
+
+
 @hvd.elastic.run
 def train(state):
     global entries
     entries += 1
     while state.epoch < scenario["epochs"]:
+        if state.batch == 0:
+            hold_until_size(
+                scenario.get("hold_before_epoch", {}).get(str(state.epoch), 0))
         if state.batch == 0 and hvd.rank() == 0:
             hosts = scenario.get("discovery", {}).get(str(state.epoch))
             if hosts == "<fail>":  # the discovery script's cat fails
@@ -205,16 +227,9 @@ def train(state):
         state.epoch += 1
         state.batch = 0
         state.commit()
-    # Trained out, the job stays open (committing, not stepping) until the
-    # world has "hold_until_size" workers, for at most 1200 commits (60 s):
-    # a host discovery added may take seconds to start on a loaded machine.
-    # A count, not a clock, bounds it, so every rank leaves at the same
-    # commit.
-    for _ in range(1200):
-        if hvd.size() >= scenario.get("hold_until_size", 0):
-            break
-        time.sleep(0.05)
-        state.commit()
+    # Trained out, the job stays open until the world has "hold_until_size"
+    # workers.
+    hold_until_size(scenario.get("hold_until_size", 0))
     log("done", epoch=state.epoch, total=state.total, commits=state.commits,
         w=state.w, step=state.step,
         reference=model_after(scenario["epochs"] * scenario["batches"]))
