@@ -12,8 +12,22 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
+import pytest
+
 from conftest import HVDRUN, wait_until
 from test_elastic import Scenario
+
+
+@pytest.fixture(autouse=True)
+def own_job_files(tmp_path, monkeypatch):
+    """`hvdrun status` without a URL lists every job of this user on this
+    machine: the jobs of tests running beside these (pytest-xdist) too, one
+    of them perhaps too busy to answer in time. Each test's hvdruns and
+    `hvdrun status` share a job-file directory of their own
+    ($XDG_RUNTIME_DIR/hvd)."""
+    runtime_dir = tmp_path / "xdg-runtime"
+    runtime_dir.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_dir))
 
 # hvdrun's own lines start with the time, "[2026-11-26 09:40:38.769] ".
 URL_LINE = re.compile(r"^(?:\[[\d :.-]+\] )?hvdrun: status page: "

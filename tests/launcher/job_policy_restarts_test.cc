@@ -1,6 +1,7 @@
 // JobPolicy's endings: a job that cannot start stops after kStartAttempts
 // starts that failed the same way; each generation says its real cause;
-// the final lines carry horovodrun's words for the endings it names.
+// the final lines carry horovodrun's words for the endings it names; a
+// signal stops every state.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -258,6 +259,68 @@ TEST(JobPolicyHorovodWords, NoneForASignalOrASuccess) {
   }
   EXPECT_EQ(done.exit_code(), 0);
   EXPECT_EQ(done.log().find("Horovod"), std::string::npos) << done.log();
+}
+
+// ---- signals in every state ----
+
+TEST(JobPolicySignals, EveryStateStopsOnSigterm) {
+  struct State {
+    const char* name;
+    std::function<void(Harness&)> reach;
+  };
+  std::vector<State> states = {
+      {"starting", [](Harness&) {}},
+      {"running", [](Harness& h) { h.CheckInAll(); }},
+      {"waiting for slots",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.ExitSlot("a:0", Exit(1));
+         h.ExitSlot("a:1", Killed(SIGTERM));
+       }},
+      {"waiting for check-ins",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.On(HostsDiscovered{{{"a", 2}, {"b", 2}, {"c", 1}}});
+       }},
+      {"resetting",
+       [](Harness& h) {
+         h.CheckInAll();
+         h.AskReset({"a:0"});
+       }},
+  };
+  for (const State& state : states) {
+    SCOPED_TRACE(state.name);
+    Harness h(Elastic(4, 3));
+    h.Start();
+    state.reach(h);
+    ASSERT_FALSE(h.policy().finished());
+    Actions stop = h.On(SignalReceived{SIGTERM});
+    std::set<WorkerId> told;
+    for (const SignalWorker& s : All<SignalWorker>(stop)) told.insert(s.worker);
+    for (const char* slot : {"a:0", "a:1", "b:0", "b:1", "c:0"}) {
+      if (h.has_worker(slot)) {
+        EXPECT_TRUE(told.count(h.worker(slot))) << slot;
+      }
+    }
+    for (const char* slot : {"a:0", "a:1", "b:0", "b:1", "c:0"}) {
+      if (h.has_worker(slot)) h.ExitSlot(slot, Killed(SIGTERM));
+    }
+    EXPECT_TRUE(h.policy().finished());
+    EXPECT_EQ(h.exit_code(), 128 + SIGTERM);
+    EXPECT_FALSE(h.policy().NextDeadline().has_value());
+  }
+}
+
+TEST(JobPolicySignals, StoppingThenASignalKillsAtOnce) {
+  Harness h = Trained();
+  h.ExitSlot("a:0", Exit(1));
+  h.On(HostsDiscovered{{}});  // nothing left to run on: waiting
+  h.On(SignalReceived{SIGTERM});
+  Actions again = h.On(SignalReceived{SIGTERM});
+  for (const SignalWorker& s : All<SignalWorker>(again)) {
+    EXPECT_EQ(s.signal, SIGKILL);
+  }
+  EXPECT_FALSE(All<SignalWorker>(again).empty());
 }
 
 }  // namespace
