@@ -2,7 +2,7 @@
 # TARGET compiles as one unit (CMake's unity build, one group a folder).
 # A folder's files include the same heavy headers (Gloo, Boost.Asio,
 # nlohmann/json, spdlog, fmt) and instantiate the same templates: as units,
-# a clean build takes about 40% less CPU (docs/testing.md, "Time budget").
+# a clean build takes an eighth less CPU (docs/testing.md, "Time budget").
 # A file with its own compile options stays out of the units (its options
 # would apply to the whole unit), as does one marked
 # SKIP_UNITY_BUILD_INCLUSION. Call it in the directory that adds TARGET's

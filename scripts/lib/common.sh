@@ -37,9 +37,10 @@ hvd_ensure_packages() {
 }
 
 # hvd_cmake_configure DIR CMAKE-ARGS...: configures the build folder DIR
-# with Ninja (about a tenth faster than Make on a clean build here, and it
-# schedules the whole tree at once). A folder configured with another
-# generator is emptied first: CMake refuses to switch.
+# with Ninja, which schedules the whole tree as one graph and keeps each
+# step's time in DIR/.ninja_log (where docs/testing.md's build figures come
+# from). A folder configured with another generator is emptied first:
+# CMake refuses to switch.
 hvd_cmake_configure() {
   local dir="$1"
   shift

@@ -31,13 +31,7 @@ constexpr std::array<OpInfo, kOpTypeCount> kOps{{
      false},
 }};
 
-constexpr bool InOpTypeOrder() {
-  for (size_t i = 0; i < kOps.size(); ++i) {
-    if (static_cast<size_t>(kOps[i].type) != i) return false;
-  }
-  return true;
-}
-static_assert(InOpTypeOrder(), "kOps must list OpType's values in order");
+static_assert(InOpTypeOrder(kOps), "kOps must list OpType's values in order");
 
 }  // namespace
 

@@ -5,6 +5,9 @@
 // row in each.
 #pragma once
 
+#include <array>
+#include <cstddef>
+
 #include "hvd/runtime/types.h"
 
 namespace hvd::runtime {
@@ -36,5 +39,16 @@ struct OpInfo {
 };
 
 const OpInfo& OpInfoOf(OpType type);
+
+// Whether `rows` has one row per OpType, in OpType's order (each row's
+// `type`): the op tables look a row up by its index.
+template <typename Row, size_t N>
+constexpr bool InOpTypeOrder(const std::array<Row, N>& rows) {
+  if (N != static_cast<size_t>(kOpTypeCount)) return false;
+  for (size_t i = 0; i < N; ++i) {
+    if (static_cast<size_t>(rows[i].type) != i) return false;
+  }
+  return true;
+}
 
 }  // namespace hvd::runtime

@@ -26,13 +26,8 @@ constexpr std::array<OpExecutors, kOpTypeCount> kExecutors{{
     {OpType::kRemoveProcessSet, nullptr, nullptr},
 }};
 
-constexpr bool InOpTypeOrder() {
-  for (size_t i = 0; i < kExecutors.size(); ++i) {
-    if (static_cast<size_t>(kExecutors[i].type) != i) return false;
-  }
-  return true;
-}
-static_assert(InOpTypeOrder(), "kExecutors must list OpType's values in order");
+static_assert(InOpTypeOrder(kExecutors),
+              "kExecutors must list OpType's values in order");
 
 }  // namespace
 
