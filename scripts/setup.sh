@@ -1,22 +1,50 @@
 #!/usr/bin/env bash
-# Installs the Debian packages hvd needs (only the missing ones), then
-# configures and builds into build/. Idempotent; quiet unless something fails.
-# Then puts the hvd Python package on the path of /usr/bin/python3 (or of
-# $HVD_PYTHON, e.g. a venv made with --system-site-packages) with a .pth file
-# naming python/ and build/python/, so `import hvd` works from any directory
-# and always sees the current build.
+# Installs the Debian packages hvd needs to build and run (only the missing
+# ones; scripts/lib/packages.sh lists them by purpose), then configures and
+# builds into build/: hvdrun and the Python extension. Idempotent; quiet
+# unless something fails. Then puts the hvd Python package on the path of
+# /usr/bin/python3 (or of $HVD_PYTHON, e.g. a venv made with
+# --system-site-packages) with a .pth file naming python/ and build/python/,
+# so `import hvd` works from any directory and always sees the current
+# build.
+#   --with-tests        also the C++ tests (and libgtest-dev): scripts/test.sh
+#   --with-benchmarks   also the C++ programs of scripts/bench
+# Without them, a build/ configured with them keeps them (a developer's
+# tree stays whole); a new one has neither.
 # Environment: CI=true turns compiler warnings into errors, keeps only line
 # tables as debug information (-g1) and compiles the test files at -O0.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$hvd_root/scripts/lib/packages.sh"
 
-hvd_ensure_packages \
-  g++ cmake ninja-build pkg-config lld \
-  libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev \
-  libcli11-dev libyaml-cpp-dev libgtest-dev libboost-dev python3 python3-pytest \
-  python3-dev pybind11-dev python3-numpy python3-torch python3-prometheus-client \
-  openssh-server openssh-client iproute2 \
-  slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+with_tests=""
+with_benchmarks=""
+for arg in "$@"; do
+  case "$arg" in
+    --with-tests) with_tests=ON ;;
+    --with-benchmarks) with_benchmarks=ON ;;
+    *) hvd_die "usage: $0 [--with-tests] [--with-benchmarks]" ;;
+  esac
+done
+build="$hvd_root/build"
+# A build/ of another generator is made anew (hvd_cmake_configure): new.
+configured=""
+grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt" 2>/dev/null &&
+  configured=yes
+parts=()
+if [ -n "$with_tests" ] || [ -z "$configured" ]; then
+  parts+=("-DHVD_BUILD_TESTS=${with_tests:-OFF}")
+fi
+if [ -n "$with_benchmarks" ] || [ -z "$configured" ]; then
+  parts+=("-DHVD_BUILD_BENCHMARKS=${with_benchmarks:-OFF}")
+fi
+
+packages=("${hvd_build_packages[@]}" "${hvd_run_packages[@]}")
+if [ -n "$with_tests" ] ||
+   grep -qx 'HVD_BUILD_TESTS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  packages+=("${hvd_unit_test_packages[@]}")
+fi
+hvd_ensure_packages "${packages[@]}"
 
 werror=OFF
 debug_info=-g
@@ -31,12 +59,12 @@ if [ -n "${CI:-}" ]; then
   unoptimized_tests=ON
 fi
 
-build="$hvd_root/build"
 # (The log starts outside build/, which the configure may empty.)
 log="$(mktemp)"
 if ! hvd_cmake_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 $debug_info -DNDEBUG" \
       -DHVD_UNOPTIMIZED_TESTS="$unoptimized_tests" \
+      "${parts[@]}" \
       -DHVD_WERROR="$werror" >"$log" 2>&1; then
   cat "$log" >&2
   hvd_die "cmake configure failed (log: $log)"

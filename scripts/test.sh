@@ -21,6 +21,7 @@
 # into errors (as in setup.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$hvd_root/scripts/lib/packages.sh"
 
 all_stages="ctest asan tsan fuzz gpu pytest"
 stages="${HVD_TEST_STAGES:-$all_stages}"
@@ -56,16 +57,21 @@ run_stage() {
 }
 
 stage_setup() {
-  "$hvd_root/scripts/setup.sh" || return 1
-  # Only the sanitizer and fuzz stages need clang; the demo does not.
+  "$hvd_root/scripts/setup.sh" --with-tests --with-benchmarks || return 1
+  # What only the tests need, for the stages that run
+  # (scripts/lib/packages.sh).
   if wants asan || wants tsan || wants fuzz; then
-    hvd_ensure_packages clang libclang-rt-14-dev llvm || return 1
+    hvd_ensure_packages "${hvd_sanitizer_packages[@]}" || return 1
+  fi
+  if wants pytest || wants gpu; then
+    hvd_ensure_packages "${hvd_pytest_packages[@]}" "${hvd_bed_packages[@]}" \
+      "${hvd_slurm_packages[@]}" || return 1
   fi
   # The status page's browser test: Debian's chromium, driven by
   # playwright-core from npm (the version tests/browser/package-lock.json
   # pins).
   if wants pytest; then
-    hvd_ensure_packages python3-pytest-xdist || return 1
+    # (An npm from elsewhere than Debian will do.)
     command -v npm >/dev/null || hvd_ensure_packages nodejs npm || return 1
     hvd_ensure_packages chromium || return 1
     if [ ! -d "$hvd_root/tests/browser/node_modules/playwright-core" ]; then

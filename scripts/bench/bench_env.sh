@@ -1,6 +1,6 @@
 # Sourced by scripts/bench/{allreduce,fusion}/run.sh after lib/common.sh:
 # the build, the Python and the threads their ranks run with.
-#   build    HVD_BUILD_DIR, or build/ after scripts/setup.sh
+#   build    HVD_BUILD_DIR, or build/ after scripts/setup.sh --with-benchmarks
 #   python   HVD_PYTHON (a Python of your own, with its own torch and numpy,
 #            as on the GPU machine), or /usr/bin/python3 with Debian's
 #   cores    the machine's cores
@@ -10,7 +10,7 @@
 build="${HVD_BUILD_DIR:-}"
 if [ -z "$build" ]; then
   build="$hvd_root/build"
-  "$hvd_root/scripts/setup.sh"
+  "$hvd_root/scripts/setup.sh" --with-benchmarks
 fi
 python="${HVD_PYTHON:-/usr/bin/python3}"
 [ -n "${HVD_PYTHON:-}" ] || hvd_ensure_packages python3-torch python3-numpy

@@ -22,7 +22,7 @@ bed_need_root "$@"
   bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N first (with the same HVD_BED_PREFIX and HVD_BED_NET)"
 for tool in munged mungekey mariadbd mariadb-admin slurmdbd slurmctld slurmd sacctmgr scontrol sinfo; do
   command -v "$tool" >/dev/null ||
-    bed_die "$tool is missing: apt-get install slurmctld slurmd slurm-client slurmdbd munge mariadb-server (scripts/setup.sh installs them)"
+    bed_die "$tool is missing: apt-get install slurmctld slurmd slurm-client slurmdbd munge mariadb-server (scripts/test.sh installs them)"
 done
 started=$SECONDS
 slurm_down

@@ -9,7 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bed_need_root "$@"
 [[ "${1:-}" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] || bed_die "usage: $0 N (hosts, at least 1)"
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] ||
-  bed_die "sshd is missing: apt-get install openssh-server (scripts/setup.sh installs it)"
+  bed_die "sshd is missing: apt-get install openssh-server (scripts/test.sh installs it)"
 bed_remove
 bed_init
 for _ in $(seq "$1"); do bed_add_host; done

@@ -31,7 +31,8 @@ source "$hvd_root/scripts/gpu/sources_hash.sh"
 limit_bytes=$((64 * 1024 * 1024))
 build="${HVD_BUILD_DIR:-$hvd_root/build}"
 bundle="$hvd_root/gpu-bundle"
-[ -f "$build/CMakeCache.txt" ] || "$hvd_root/scripts/setup.sh"
+[ -f "$build/CMakeCache.txt" ] ||
+  "$hvd_root/scripts/setup.sh" --with-tests --with-benchmarks
 
 # The build's artefacts this bundle carries, by target and by path.
 targets=(hvdrun nccl_gpu_test hvd_gloo_allreduce_bench _hvd_core)
@@ -46,8 +47,9 @@ system_header_pkgs='^(libc6-dev|linux-libc-dev|libstdc\+\+-[0-9]+-dev|libgcc-[0-
 
 # tests/gpu is a folder of the build only where it found NCCL.
 [ -d "$build/tests/gpu" ] ||
-  hvd_die "$build has no NCCL backend, so no GPU tests: configure it with" \
-    "the CUDA toolkit and NCCL 2.27 or newer (HVD_WITH_NCCL, docs/gpu.md)"
+  hvd_die "$build has no GPU tests: configure it with the tests" \
+    "(scripts/setup.sh --with-tests), the CUDA toolkit and NCCL 2.27 or newer" \
+    "(HVD_WITH_NCCL, docs/gpu.md)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$log" 2>&1; then

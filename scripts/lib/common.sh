@@ -27,8 +27,22 @@ hvd_ensure_packages() {
   echo "installing Debian packages: ${missing[*]}"
   local log
   log="$(mktemp)"
-  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-        $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  # Installing starts no service: mariadb-server, munge and the Slurm
+  # daemons start theirs from their maintainer scripts, through invoke-rc.d
+  # or deb-systemd-invoke, which both ask /usr/sbin/policy-rc.d first. One
+  # that denies every start (exit 101) is there while apt runs, unless the
+  # machine has its own.
+  local policy=/usr/sbin/policy-rc.d placed=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# scripts/lib/common.sh: no service starts while hvd installs packages\nexit 101\n' |
+      $sudo tee "$policy" >/dev/null && $sudo chmod 755 "$policy" && placed=yes
+  fi
+  local status=0
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+      $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 ||
+    status=$?
+  [ -n "$placed" ] && $sudo rm -f "$policy"
+  if [ "$status" -ne 0 ]; then
     tail -n 30 "$log" >&2
     rm -f "$log"
     hvd_die "apt-get could not install: ${missing[*]}"

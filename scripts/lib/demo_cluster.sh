@@ -24,6 +24,8 @@ cluster_demo() {
   export HVD_BED_PREFIX=demo HVD_BED_NET=10.231.0
   cluster="$hvd_root/scripts/cluster"
   "$hvd_root/scripts/setup.sh"
+  source "$hvd_root/scripts/lib/packages.sh"
+  hvd_ensure_packages "${hvd_bed_packages[@]}"
 
   work="$(mktemp -d)"
   log="$work/hvdrun.log"
