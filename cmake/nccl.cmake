@@ -15,10 +15,14 @@ if(NOT hvd_nccl_mode STREQUAL "off")
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
   find_package(CUDAToolkit QUIET)
+  # HVD_NCCL_ROOT: an NCCL outside the toolkit (the wheel's
+  # HOROVOD_NCCL_HOME).
   find_path(HVD_NCCL_INCLUDE_DIR nccl.h
-            HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include)
+            HINTS ${HVD_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS}
+                  ${CUDAToolkit_ROOT}/include)
   find_library(HVD_NCCL_LIBRARY nccl
-               HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
+               HINTS ${HVD_NCCL_ROOT}/lib ${HVD_NCCL_ROOT}/lib64
+                     ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
   find_library(HVD_CUDART_LIBRARY cudart
                HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64)
   set(hvd_nccl_missing "")

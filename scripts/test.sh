@@ -64,7 +64,8 @@ stage_setup() {
     hvd_ensure_packages "${hvd_sanitizer_packages[@]}" || return 1
   fi
   if wants pytest || wants gpu; then
-    hvd_ensure_packages "${hvd_pytest_packages[@]}" "${hvd_bed_packages[@]}" \
+    hvd_ensure_packages "${hvd_pytest_packages[@]}" "${hvd_wheel_packages[@]}" \
+      "${hvd_bed_packages[@]}" \
       "${hvd_slurm_packages[@]}" || return 1
   fi
   # The status page's browser test: Debian's chromium, driven by

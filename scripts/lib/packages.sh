@@ -6,9 +6,15 @@
 hvd_build_packages=(g++ cmake ninja-build pkg-config lld
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev
   libcli11-dev libyaml-cpp-dev libboost-dev python3-dev pybind11-dev)
-# Running a job: the Python that imports hvd with Debian's torch and numpy,
-# and the ssh client that reaches other hosts.
-hvd_run_packages=(python3 python3-numpy python3-torch openssh-client)
+# Running a job, on every node of an installed hvd too (docs/install.md):
+# the Python that imports hvd with Debian's torch and numpy, the libraries
+# hvdrun and the extension load (test_install checks the list against
+# them), and the ssh client that reaches other hosts.
+hvd_run_packages=(python3 python3-numpy python3-torch openssh-client
+  libgloo0 libcpp-httplib0.11 libssl3 libspdlog1.10 libfmt9 libyaml-cpp0.7
+  libstdc++6)
+# Building and installing hvd's wheel into a venv (docs/install.md).
+hvd_wheel_packages=(python3-pip python3-setuptools python3-wheel python3-venv)
 # The C++ unit tests.
 hvd_unit_test_packages=(libgtest-dev)
 # The end-to-end tests: pytest, its workers, the metrics parser.
@@ -29,5 +35,6 @@ hvd_sanitizer_packages=(clang libclang-rt-14-dev llvm)
 
 # Every list a test run adds to setup's.
 hvd_test_packages=("${hvd_unit_test_packages[@]}" "${hvd_pytest_packages[@]}"
+  "${hvd_wheel_packages[@]}"
   "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}"
   "${hvd_browser_packages[@]}" "${hvd_sanitizer_packages[@]}")

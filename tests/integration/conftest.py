@@ -141,11 +141,13 @@ def kill_session(proc):
     proc.wait(timeout=30)
 
 
-def start_hvdrun(args, **kwargs):
-    """Child of hvdrun `args`, in a session of its own."""
-    if not HVDRUN.exists():
+def start_hvdrun(args, program=None, **kwargs):
+    """Child of hvdrun `args`, in a session of its own. `program`: the
+    command that runs hvdrun, when not the build's (an installed one)."""
+    if program is None and not HVDRUN.exists():
         pytest.fail(f"{HVDRUN} is missing: run scripts/setup.sh first")
-    proc = subprocess.Popen([str(HVDRUN), *args], stdout=subprocess.PIPE,
+    program = program or [str(HVDRUN)]
+    proc = subprocess.Popen([*program, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             errors="backslashreplace",
                             start_new_session=True, **kwargs)

@@ -17,7 +17,7 @@ from conftest import ROOT
 
 def package_lists():
     script = ("source scripts/lib/common.sh; source scripts/lib/packages.sh; "
-              "for n in build run unit_test pytest bed slurm browser "
+              "for n in build run wheel unit_test pytest bed slurm browser "
               "sanitizer; do eval \"echo $n \\${hvd_${n}_packages[*]}\"; done")
     out = subprocess.run(["bash", "-c", script], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
@@ -83,8 +83,8 @@ def test_apts_plan_for_setups_lists_holds_no_test_package(tmp_path):
                     "simulate a bare machine's install from")
     lists = package_lists()
     setup = set(lists["build"] + lists["run"])
-    test_only = {p for name in ("unit_test", "pytest", "bed", "slurm",
-                                "browser", "sanitizer")
+    test_only = {p for name in ("wheel", "unit_test", "pytest", "bed",
+                                "slurm", "browser", "sanitizer")
                  for p in lists[name]} - setup
     status = tmp_path / "status"
     status.write_text("")
