@@ -26,7 +26,9 @@ case "${1:-}" in
   *) hvd_die "usage: $0 [--cluster]" ;;
 esac
 
+demo_started=$(date +%s.%N)
 "$hvd_root/scripts/setup.sh"
+cat "$hvd_root/build/setup.times"
 
 work="$(mktemp -d)"
 trap 'kill -- -$$ 2>/dev/null || true; rm -rf "$work"' INT TERM
@@ -119,4 +121,5 @@ else
   echo "  hvdrun exit code $code (log: $log)"
   exit 1
 fi
+echo "  the demo, setup included: $(elapsed "$demo_started") s"
 rm -rf "$work"

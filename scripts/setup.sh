@@ -44,7 +44,11 @@ if [ -n "$with_tests" ] ||
    grep -qx 'HVD_BUILD_TESTS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   packages+=("${hvd_unit_test_packages[@]}")
 fi
+clock() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(clock)" 'BEGIN { printf "%.0f", b - a }'; }
+started=$(clock)
 hvd_ensure_packages "${packages[@]}"
+packages_s=$(since "$started")
 
 werror=OFF
 debug_info=-g
@@ -61,6 +65,7 @@ fi
 
 # (The log starts outside build/, which the configure may empty.)
 log="$(mktemp)"
+started=$(clock)
 if ! hvd_cmake_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 $debug_info -DNDEBUG" \
       -DHVD_UNOPTIMIZED_TESTS="$unoptimized_tests" \
@@ -69,12 +74,17 @@ if ! hvd_cmake_configure "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   cat "$log" >&2
   hvd_die "cmake configure failed (log: $log)"
 fi
+configure_s=$(since "$started")
 mv "$log" "$build/setup.log"
 log="$build/setup.log"
+started=$(clock)
 if ! cmake --build "$build" -j"$(nproc)" >>"$log" 2>&1; then
   grep -E "error|Error" -A5 "$log" | head -n 60 >&2
   hvd_die "build failed (full log: $log)"
 fi
+# Where a newcomer's first minutes went (scripts/demo.sh prints it).
+echo "setup: packages ${packages_s} s, configure ${configure_s} s, build $(since "$started") s" \
+  >"$build/setup.times"
 ln -sf build/compile_commands.json "$hvd_root/compile_commands.json"
 
 python="${HVD_PYTHON:-/usr/bin/python3}"
