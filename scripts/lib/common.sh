@@ -37,17 +37,41 @@ hvd_ensure_packages() {
     printf '#!/bin/sh\n# scripts/lib/common.sh: no service starts while hvd installs packages\nexit 101\n' |
       $sudo tee "$policy" >/dev/null && $sudo chmod 755 "$policy" && placed=yes
   fi
-  local status=0
+  local status=0 enabled_before
+  enabled_before="$(hvd_services_enabled_at_boot)"
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
       $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 ||
     status=$?
   [ -n "$placed" ] && $sudo rm -f "$policy"
+  # Their maintainer scripts also enable those services at boot (systemd
+  # links, sysv-rc start links); what this install enabled is disabled
+  # again, as an administrator would (a package upgrade then leaves it
+  # disabled). What was enabled before stays as it was.
+  local kind name
+  while read -r kind name; do
+    case "$kind" in
+      systemd) $sudo systemctl --root=/ disable "$name" >>"$log" 2>&1 ;;
+      sysv) $sudo update-rc.d "$name" disable >>"$log" 2>&1 ;;
+    esac || status=$?
+  done < <(comm -13 <(printf '%s\n' "$enabled_before") <(hvd_services_enabled_at_boot))
   if [ "$status" -ne 0 ]; then
     tail -n 30 "$log" >&2
     rm -f "$log"
     hvd_die "apt-get could not install: ${missing[*]}"
   fi
   rm -f "$log"
+}
+
+# hvd_services_enabled_at_boot: "systemd UNIT" for each unit a target
+# wants or requires, "sysv NAME" for each start link of runlevels 2-5,
+# sorted.
+hvd_services_enabled_at_boot() {
+  {
+    find /etc/systemd/system -mindepth 2 -maxdepth 2 -type l \
+      \( -path '*.wants/*' -o -path '*.requires/*' \) -printf 'systemd %f\n'
+    find /etc/rc2.d /etc/rc3.d /etc/rc4.d /etc/rc5.d -maxdepth 1 -type l \
+      -name 'S[0-9][0-9]*' -printf 'sysv %f\n' | sed -E 's/^sysv S[0-9]{2}/sysv /'
+  } 2>/dev/null | sort -u
 }
 
 # hvd_cmake_configure DIR CMAKE-ARGS...: configures the build folder DIR

@@ -98,3 +98,72 @@ def test_apts_plan_for_setups_lists_holds_no_test_package(tmp_path):
     # The simulation is of a bare machine: it installs the lists themselves.
     assert setup <= installed, sorted(setup - installed)
     assert not installed & test_only, sorted(installed & test_only)
+
+
+def enabled_at_boot():
+    return subprocess.run(
+        ["bash", "-c", "source scripts/lib/common.sh; "
+         "hvd_services_enabled_at_boot"], cwd=ROOT, check=True,
+        capture_output=True, text=True).stdout.splitlines()
+
+
+FAKE_UNIT = """[Unit]
+Description=a service a package of the test enables
+[Service]
+ExecStart=/bin/true
+[Install]
+WantedBy=multi-user.target
+"""
+FAKE_INIT = """#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          hvd-fake-init
+# Required-Start:    $remote_fs
+# Required-Stop:     $remote_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: a service a package of the test enables
+### END INIT INFO
+exit 0
+"""
+
+
+def test_a_service_the_install_enables_is_disabled_again(tmp_path):
+    """An apt-get whose 'package' enables a service at boot the way
+    maintainer scripts do (a systemd unit's wants link, sysv-rc start
+    links): setup.sh leaves it disabled, and every service enabled before
+    as it was."""
+    # Two names: update-rc.d also disables a systemd unit of its name.
+    unit = pathlib.Path("/etc/systemd/system/hvd-fake-unit.service")
+    init = pathlib.Path("/etc/init.d/hvd-fake-init")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "apt-get").write_text(f"""#!/bin/sh
+[ "$1" = install ] || exit 0
+cp {tmp_path}/unit {unit} && systemctl --root=/ enable {unit.name} || exit 2
+cp {tmp_path}/init {init} && chmod 755 {init} &&
+  update-rc.d {init.name} defaults || exit 2
+exit 1
+""")
+    (tmp_path / "unit").write_text(FAKE_UNIT)
+    (tmp_path / "init").write_text(FAKE_INIT)
+    for f in fake.iterdir():
+        f.chmod(0o755)
+    before = enabled_at_boot()
+    assert not [s for s in before if "hvd-fake" in s], before
+    try:
+        env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+        result = subprocess.run([str(ROOT / "scripts" / "setup.sh")],
+                                env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert "apt-get could not install" in result.stderr, result.stderr
+        # The fake did enable it: its links exist, as stop links now.
+        assert list(pathlib.Path("/etc/rc2.d").glob("K*hvd-fake-init"))
+        assert enabled_at_boot() == before
+    finally:
+        subprocess.run(["systemctl", "--root=/", "disable", unit.name],
+                       capture_output=True)
+        unit.unlink(missing_ok=True)
+        subprocess.run(["update-rc.d", "-f", init.name, "remove"],
+                       capture_output=True)
+        init.unlink(missing_ok=True)
