@@ -179,6 +179,16 @@ def test_a_wheel_in_a_venv_runs_a_job_with_the_checkout_hidden(
     version = subprocess.run([str(venv / "bin" / "hvdrun"), "--version"],
                              capture_output=True, text=True, timeout=30)
     assert version.stdout.strip() == project_version(), version
+    # --check-build from the venv says what the installed extension says.
+    check = subprocess.run([str(venv / "bin" / "hvdrun"), "--check-build"],
+                           capture_output=True, text=True, timeout=30)
+    built = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import hvd; print(bool(hvd.nccl_built()), hvd.gloo_built())"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    nccl, gloo = built.stdout.split()
+    assert ("[X] NCCL" in check.stdout) == (nccl == "True"), (check, built)
+    assert ("[X] Gloo" in check.stdout) and gloo == "True", (check, built)
     child = start_hvdrun(["-np", "2", "python", str(tools / "probe.py"),
                           str(ROOT / "CMakeLists.txt")],
                          program=hidden(tools, venv / "bin" / "hvdrun"),
