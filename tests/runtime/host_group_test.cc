@@ -513,6 +513,31 @@ TEST(HostGroupTest, AbortEndsAWaitOnTheSegment) {
   });
 }
 
+TEST(HostBarrierTest, AfterAnAbortOrABreakEveryWaitFailsEvenInStep) {
+  // Ranks that reach a barrier together never sleep in it; the abort and
+  // the broken segment must stop them all the same (a barrier of one rank
+  // is always reached in step).
+  using namespace std::chrono_literals;
+  BarrierWords words;
+  std::atomic<bool> aborted{false};
+  HostBarrier barrier(&words, 1, 60s, &aborted);
+  ASSERT_TRUE(barrier.Wait("before").ok());
+  aborted.store(true);
+  Status status = barrier.Wait("after the abort");
+  EXPECT_EQ(status.code(), Code::kTransport) << status.ToString();
+  EXPECT_NE(status.ToString().find("aborted"), std::string::npos);
+
+  BarrierWords other_words;
+  std::atomic<bool> not_aborted{false};
+  HostBarrier peer(&other_words, 1, 60s, &not_aborted);
+  HostBarrier mine(&other_words, 1, 60s, &not_aborted);
+  ASSERT_TRUE(mine.Wait("before").ok());
+  peer.Break();
+  status = mine.Wait("after a peer broke the segment");
+  EXPECT_EQ(status.code(), Code::kTransport) << status.ToString();
+  EXPECT_NE(status.ToString().find("another rank"), std::string::npos);
+}
+
 TEST(SegmentTest, EarlierGenerationsOfTheJobAreRemoved) {
   const std::string prefix = "/hvd-segtest" + std::to_string(getpid()) + "-g";
   std::vector<std::unique_ptr<Segment>> kept;

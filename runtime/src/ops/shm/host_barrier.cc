@@ -49,6 +49,11 @@ constexpr std::chrono::microseconds kNap{2000};
 }  // namespace
 
 Status HostBarrier::Wait(const std::string& what) {
+  // A barrier the peers reach in step never sleeps, so an abort or a
+  // broken segment is looked at before counting: else an aborted
+  // generation's collectives go on for as long as its peers keep pace.
+  if (aborted_->load(std::memory_order_acquire)) return Aborted(what);
+  if (words_->broken.load(std::memory_order_acquire) != 0) return Broken(what);
   const uint32_t phase = words_->phase.load(std::memory_order_acquire);
   if (words_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
       static_cast<uint32_t>(size_)) {
@@ -73,10 +78,7 @@ Status HostBarrier::Wait(const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (!passed()) {
     if (words_->broken.load(std::memory_order_acquire) != 0) {
-      return Failed(
-          Status::Transport(what + ": another rank on this host failed in the "
-                                   "same collective (it most likely exited; "
-                                   "hvdrun's output names it)"));
+      return Broken(what);
     }
     for (size_t k = 0; k < pidfds_.size(); ++k) {
       if (pidfds_[k] < 0) continue;
@@ -87,11 +89,7 @@ Status HostBarrier::Wait(const std::string& what) {
             " on this host exited (hvdrun's output says why)"));
       }
     }
-    if (aborted_->load(std::memory_order_acquire)) {
-      return Failed(Status::Transport(what +
-                                      ": this generation's collectives were "
-                                      "aborted"));
-    }
+    if (aborted_->load(std::memory_order_acquire)) return Aborted(what);
     if (std::chrono::steady_clock::now() > deadline) {
       return Failed(Status::Timeout(
           what +
@@ -113,6 +111,18 @@ HostBarrier::~HostBarrier() {
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
   }
+}
+
+Status HostBarrier::Broken(const std::string& what) {
+  return Failed(Status::Transport(
+      what +
+      ": another rank on this host failed in the same collective (it most "
+      "likely exited; hvdrun's output names it)"));
+}
+
+Status HostBarrier::Aborted(const std::string& what) {
+  return Failed(
+      Status::Transport(what + ": this generation's collectives were aborted"));
 }
 
 Status HostBarrier::Failed(Status status) {

@@ -54,6 +54,9 @@ class HostBarrier {
  private:
   // Breaks the segment (the others stop waiting too) and returns `status`.
   common::Status Failed(common::Status status);
+  // Failed() for a segment a peer broke, and for this process's abort.
+  common::Status Broken(const std::string& what);
+  common::Status Aborted(const std::string& what);
 
   BarrierWords* words_;
   int size_;
