@@ -65,8 +65,8 @@ stage_setup() {
   fi
   if wants pytest || wants gpu; then
     hvd_ensure_packages "${hvd_pytest_packages[@]}" "${hvd_wheel_packages[@]}" \
-      "${hvd_bed_packages[@]}" \
-      "${hvd_slurm_packages[@]}" || return 1
+      "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}" \
+      "${hvd_etcd_packages[@]}" || return 1
   fi
   # The status page's browser test: Debian's chromium, driven by
   # playwright-core from npm (the version tests/browser/package-lock.json

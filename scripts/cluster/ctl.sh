@@ -10,11 +10,15 @@
 #                   cluster over the bed, and waits until the node takes
 #                   jobs: after a crash, or after `add` for one of the spare
 #                   nodes that slurm-up.sh lists (HVD_SLURM_SPARE_NODES)
+#   etcd HOST       restarts HOST's etcd member (after a crash), once
+#                   etcd-up.sh runs an etcd cluster over the bed, and waits
+#                   until it is healthy
 #   hosts           the bed's hosts, one per line
 # Processes are found by namespace only (ip netns pids), never by name.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/slurm-lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/etcd-lib.sh"
 bed_need_root "$@"
 [ -d "$bed_dir" ] || bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N"
 command="${1:-}"
@@ -46,6 +50,13 @@ case "$command" in
     slurm_start_slurmd "$host"
     slurm_wait_node "$host" 30
     ;;
+  etcd)
+    needs_host
+    etcd_is_member "$host" ||
+      bed_die "'$host' runs no etcd member (members: $(etcd_members | tr '\n' ' ')): start a cluster with scripts/cluster/etcd-up.sh"
+    etcd_start_member "$host"
+    etcd_wait_healthy "$host" 30
+    ;;
   hosts) bed_hosts ;;
-  *) bed_die "usage: $0 add | crash HOST | partition HOST | heal HOST | pids HOST | slurmd HOST | hosts" ;;
+  *) bed_die "usage: $0 add | crash HOST | partition HOST | heal HOST | pids HOST | slurmd HOST | etcd HOST | hosts" ;;
 esac

@@ -26,6 +26,8 @@ hvd_bed_packages=(openssh-server openssh-client iproute2)
 # The Slurm test cluster over the bed (scripts/cluster/slurm-up.sh).
 hvd_slurm_packages=(slurmctld slurmd slurm-client slurmdbd munge
   mariadb-server)
+# The etcd cluster over the bed (scripts/cluster/etcd-up.sh).
+hvd_etcd_packages=(etcd-server etcd-client)
 # The status page's browser test: Debian's chromium, driven by
 # playwright-core from npm (scripts/test.sh takes an npm from elsewhere
 # too).
@@ -36,5 +38,5 @@ hvd_sanitizer_packages=(clang libclang-rt-14-dev llvm)
 # Every list a test run adds to setup's.
 hvd_test_packages=("${hvd_unit_test_packages[@]}" "${hvd_pytest_packages[@]}"
   "${hvd_wheel_packages[@]}"
-  "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}"
+  "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}" "${hvd_etcd_packages[@]}"
   "${hvd_browser_packages[@]}" "${hvd_sanitizer_packages[@]}")

@@ -17,8 +17,8 @@ from conftest import ROOT
 
 def package_lists():
     script = ("source scripts/lib/common.sh; source scripts/lib/packages.sh; "
-              "for n in build run wheel unit_test pytest bed slurm browser "
-              "sanitizer; do eval \"echo $n \\${hvd_${n}_packages[*]}\"; done")
+              "for n in build run wheel unit_test pytest bed slurm etcd "
+              "browser sanitizer; do eval \"echo $n \\${hvd_${n}_packages[*]}\"; done")
     out = subprocess.run(["bash", "-c", script], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     return {line.split()[0]: line.split()[1:] for line in out.splitlines()}
@@ -84,7 +84,7 @@ def test_apts_plan_for_setups_lists_holds_no_test_package(tmp_path):
     lists = package_lists()
     setup = set(lists["build"] + lists["run"])
     test_only = {p for name in ("wheel", "unit_test", "pytest", "bed",
-                                "slurm", "browser", "sanitizer")
+                                "slurm", "etcd", "browser", "sanitizer")
                  for p in lists[name]} - setup
     status = tmp_path / "status"
     status.write_text("")
