@@ -65,8 +65,11 @@ stage_setup() {
   fi
   if wants pytest || wants gpu; then
     hvd_ensure_packages "${hvd_pytest_packages[@]}" "${hvd_wheel_packages[@]}" \
-      "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}" \
-      "${hvd_etcd_packages[@]}" || return 1
+      "${hvd_bed_packages[@]}" "${hvd_slurm_packages[@]}" || return 1
+  fi
+  # etcd: a member the C++ client's tests start, the bed's cluster.
+  if wants ctest || wants asan || wants tsan || wants pytest; then
+    hvd_ensure_packages "${hvd_etcd_packages[@]}" || return 1
   fi
   # The status page's browser test: Debian's chromium, driven by
   # playwright-core from npm (the version tests/browser/package-lock.json
@@ -83,12 +86,15 @@ stage_setup() {
 }
 
 # The layering the linker cannot check (docs/design.md, "Components"): the
-# rendezvous server side and the launcher never include Gloo or the runtime;
+# rendezvous server side, the etcd client and the launcher never include
+# Gloo or the runtime;
 # the runtime's private headers never include its front door runtime.h.
 stage_layering() {
   if grep -rnE '#include [<"](gloo/|hvd/runtime)' "$hvd_root/launcher" \
        "$hvd_root/rendezvous/src/server.cc" "$hvd_root/rendezvous/src/kv_store.cc" \
        "$hvd_root/rendezvous/src/routes_kv.cc" \
+       "$hvd_root/rendezvous/src/etcd_client.cc" "$hvd_root/rendezvous/src/etcd_json.cc" \
+       "$hvd_root/rendezvous/include/hvd/rendezvous/etcd_client.h" \
        "$hvd_root/rendezvous/include/hvd/rendezvous/server.h" \
        "$hvd_root/rendezvous/include/hvd/rendezvous/kv_store.h"; then
     echo "error: the launcher and the rendezvous server must not depend on Gloo or the runtime" >&2

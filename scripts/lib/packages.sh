@@ -26,7 +26,8 @@ hvd_bed_packages=(openssh-server openssh-client iproute2)
 # The Slurm test cluster over the bed (scripts/cluster/slurm-up.sh).
 hvd_slurm_packages=(slurmctld slurmd slurm-client slurmdbd munge
   mariadb-server)
-# The etcd cluster over the bed (scripts/cluster/etcd-up.sh).
+# etcd: the member the C++ client's tests start, and the cluster over the
+# bed (scripts/cluster/etcd-up.sh).
 hvd_etcd_packages=(etcd-server etcd-client)
 # The status page's browser test: Debian's chromium, driven by
 # playwright-core from npm (scripts/test.sh takes an npm from elsewhere

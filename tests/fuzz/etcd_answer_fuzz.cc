@@ -1,0 +1,40 @@
+// Fuzzes the readers of etcd's JSON gateway answers
+// (rendezvous/src/etcd_json.cc): whatever a member, or something posing as
+// one, sends back, each reader returns a value or a status, never crashes,
+// and what it accepts is well formed.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "etcd_json.h"
+#include "fuzz_check.h"
+
+namespace {
+
+using hvd::common::Code;
+namespace json = hvd::rendezvous::etcd_json;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string body(reinterpret_cast<const char*>(data), size);
+  auto kvs = json::KeyValuesOf(body);
+  HVD_FUZZ_CHECK(kvs.ok() || kvs.status().code() == Code::kInternal);
+  auto txn = json::TxnResultOf(body);
+  HVD_FUZZ_CHECK(txn.ok() || txn.status().code() == Code::kInternal);
+  for (const auto& r : {json::RevisionOf(body), json::DeletedOf(body)}) {
+    HVD_FUZZ_CHECK(r.ok() || r.status().code() == Code::kInternal);
+  }
+  auto lease = json::LeaseIdOf(body);
+  HVD_FUZZ_CHECK(!lease.ok() || *lease != 0);
+  auto ttl = json::KeepAliveTtlOf(body);
+  HVD_FUZZ_CHECK(ttl.ok() ? *ttl > 0
+                          : ttl.status().code() == Code::kInternal ||
+                                ttl.status().code() == Code::kNotFound);
+  auto token = json::TokenOf(body);
+  HVD_FUZZ_CHECK(!token.ok() || !token->empty());
+  if (auto error = json::ErrorOf(body)) {
+    HVD_FUZZ_CHECK(!json::StatusOf(*error).ok());
+  }
+  return 0;
+}

@@ -1,0 +1,331 @@
+// EtcdClient against a real etcd (Debian's etcd-server, one member this
+// test starts on free ports in a temporary folder and kills by its pid),
+// and the gateway's JSON made and read without one.
+#include "hvd/rendezvous/etcd_client.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etcd_json.h"
+
+namespace hvd::rendezvous {
+namespace {
+
+using common::Code;
+using namespace std::chrono_literals;
+
+TEST(EtcdJsonTest, PrefixEndFollowsEtcdsRule) {
+  EXPECT_EQ(etcd_json::PrefixEnd("hvd/job/"), "hvd/job0");
+  EXPECT_EQ(etcd_json::PrefixEnd(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(etcd_json::PrefixEnd(std::string("\xff\xff", 2)),
+            std::string(1, '\0'));
+  EXPECT_EQ(etcd_json::PrefixEnd(""), std::string(1, '\0'));
+}
+
+TEST(EtcdJsonTest, AnswersAreReadWithTheirNumbersAsStrings) {
+  auto kvs = etcd_json::KeyValuesOf(
+      R"({"header":{"revision":"7"},"kvs":[{"key":"aHZkL2E=",)"
+      R"("create_revision":"2","mod_revision":"6","version":"3",)"
+      R"("value":"aGVsbG8=","lease":"12"}],"count":"1"})");
+  ASSERT_TRUE(kvs.ok()) << kvs.status().ToString();
+  ASSERT_EQ(kvs->size(), 1u);
+  EXPECT_EQ((*kvs)[0].key, "hvd/a");
+  EXPECT_EQ((*kvs)[0].value, "hello");
+  EXPECT_EQ((*kvs)[0].create_revision, 2);
+  EXPECT_EQ((*kvs)[0].mod_revision, 6);
+  EXPECT_EQ((*kvs)[0].version, 3);
+  EXPECT_EQ((*kvs)[0].lease, 12);
+  // No kvs: an empty range (protobuf's JSON leaves empty lists out).
+  auto none = etcd_json::KeyValuesOf(R"({"header":{"revision":"7"}})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(EtcdJsonTest, MalformedAnswersAreErrorsNotCrashes) {
+  for (const char* body :
+       {"", "[]", "not json", R"({"kvs":"x"})", R"({"kvs":[{"key":"%%"}]})",
+        R"({"kvs":[{"create_revision":"seven"}]})", R"({"kvs":[1]})"}) {
+    EXPECT_FALSE(etcd_json::KeyValuesOf(body).ok()) << body;
+  }
+  EXPECT_FALSE(etcd_json::RevisionOf(R"({"no":"header"})").ok());
+  EXPECT_FALSE(etcd_json::TxnResultOf(R"({"header":{},"responses":3})").ok());
+  EXPECT_FALSE(etcd_json::LeaseIdOf(R"({"header":{},"ID":"0"})").ok());
+  EXPECT_FALSE(etcd_json::TokenOf(R"({"header":{}})").ok());
+}
+
+TEST(EtcdJsonTest, GatewayErrorsBecomeStatuses) {
+  auto error =
+      etcd_json::ErrorOf(R"({"error":"etcdserver: no leader","code":14,)"
+                         R"("message":"etcdserver: no leader"})");
+  ASSERT_TRUE(error.has_value());
+  EXPECT_TRUE(etcd_json::TryAnotherMember(*error));
+  EXPECT_EQ(etcd_json::StatusOf(*error).code(), Code::kTransport);
+  auto auth = etcd_json::ErrorOf(
+      R"({"error":"etcdserver: invalid auth token","code":16})");
+  ASSERT_TRUE(auth.has_value());
+  EXPECT_FALSE(etcd_json::TryAnotherMember(*auth));
+  EXPECT_EQ(etcd_json::StatusOf(*auth).code(), Code::kUnauthenticated);
+  EXPECT_FALSE(etcd_json::ErrorOf(R"({"header":{}})").has_value());
+}
+
+TEST(EtcdEndpointsTest, TorchrunsFormWithOrWithoutSchemes) {
+  auto parsed =
+      ParseEtcdEndpoints("etcd1:2379,https://10.0.0.5:2380,http://etcd-3");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[0].Url(), "http://etcd1:2379");
+  EXPECT_EQ((*parsed)[1].Url(), "https://10.0.0.5:2380");
+  EXPECT_EQ((*parsed)[2].Url(), "http://etcd-3:2379");
+  for (const char* bad : {"", "etcd1:", "etcd1:0", "etcd1:65536", "a,,b",
+                          "etcd 1:2379", "ftp://etcd1:2379", "etcd1:23x9"}) {
+    auto refused = ParseEtcdEndpoints(bad);
+    EXPECT_FALSE(refused.ok()) << bad;
+    if (!refused.ok()) {
+      EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << bad;
+    }
+  }
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// One etcd member on free loopback ports, killed by its pid at the end.
+class EtcdClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char folder[] = "/tmp/hvd-etcd-test-XXXXXX";
+    ASSERT_NE(mkdtemp(folder), nullptr);
+    dir_ = folder;
+    // A port another process took between the probe and etcd's bind ends
+    // etcd at once: start again on new ports.
+    for (int attempt = 0; attempt < 3 && pid_ <= 0; ++attempt) Start();
+    ASSERT_GT(pid_, 0) << "etcd did not start; its log: " << dir_ << "/log";
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Start() {
+    client_port_ = FreePort();
+    const int peer_port = FreePort();
+    const std::string client =
+        "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
+    std::vector<std::string> args = {
+        "etcd",         "--name",
+        "test",         "--data-dir",
+        dir_ + "/data", "--listen-client-urls",
+        client,         "--advertise-client-urls",
+        client,         "--listen-peer-urls",
+        peer,           "--initial-advertise-peer-urls",
+        peer,           "--initial-cluster",
+        "test=" + peer};
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int log =
+          open((dir_ + "/log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      dup2(log, 1);
+      dup2(log, 2);
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execvp("etcd", argv.data());
+      _exit(127);
+    }
+    // Up once a range answers; an exit first means the ports were taken
+    // (or no etcd: 127).
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    EtcdClient probe(Options({client_port_}, 500ms));
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            << "etcd is missing: apt-get install etcd-server (scripts/test.sh "
+               "installs it)";
+        return;
+      }
+      if (probe.Range("probe").ok()) {
+        pid_ = pid;
+        return;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+
+  static EtcdOptions Options(const std::vector<int>& ports,
+                             std::chrono::milliseconds deadline = 5s) {
+    EtcdOptions options;
+    for (int port : ports) {
+      EtcdEndpoint endpoint;
+      endpoint.host = "127.0.0.1";
+      endpoint.port = port;
+      options.endpoints.push_back(endpoint);
+    }
+    options.deadline = deadline;
+    options.connect_timeout = 500ms;
+    return options;
+  }
+
+  std::string dir_;
+  pid_t pid_ = 0;
+  int client_port_ = 0;
+};
+
+TEST_F(EtcdClientTest, PutRangeAndDeleteBinaryKeysUnderAPrefix) {
+  EtcdClient etcd(Options({client_port_}));
+  const std::string odd("v\0\xff", 3);
+  auto first = etcd.Put("job/a", odd);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = etcd.Put("job/b", "2");
+  ASSERT_TRUE(second.ok());
+  EXPECT_GT(*second, *first);
+  ASSERT_TRUE(etcd.Put("jobs", "outside the prefix").ok());
+  auto found = etcd.Range("job/", /*prefix=*/true);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_EQ(found->size(), 2u);
+  EXPECT_EQ((*found)[0].key, "job/a");
+  EXPECT_EQ((*found)[0].value, odd);
+  EXPECT_EQ((*found)[1].mod_revision, *second);
+  auto deleted = etcd.Delete("job/", /*prefix=*/true);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_TRUE(etcd.Range("job/", true)->empty());
+  EXPECT_EQ(etcd.Range("jobs")->size(), 1u);
+}
+
+TEST_F(EtcdClientTest, ATransactionCreatesOnceAndReadsWhatIsThere) {
+  EtcdClient etcd(Options({client_port_}));
+  EtcdCompare absent;
+  absent.key = "leader";
+  absent.target = EtcdCompare::Target::kCreateRevision;
+  absent.number = 0;
+  EtcdOp claim;
+  claim.kind = EtcdOp::Kind::kPut;
+  claim.key = "leader";
+  EtcdOp read;
+  read.key = "leader";
+  claim.value = "first";
+  auto won = etcd.Txn({absent}, {claim}, {read});
+  ASSERT_TRUE(won.ok()) << won.status().ToString();
+  EXPECT_TRUE(won->succeeded);
+  claim.value = "second";
+  auto lost = etcd.Txn({absent}, {claim}, {read});
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE(lost->succeeded);
+  ASSERT_EQ(lost->ranges.size(), 1u);
+  ASSERT_EQ(lost->ranges[0].size(), 1u);
+  EXPECT_EQ(lost->ranges[0][0].value, "first");
+  EXPECT_EQ(lost->ranges[0][0].mod_revision, won->revision);
+}
+
+TEST_F(EtcdClientTest, ALeaseKeepsItsKeysUntilRevoked) {
+  EtcdClient etcd(Options({client_port_}));
+  auto lease = etcd.GrantLease(30);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_TRUE(etcd.Put("alive", "yes", *lease).ok());
+  auto ttl = etcd.KeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status().ToString();
+  EXPECT_GT(*ttl, 0);
+  EXPECT_EQ(etcd.Range("alive")->at(0).lease, *lease);
+  ASSERT_TRUE(etcd.RevokeLease(*lease).ok());
+  EXPECT_TRUE(etcd.Range("alive")->empty());
+  auto gone = etcd.KeepAlive(*lease);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), Code::kNotFound) << gone.status().ToString();
+}
+
+TEST_F(EtcdClientTest, AnUnreachableEndpointIsPassedOver) {
+  const int dead = FreePort();
+  EtcdClient etcd(Options({dead, client_port_}));
+  auto put = etcd.Put("k", "v");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+}
+
+TEST_F(EtcdClientTest, NoReachableMemberIsATimeoutNamingTheEndpoints) {
+  const int dead = FreePort();
+  EtcdClient etcd(Options({dead}, 1s));
+  const auto started = std::chrono::steady_clock::now();
+  auto put = etcd.Put("k", "v");
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.status().code(), Code::kTimeout);
+  EXPECT_NE(put.status().ToString().find(std::to_string(dead)),
+            std::string::npos)
+      << put.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+}
+
+TEST_F(EtcdClientTest, AnAnswerOverTheBoundIsRefused) {
+  EtcdClient writer(Options({client_port_}));
+  ASSERT_TRUE(writer.Put("big", std::string(64 << 10, 'x')).ok());
+  EtcdOptions small = Options({client_port_});
+  small.max_response_bytes = 16 << 10;
+  EtcdClient reader(small);
+  auto read = reader.Range("big");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), Code::kResourceExhausted);
+}
+
+TEST_F(EtcdClientTest, WithAuthenticationOnOnlyItsUserGetsIn) {
+  const std::string endpoint =
+      "http://127.0.0.1:" + std::to_string(client_port_);
+  for (const std::string& step :
+       {std::string("user add root:s3cret"), std::string("auth enable")}) {
+    const std::string command =
+        "etcdctl --endpoints " + endpoint + " " + step + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0)
+        << command << " (etcdctl: apt-get install etcd-client)";
+  }
+  EtcdOptions options = Options({client_port_});
+  options.user = "root";
+  options.password = "s3cret";
+  EtcdClient member(options);
+  ASSERT_TRUE(member.Put("guarded", "1").ok());
+  EXPECT_EQ(member.Range("guarded")->size(), 1u);
+  EtcdClient stranger(Options({client_port_}));
+  auto refused = stranger.Put("guarded", "2");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnauthenticated)
+      << refused.status().ToString();
+  options.password = "wrong";
+  EtcdClient guesser(options);
+  auto wrong = guesser.Range("guarded");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), Code::kUnauthenticated)
+      << wrong.status().ToString();
+  EXPECT_NE(wrong.status().ToString().find("as 'root'"), std::string::npos)
+      << wrong.status().ToString();
+  EXPECT_EQ(member.Range("guarded")->at(0).value, "1");
+}
+
+}  // namespace
+}  // namespace hvd::rendezvous
