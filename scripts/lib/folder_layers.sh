@@ -2,7 +2,7 @@
 # and runtime/src, each list from the lowest layer to the highest. A file
 # may include headers of its own folder and of folders below it, never
 # above (each folder's README.md says why it sits where it does).
-launcher_layers=(job policy process slurm remote status options driver)
+launcher_layers=(job policy leader process slurm remote status options driver)
 runtime_layers=(tuning transport negotiation ops engine elastic)
 
 # hvd_check_layers ROOT DIR LAYER...: prints every include in ROOT/DIR's
