@@ -1,13 +1,15 @@
 // Fuzzes the readers of etcd's JSON gateway answers
-// (rendezvous/src/etcd_json.cc): whatever a member, or something posing as
-// one, sends back, each reader returns a value or a status, never crashes,
-// and what it accepts is well formed.
+// (rendezvous/src/etcd_json.cc) and the opening of a sealed store value
+// (etcd_store.cc): whatever a member, or something posing as one, sends
+// back, each reader returns a value or a status, never crashes, and what
+// it accepts is well formed.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "etcd_json.h"
 #include "fuzz_check.h"
+#include "hvd/rendezvous/etcd_store.h"
 
 namespace {
 
@@ -36,5 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto error = json::ErrorOf(body)) {
     HVD_FUZZ_CHECK(!json::StatusOf(*error).ok());
   }
+  // A value opens only if sealing what it holds gives it back.
+  auto opened = hvd::rendezvous::OpenEtcdValue("secret", "/job/g1/0", body);
+  HVD_FUZZ_CHECK(opened.ok()
+                     ? hvd::rendezvous::SealEtcdValue("secret", "/job/g1/0",
+                                                      *opened) == body
+                     : opened.status().code() == Code::kUnauthenticated);
   return 0;
 }

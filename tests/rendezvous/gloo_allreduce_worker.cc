@@ -1,7 +1,9 @@
-// One rank of the HttpStore integration test: connects a Gloo context
-// through the rendezvous server, allreduces, and checks the sum itself.
-// Usage: gloo_allreduce_worker <port> <rank> <size> <prefix>
-// The job secret comes from HVD_SECRET_KEY, as for real workers.
+// One rank of the HttpStore and EtcdStore integration tests: connects a
+// Gloo context through the rendezvous server (or etcd), allreduces, and
+// checks the sum itself.
+// Usage: gloo_allreduce_worker <port> <rank> <size> <prefix> [etcd]
+// <port> is the rendezvous server's, or with "etcd" an etcd member's on
+// 127.0.0.1. The job secret comes from HVD_SECRET_KEY, as for real workers.
 // Exit code 0 only when the allreduce result is exactly right.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
@@ -11,16 +13,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
+#include "hvd/rendezvous/etcd_store.h"
 #include "hvd/rendezvous/http_store.h"
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s <port> <rank> <size> <prefix>\n", argv[0]);
+  const bool etcd = argc == 6 && std::string(argv[5]) == "etcd";
+  if (argc != 5 && !etcd) {
+    std::fprintf(stderr, "usage: %s <port> <rank> <size> <prefix> [etcd]\n",
+                 argv[0]);
     return 2;
   }
   const int port = std::atoi(argv[1]);
@@ -28,20 +34,40 @@ int main(int argc, char** argv) {
   const int size = std::atoi(argv[3]);
   const std::string prefix = argv[4];
   try {
-    hvd::common::HttpClientOptions options;
-    options.host = "127.0.0.1";
-    options.port = port;
-    options.secret =
+    const std::string secret =
         hvd::common::GetEnvString(hvd::common::env_vars::kHvdSecretKey, "");
-    hvd::rendezvous::HttpStore store(options, "gloo", prefix,
-                                     std::chrono::seconds(30));
-    store.PrefetchFullMesh(rank, size);
+    std::unique_ptr<gloo::rendezvous::Store> store;
+    uint64_t (*requests)(gloo::rendezvous::Store&) = nullptr;
+    if (etcd) {
+      hvd::rendezvous::EtcdOptions options;
+      hvd::rendezvous::EtcdEndpoint endpoint;
+      endpoint.host = "127.0.0.1";
+      endpoint.port = port;
+      options.endpoints = {endpoint};
+      store = std::make_unique<hvd::rendezvous::EtcdStore>(
+          options, secret, prefix, std::chrono::seconds(30));
+      requests = [](gloo::rendezvous::Store& s) {
+        return static_cast<hvd::rendezvous::EtcdStore&>(s).requests();
+      };
+    } else {
+      hvd::common::HttpClientOptions options;
+      options.host = "127.0.0.1";
+      options.port = port;
+      options.secret = secret;
+      auto http = std::make_unique<hvd::rendezvous::HttpStore>(
+          options, "gloo", prefix, std::chrono::seconds(30));
+      http->PrefetchFullMesh(rank, size);
+      store = std::move(http);
+      requests = [](gloo::rendezvous::Store& s) {
+        return static_cast<hvd::rendezvous::HttpStore&>(s).requests();
+      };
+    }
 
     gloo::transport::tcp::attr attr("127.0.0.1");
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(std::chrono::seconds(30));
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(*store, device);
 
     constexpr size_t kCount = 4096;
     std::vector<float> data(kCount);
@@ -62,7 +88,7 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("rank %d ok, %llu store requests\n", rank,
-                static_cast<unsigned long long>(store.requests()));
+                static_cast<unsigned long long>(requests(*store)));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());

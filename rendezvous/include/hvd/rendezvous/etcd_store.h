@@ -1,0 +1,75 @@
+// EtcdStore: gloo::rendezvous::Store on etcd, the seam HttpStore fills
+// today, for a job whose rendezvous lives in etcd (issue 32; nothing
+// creates one yet outside its tests).
+//
+// Every key is <prefix><key>, and every value is sealed: the hex
+// HMAC-SHA256 of the full key and the value under the job's secret, then
+// the value. A writer without the secret can put keys into etcd, but a
+// value that does not verify is refused (gloo::InvalidOperationException
+// naming the key), never handed to Gloo; a value cannot be moved to
+// another key either.
+//
+// wait() reads the whole prefix with one range request, again and again
+// with backoff (5 ms, doubling to 100 ms), until every key it waits for is
+// there or its timeout passes (gloo::IoException), and keeps the values
+// for the get() Gloo issues next: one request per rank and poll, whatever
+// the number of peers. etcd out of reach is a gloo::IoException too.
+// last_error() keeps the Status behind the last exception.
+//
+// Not thread-safe: one EtcdStore per context being built.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+#include "hvd/common/status.h"
+#include "hvd/rendezvous/etcd_client.h"
+
+namespace hvd::rendezvous {
+
+// `value` sealed for `key` under `secret`, and opened again:
+// kUnauthenticated when the seal does not verify.
+std::string SealEtcdValue(std::string_view secret, std::string_view key,
+                          std::string_view value);
+common::Result<std::string> OpenEtcdValue(std::string_view secret,
+                                          std::string_view key,
+                                          std::string_view sealed);
+
+class EtcdStore : public gloo::rendezvous::Store {
+ public:
+  EtcdStore(EtcdOptions options, std::string secret, std::string prefix,
+            std::chrono::milliseconds timeout);
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  // Waits up to the store's timeout for the key to exist.
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  // Waits up to the shorter of `timeout` and the store's timeout.
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+  const common::Status& last_error() const { return last_error_; }
+  // Requests sent to etcd so far.
+  uint64_t requests() const { return requests_; }
+
+ private:
+  // Reads the prefix until every key in `keys` has a value, or `timeout`.
+  void Await(const std::vector<std::string>& keys,
+             std::chrono::milliseconds timeout);
+  [[noreturn]] void Fail(common::Status status);
+
+  EtcdClient etcd_;
+  const std::string secret_;
+  const std::string prefix_;
+  const std::chrono::milliseconds timeout_;
+  std::unordered_map<std::string, std::string> values_;  // by key, opened
+  common::Status last_error_;
+  uint64_t requests_ = 0;
+};
+
+}  // namespace hvd::rendezvous

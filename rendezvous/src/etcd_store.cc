@@ -1,0 +1,135 @@
+#include "hvd/rendezvous/etcd_store.h"
+
+#include <gloo/common/error.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "hvd/common/hmac.h"
+
+namespace hvd::rendezvous {
+
+using common::Result;
+using common::Status;
+
+namespace {
+
+constexpr size_t kTagDigits = 64;  // hex HMAC-SHA256
+
+std::string Tag(std::string_view secret, std::string_view key,
+                std::string_view value) {
+  std::string message = "hvd etcd store\n";
+  message.append(key);
+  message.push_back('\n');
+  message.append(value);
+  return common::HmacSha256Hex(secret, message);
+}
+
+}  // namespace
+
+std::string SealEtcdValue(std::string_view secret, std::string_view key,
+                          std::string_view value) {
+  return Tag(secret, key, value) + std::string(value);
+}
+
+Result<std::string> OpenEtcdValue(std::string_view secret, std::string_view key,
+                                  std::string_view sealed) {
+  if (sealed.size() < kTagDigits ||
+      !common::ConstantTimeEquals(
+          sealed.substr(0, kTagDigits),
+          Tag(secret, key, sealed.substr(kTagDigits)))) {
+    return Status::Unauthenticated(
+        "the value of '" + std::string(key) +
+        "' in etcd is not sealed with this job's secret: written by "
+        "something outside the job, or by another job under the same "
+        "prefix");
+  }
+  return std::string(sealed.substr(kTagDigits));
+}
+
+EtcdStore::EtcdStore(EtcdOptions options, std::string secret,
+                     std::string prefix, std::chrono::milliseconds timeout)
+    : etcd_(std::move(options)),
+      secret_(std::move(secret)),
+      prefix_(std::move(prefix)),
+      timeout_(timeout) {}
+
+void EtcdStore::Fail(Status status) {
+  last_error_ = status;
+  // Gloo's convention: I/O trouble means "rebuild the transport"; anything
+  // else is a mistake that retrying does not fix.
+  if (status.code() == common::Code::kTransport ||
+      status.code() == common::Code::kTimeout) {
+    throw gloo::IoException(status.ToString());
+  }
+  throw gloo::InvalidOperationException(status.ToString());
+}
+
+void EtcdStore::set(const std::string& key, const std::vector<char>& data) {
+  const std::string full = prefix_ + key;
+  ++requests_;
+  auto put = etcd_.Put(
+      full,
+      SealEtcdValue(secret_, full, std::string_view(data.data(), data.size())));
+  if (!put.ok()) Fail(put.status().WithContext("setting " + full + " in etcd"));
+}
+
+void EtcdStore::Await(const std::vector<std::string>& keys,
+                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = std::chrono::milliseconds(5);
+  while (true) {
+    const bool all = std::all_of(keys.begin(), keys.end(), [&](const auto& k) {
+      return values_.count(k) > 0;
+    });
+    if (all) return;
+    ++requests_;
+    auto found = etcd_.Range(prefix_, /*prefix=*/true);
+    if (!found.ok()) {
+      Fail(found.status().WithContext("reading " + prefix_ + " in etcd"));
+    }
+    for (const EtcdKeyValue& kv : *found) {
+      const std::string key = kv.key.substr(prefix_.size());
+      if (values_.count(key) > 0) continue;
+      auto opened = OpenEtcdValue(secret_, kv.key, kv.value);
+      if (!opened.ok()) Fail(opened.status());
+      values_.emplace(key, std::move(*opened));
+    }
+    if (std::all_of(keys.begin(), keys.end(),
+                    [&](const auto& k) { return values_.count(k) > 0; })) {
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      for (const std::string& k : keys) {
+        if (values_.count(k) == 0) missing += (missing.empty() ? "" : ", ") + k;
+      }
+      Fail(Status::Timeout("waited " + std::to_string(timeout.count()) +
+                           " ms for " + prefix_ + "{" + missing +
+                           "} in etcd: a peer did not arrive"));
+    }
+    // Polling for keys peers have yet to write, with a bound (deadline).
+    std::this_thread::sleep_for(std::min(
+        backoff,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+  }
+}
+
+std::vector<char> EtcdStore::get(const std::string& key) {
+  Await({key}, timeout_);
+  const std::string& value = values_.at(key);
+  return std::vector<char>(value.begin(), value.end());
+}
+
+void EtcdStore::wait(const std::vector<std::string>& keys) {
+  Await(keys, timeout_);
+}
+
+void EtcdStore::wait(const std::vector<std::string>& keys,
+                     const std::chrono::milliseconds& timeout) {
+  Await(keys, std::min(timeout, timeout_));
+}
+
+}  // namespace hvd::rendezvous
