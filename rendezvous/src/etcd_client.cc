@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
 
 #include "etcd_json.h"
 
@@ -167,11 +168,23 @@ Result<std::string> EtcdClient::Call(const std::string& path,
   Status last = Status::Timeout("no attempt");
   // Each endpoint once, from the last one that answered, then around again
   // while the deadline allows (a member may be electing a leader).
+  const size_t members = options_.endpoints.size();
+  bool renewed_token = false;
   for (size_t attempt = 0;; ++attempt) {
+    // Every member failed the last round: back off before the next (a
+    // refused connection fails at once; an election takes a while).
+    if (attempt > 0 && attempt % members == 0) {
+      const auto pause =
+          std::min(std::chrono::milliseconds(
+                       25 << std::min<size_t>(attempt / members, 4)),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       deadline - std::chrono::steady_clock::now()));
+      if (pause.count() > 0) std::this_thread::sleep_for(pause);
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    const size_t endpoint = (current_ + attempt) % options_.endpoints.size();
+    const size_t endpoint = (current_ + attempt) % members;
     if (!options_.user.empty() && token_.empty()) {
       Status authenticated = Authenticate(endpoint, left);
       if (!authenticated.ok()) {
@@ -190,7 +203,8 @@ Result<std::string> EtcdClient::Call(const std::string& path,
     last = answer.status();
     // An expired token: authenticate again, once per call.
     if (answer.status().code() == common::Code::kUnauthenticated &&
-        !options_.user.empty() && !token_.empty()) {
+        !options_.user.empty() && !renewed_token) {
+      renewed_token = true;
       token_.clear();
       continue;
     }
