@@ -6,21 +6,28 @@
 //   hvd_kv_bench get|set <clients> <seconds>
 //   hvd_kv_bench barrier <clients> <rounds>
 //   hvd_kv_bench round <workers> [polls_per_second]
+//   hvd_kv_bench etcd-round <workers> <etcd endpoints>
 //
 // With polls_per_second > 0 the round runs while hvdrun's status server
 // (launcher/src/status/status_server.h) serves a job of <workers> ranks and a
 // poller asks it for the page, status.json and /metrics in turn at that
 // rate (issue 14: watching must not slow the round).
+//
+// etcd-round is the same round through etcd instead of the embedded server
+// (issue 32): each simulated worker sets its sealed address with an
+// EtcdStore and waits for everyone's, as Gloo's rendezvous would.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +37,7 @@
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
 #include "hvd/rendezvous/client.h"
+#include "hvd/rendezvous/etcd_store.h"
 #include "hvd/rendezvous/server.h"
 #include "policy/job_policy.h"
 #include "status/job_record.h"
@@ -357,12 +365,69 @@ void BenchRound(const std::string& secret, int workers,
       polls_per_second, polls);
 }
 
+// The round through etcd: each worker's EtcdStore sets its address and
+// waits for all of them (one prefix range per poll).
+void BenchEtcdRound(const std::string& secret, int workers,
+                    const std::string& endpoints) {
+  auto parsed = hvd::rendezvous::ParseEtcdEndpoints(endpoints);
+  Check(parsed.status(), "etcd endpoints");
+  hvd::rendezvous::EtcdOptions options;
+  options.endpoints = *parsed;
+  options.deadline = 30s;
+  // A fresh prefix per run: nothing of an earlier run is read.
+  auto nonce = hvd::common::NewNonce();
+  Check(nonce.status(), "nonce");
+  const std::string prefix = "/hvd-bench/" + *nonce + "/";
+  std::vector<std::string> keys;
+  for (int i = 0; i < workers; ++i) keys.push_back(std::to_string(i));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::thread> threads;
+  std::atomic<int> complete{0};
+  std::atomic<uint64_t> requests{0};
+  for (int i = 0; i < workers; ++i) {
+    threads.emplace_back([&, i] {
+      hvd::rendezvous::EtcdStore store(options, secret, prefix, 60s);
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return go; });
+      }
+      std::string address =
+          "10.0.0." + std::to_string(i % 250) + ":" + std::to_string(20000 + i);
+      try {
+        store.set(std::to_string(i), {address.begin(), address.end()});
+        store.wait(keys);
+        int seen = 0;
+        for (const std::string& key : keys) seen += !store.get(key).empty();
+        if (seen == workers) ++complete;
+      } catch (const std::exception& e) {
+        Die(std::string("etcd round: ") + e.what());
+      }
+      requests += store.requests();
+    });
+  }
+  auto start = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    go = true;
+  }
+  cv.notify_all();
+  for (auto& thread : threads) thread.join();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (complete != workers) Die("a worker saw an incomplete address set");
+  std::printf(
+      "{\"system\": \"hvd-etcd\", \"bench\": \"round\", \"workers\": %d, "
+      "\"seconds\": %.6f, \"requests\": %llu}\n",
+      workers, seconds, static_cast<unsigned long long>(requests.load()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
     Die("usage: hvd_kv_bench get|set <clients> <seconds> | barrier <clients> "
-        "<rounds> | round <workers>");
+        "<rounds> | round <workers> | etcd-round <workers> <endpoints>");
   }
   Check(hvd::common::InitLogging("bench", -1), "logging");
   const std::string mode = argv[1];
@@ -381,6 +446,8 @@ int main(int argc, char** argv) {
     BenchBarrier(*secret, count, std::atoi(argv[3]));
   } else if (mode == "round" && (argc == 3 || argc == 4)) {
     BenchRound(*secret, count, argc == 4 ? std::atof(argv[3]) : 0);
+  } else if (mode == "etcd-round" && argc == 4) {
+    BenchEtcdRound(*secret, count, argv[3]);
   } else {
     Die("unknown mode or wrong arguments: " + mode);
   }

@@ -7,7 +7,7 @@ import json
 import statistics
 import sys
 
-HVD, TCP = "hvd", "torch.TCPStore"
+HVD, TCP, ETCD = "hvd", "torch.TCPStore", "hvd-etcd"
 
 
 def main(path: str) -> None:
@@ -24,6 +24,8 @@ def main(path: str) -> None:
 
     if any(k[0] == "watched round" for k in runs):
         print_watched(runs)
+    if any(k[2] == ETCD for k in runs):
+        print_etcd(runs, median)
     if not any(k[0] == "get" for k in runs):
         return
     print()
@@ -52,6 +54,22 @@ def main(path: str) -> None:
         tr = median("round", size, TCP, "requests")
         tcp = f"{t:.3f} | {tr:,.0f}" if t is not None else "not run | -"
         print(f"| round | {size} | {h:.3f} | {hr:,.0f} | {tcp} |")
+
+
+def print_etcd(runs, median) -> None:
+    """The round through etcd against the embedded server (issue 32):
+    medians, every run's time for the spread, and the ratio."""
+    print("| round | workers | runs | embedded s | etcd s | etcd spread s | "
+          "etcd requests | etcd / embedded |")
+    print("|---|---|---|---|---|---|---|---|")
+    for size in sorted({k[1] for k in runs if k[2] == ETCD}):
+        e = median("round", size, ETCD, "seconds")
+        h = median("round", size, HVD, "seconds")
+        times = sorted(r["seconds"] for r in runs[("round", size, ETCD)])
+        requests = median("round", size, ETCD, "requests")
+        print(f"| round | {size} | {len(times)} | {h:.3f} | {e:.3f} | "
+              f"{times[0]:.3f}–{times[-1]:.3f} | {requests:,.0f} | "
+              f"{e / h:.1f} |")
 
 
 def print_watched(runs) -> None:

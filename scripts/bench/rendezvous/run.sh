@@ -7,7 +7,9 @@
 #   scripts/bench/rendezvous/run.sh [repeats]      (default 3)
 # Environment: HVD_BENCH_SECONDS (per throughput run, default 3);
 # HVD_BENCH_ONLY=watched runs only the 1024-worker round with and without a
-# status poller (issue 14), `repeats` pairs.
+# status poller (issue 14), `repeats` pairs. HVD_BENCH_ONLY=etcd (root)
+# runs the round through a 3-member etcd on a test bed against the embedded
+# server (issue 32), `repeats` pairs at 64 and 256 workers.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../lib/common.sh"
@@ -32,6 +34,24 @@ watched_pair() {  # the 1024-worker round unwatched, then watched at 10/s
   HVD_LOG_LEVEL=error "$hvd" round 1024 >>"$out"
   HVD_LOG_LEVEL=error "$hvd" round 1024 10 >>"$out"
 }
+
+if [ "${HVD_BENCH_ONLY:-}" = etcd ]; then
+  # Debian's etcd-server, three members in three bed hosts; the embedded
+  # server runs in this process, in the root namespace.
+  hvd_ensure_packages etcd-server etcd-client iproute2 openssh-server
+  export HVD_BED_PREFIX=hvdb HVD_BED_NET=10.233.0
+  trap '"$hvd_root/scripts/cluster/down.sh" >/dev/null 2>&1 || true' EXIT
+  "$hvd_root/scripts/cluster/up.sh" 3 >/dev/null
+  eval "$("$hvd_root/scripts/cluster/etcd-up.sh")"
+  for ((r = 0; r < repeats; r++)); do
+    for workers in 64 256; do
+      HVD_LOG_LEVEL=error "$hvd" round "$workers" >>"$out"
+      HVD_LOG_LEVEL=error "$hvd" etcd-round "$workers" "$HVD_ETCD_ENDPOINTS" >>"$out"
+    done
+  done
+  /usr/bin/python3 "$here/report.py" "$out"
+  exit 0
+fi
 
 if [ "${HVD_BENCH_ONLY:-}" = watched ]; then
   for ((r = 0; r < repeats; r++)); do watched_pair; done
