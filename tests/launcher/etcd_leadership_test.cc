@@ -17,6 +17,7 @@ using namespace std::chrono_literals;
 using rendezvous::EtcdClient;
 using rendezvous::EtcdOp;
 
+// A lease of 2 s, and etcd calls bounded well under a third of it.
 LeadershipSettings Fast() {
   LeadershipSettings s;
   s.lease = 2000ms;
@@ -56,8 +57,8 @@ class EtcdLeadershipTest : public ::testing::Test {
 };
 
 TEST_F(EtcdLeadershipTest, OneOfTwoLeadsAndOnlyItsWritesLand) {
-  EtcdClient etcd_a(testing::EtcdOptionsFor({member_.client_port()}));
-  EtcdClient etcd_b(testing::EtcdOptionsFor({member_.client_port()}));
+  EtcdClient etcd_a(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+  EtcdClient etcd_b(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
   EtcdLeadership a(&etcd_a, "/hvd/job-1/", "hvdrun a", Fast());
   EtcdLeadership b(&etcd_b, "/hvd/job-1/", "hvdrun b", Fast());
   ASSERT_TRUE(PollUntil({&a, &b}, [&] {
@@ -83,8 +84,8 @@ TEST_F(EtcdLeadershipTest, OneOfTwoLeadsAndOnlyItsWritesLand) {
 }
 
 TEST_F(EtcdLeadershipTest, AStandbyTakesOverAndTheOldLeaderIsFencedOff) {
-  EtcdClient etcd_a(testing::EtcdOptionsFor({member_.client_port()}));
-  EtcdClient etcd_b(testing::EtcdOptionsFor({member_.client_port()}));
+  EtcdClient etcd_a(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+  EtcdClient etcd_b(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
   EtcdLeadership a(&etcd_a, "/hvd/job-2/", "hvdrun a", Fast());
   ASSERT_TRUE(PollUntil(
       {&a}, [&] { return a.policy().role() == LeaderRole::kLeader; }));

@@ -9,7 +9,9 @@
 // whatever it believes.
 //
 // Not thread-safe: the driver's thread owns it. Calls block on etcd, each
-// within the client's deadline.
+// within the client's deadline, which must be well under a third of the
+// lease: a leader blocked in a call longer than that learns late that it
+// must step down.
 #pragma once
 
 #include <string>

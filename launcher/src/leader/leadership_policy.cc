@@ -47,10 +47,9 @@ void LeadershipPolicy::StepDown(const std::string& reason,
 std::vector<LeaderAction> LeadershipPolicy::Step(Time now) {
   std::vector<LeaderAction> out;
   if (role_ == LeaderRole::kLeader && now >= sure_until_) {
-    StepDown("its lease was last renewed more than " +
-                 Seconds(settings_.lease) +
-                 " ago (etcd unreachable from here, or this host cut off): "
-                 "a standby may lead by now",
+    StepDown("it could not renew its lease of " + Seconds(settings_.lease) +
+                 " in time (etcd unreachable from here, or this host cut "
+                 "off): a standby may lead by now",
              &out);
   }
   if (asked_) return out;
