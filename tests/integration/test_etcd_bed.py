@@ -54,17 +54,27 @@ def test_one_member_lost_the_others_go_on_two_lost_no_writes_commit(
     wait_until(lambda: writable(endpoints, "one-lost", "2"),
                "a write with one member of three lost", timeout=20)
     bed.ctl("crash", hosts[1])
-    # Without quorum nothing commits: every attempt for 5 s fails.
+    # Without quorum nothing commits: every attempt for 5 s fails, and the
+    # survivor has applied none of them.
+    survivor = endpoint(bed, hosts[2])
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        assert not writable(endpoint(bed, hosts[2]), "no-quorum", "3")
+        assert not writable(survivor, "no-quorum", "3")
+    local = etcdctl(survivor, "get", "no-quorum", "--consistency=s",
+                    "--print-value-only")
+    assert local.returncode == 0 and local.stdout.strip() == "", local
     # Restarted, the members keep what was committed and take writes again.
     bed.ctl("etcd", hosts[0])
     bed.ctl("etcd", hosts[1])
     wait_until(lambda: writable(endpoints, "back", "4"),
                "a write once the members are back", timeout=20)
     got = etcdctl(endpoints, "get", "--prefix", "", "--keys-only")
-    assert got.stdout.split() == ["back", "before", "one-lost"], got
+    # Every acknowledged write is there. One that timed out has an unknown
+    # outcome, as etcd documents: its proposal, in the survivor's log, may
+    # still commit once the quorum is back.
+    keys = set(got.stdout.split())
+    acknowledged = {"back", "before", "one-lost"}
+    assert acknowledged <= keys <= acknowledged | {"no-quorum"}, got
 
 
 def test_a_partitioned_member_catches_up_once_healed(bed, etcd):
