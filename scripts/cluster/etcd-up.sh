@@ -13,12 +13,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/etcd-lib.sh"
 bed_need_root "$@"
-[ -s "$bed_dir/hosts" ] ||
-  bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N first (with the same HVD_BED_PREFIX and HVD_BED_NET)"
-for tool in etcd etcdctl; do
-  command -v "$tool" >/dev/null ||
-    bed_die "$tool is missing: apt-get install etcd-server etcd-client (scripts/test.sh installs them)"
-done
+bed_need_up_with "etcd-server etcd-client" etcd etcdctl
 members=("$@")
 [ ${#members[@]} -gt 0 ] || mapfile -t members < <(bed_hosts | head -n 3)
 [ ${#members[@]} -ge 1 ] || bed_die "the bed has no hosts"

@@ -35,6 +35,20 @@ bed_need_root() {
     bed_die "HVD_BED_NET '$bed_net' must be the first three numbers of an IPv4 /24, e.g. 10.213.0"
 }
 
+# For the scripts that run something over a bed (slurm-up.sh, etcd-up.sh):
+# fails unless the bed is up and every tool in "$@" after the first is on
+# the PATH; the first says which packages bring them.
+bed_need_up_with() {
+  local packages="$1" tool
+  shift
+  [ -s "$bed_dir/hosts" ] ||
+    bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N first (with the same HVD_BED_PREFIX and HVD_BED_NET)"
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null ||
+      bed_die "$tool is missing: apt-get install $packages (scripts/test.sh installs them)"
+  done
+}
+
 # The hosts of the bed, in creation order (one name per line).
 bed_hosts() {
   [ -f "$bed_dir/hosts" ] && cat "$bed_dir/hosts"

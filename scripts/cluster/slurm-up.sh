@@ -18,12 +18,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/slurm-lib.sh"
 bed_need_root "$@"
-[ -s "$bed_dir/hosts" ] ||
-  bed_die "no test bed '$bed_prefix' is up: run scripts/cluster/up.sh N first (with the same HVD_BED_PREFIX and HVD_BED_NET)"
-for tool in munged mungekey mariadbd mariadb-admin slurmdbd slurmctld slurmd sacctmgr scontrol sinfo; do
-  command -v "$tool" >/dev/null ||
-    bed_die "$tool is missing: apt-get install slurmctld slurmd slurm-client slurmdbd munge mariadb-server (scripts/test.sh installs them)"
-done
+bed_need_up_with "slurmctld slurmd slurm-client slurmdbd munge mariadb-server" \
+  munged mungekey mariadbd mariadb-admin slurmdbd slurmctld slurmd sacctmgr \
+  scontrol sinfo
 started=$SECONDS
 slurm_down
 mkdir -p "$slurm_dir/nodes"

@@ -312,6 +312,32 @@ class WatchedJob {
   std::thread driver_, poller_;
 };
 
+// Holds the simulated workers of a round until they all exist, so that
+// they start together and only the round is timed.
+class StartGate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+  // Opens the gate, joins `threads` and returns the seconds from opening.
+  double OpenAndJoin(std::vector<std::thread>& threads) {
+    const auto start = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+    for (auto& thread : threads) thread.join();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
 // N simulated workers, one thread and one connection each: publish an
 // address, then fetch everyone's with one prefix wait. With polls_per_second,
 // while a poller watches a status server.
@@ -323,18 +349,13 @@ void BenchRound(const std::string& secret, int workers,
   }
   auto server_holder = StartServer(secret, workers);
   RendezvousServer& server = *server_holder;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false;
+  StartGate gate;
   std::vector<std::thread> threads;
   std::atomic<int> complete{0};
   for (int i = 0; i < workers; ++i) {
     threads.emplace_back([&, i] {
       RendezvousClient client(ClientOptions(server, secret));
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return go; });
-      }
+      gate.Wait();
       std::string address =
           "10.0.0." + std::to_string(i % 250) + ":" + std::to_string(20000 + i);
       Check(client.Set("round", "addr/" + std::to_string(i), address), "put");
@@ -344,14 +365,7 @@ void BenchRound(const std::string& secret, int workers,
     });
   }
   uint64_t requests_before = server.requests_total();
-  auto start = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    go = true;
-  }
-  cv.notify_all();
-  for (auto& thread : threads) thread.join();
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = gate.OpenAndJoin(threads);
   if (complete != workers) Die("a worker saw an incomplete address set");
   const int polls = watched ? watched->polls() : 0;
   watched.reset();
@@ -380,19 +394,14 @@ void BenchEtcdRound(const std::string& secret, int workers,
   const std::string prefix = "/hvd-bench/" + *nonce + "/";
   std::vector<std::string> keys;
   for (int i = 0; i < workers; ++i) keys.push_back(std::to_string(i));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false;
+  StartGate gate;
   std::vector<std::thread> threads;
   std::atomic<int> complete{0};
   std::atomic<uint64_t> requests{0};
   for (int i = 0; i < workers; ++i) {
     threads.emplace_back([&, i] {
       hvd::rendezvous::EtcdStore store(options, secret, prefix, 60s);
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return go; });
-      }
+      gate.Wait();
       std::string address =
           "10.0.0." + std::to_string(i % 250) + ":" + std::to_string(20000 + i);
       try {
@@ -407,14 +416,7 @@ void BenchEtcdRound(const std::string& secret, int workers,
       requests += store.requests();
     });
   }
-  auto start = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    go = true;
-  }
-  cv.notify_all();
-  for (auto& thread : threads) thread.join();
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = gate.OpenAndJoin(threads);
   if (complete != workers) Die("a worker saw an incomplete address set");
   std::printf(
       "{\"system\": \"hvd-etcd\", \"bench\": \"round\", \"workers\": %d, "
