@@ -12,7 +12,6 @@ scripts/setup.sh has built: the suite does not compile hvd a second time.
 
 import json
 import os
-import pathlib
 import re
 import signal
 import subprocess
