@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,10 +52,22 @@ inline rendezvous::EtcdOptions EtcdOptionsFor(
   return options;
 }
 
+// TLS for a member: its certificate and key, the CA its clients must
+// present certificates from, and a client's certificate and key (files).
+struct EtcdMemberTls {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+};
+
 class EtcdMember {
  public:
   // Call from SetUp, under ASSERT: fails the test when etcd cannot start.
-  void Start() {
+  // With `tls`, clients must speak https and present a certificate.
+  void Start(std::optional<EtcdMemberTls> tls = std::nullopt) {
+    tls_ = std::move(tls);
     char folder[] = "/tmp/hvd-etcd-test-XXXXXX";
     ASSERT_NE(mkdtemp(folder), nullptr);
     dir_ = folder;
@@ -77,13 +90,26 @@ class EtcdMember {
 
   int client_port() const { return client_port_; }
 
+  // Options for a client of this member (TLS files included, if any).
+  rendezvous::EtcdOptions ClientOptions(
+      std::chrono::milliseconds deadline = std::chrono::seconds(5)) const {
+    rendezvous::EtcdOptions options = EtcdOptionsFor({client_port_}, deadline);
+    if (tls_) {
+      options.endpoints[0].scheme = "https";
+      options.ca_file = tls_->ca_file;
+      options.cert_file = tls_->client_cert_file;
+      options.key_file = tls_->client_key_file;
+    }
+    return options;
+  }
+
  private:
   void TryStart() {
     using namespace std::chrono_literals;
     client_port_ = FreeLoopbackPort();
     const int peer_port = FreeLoopbackPort();
-    const std::string client =
-        "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string client = std::string(tls_ ? "https" : "http") +
+                               "://127.0.0.1:" + std::to_string(client_port_);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
     std::vector<std::string> args = {
         "etcd",         "--name",
@@ -94,6 +120,15 @@ class EtcdMember {
         peer,           "--initial-advertise-peer-urls",
         peer,           "--initial-cluster",
         "test=" + peer};
+    if (tls_) {
+      for (const std::string& arg :
+           {std::string("--cert-file"), tls_->cert_file,
+            std::string("--key-file"), tls_->key_file,
+            std::string("--client-cert-auth"), std::string("--trusted-ca-file"),
+            tls_->ca_file}) {
+        args.push_back(arg);
+      }
+    }
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -110,7 +145,7 @@ class EtcdMember {
     // Up once a range answers; an exit first means the ports were taken
     // (or no etcd: 127).
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    rendezvous::EtcdClient probe(EtcdOptionsFor({client_port_}, 500ms));
+    rendezvous::EtcdClient probe(ClientOptions(500ms));
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -132,6 +167,7 @@ class EtcdMember {
   std::string dir_;
   pid_t pid_ = 0;
   int client_port_ = 0;
+  std::optional<EtcdMemberTls> tls_;
 };
 
 }  // namespace hvd::testing

@@ -27,7 +27,8 @@ hvd_bed_packages=(openssh-server openssh-client iproute2)
 hvd_slurm_packages=(slurmctld slurmd slurm-client slurmdbd munge
   mariadb-server)
 # etcd: the member the C++ client's tests start, and the cluster over the
-# bed (scripts/cluster/etcd-up.sh).
+# bed (scripts/cluster/etcd-up.sh). The openssl tool, which makes the
+# certificates of the client's TLS test, comes with the build packages.
 hvd_etcd_packages=(etcd-server etcd-client)
 # The status page's browser test: Debian's chromium, driven by
 # playwright-core from npm (scripts/test.sh takes an npm from elsewhere

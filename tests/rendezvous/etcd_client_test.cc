@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -229,6 +231,93 @@ TEST_F(EtcdClientTest, WithAuthenticationOnOnlyItsUserGetsIn) {
   EXPECT_NE(wrong.status().ToString().find("as 'root'"), std::string::npos)
       << wrong.status().ToString();
   EXPECT_EQ(member.Range("guarded")->at(0).value, "1");
+}
+
+// A member that speaks TLS only and wants a client certificate from its CA;
+// the certificates are made with the openssl tool in a temporary folder.
+class EtcdTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char folder[] = "/tmp/hvd-etcd-tls-XXXXXX";
+    ASSERT_NE(mkdtemp(folder), nullptr);
+    dir_ = folder;
+    ASSERT_NO_FATAL_FAILURE(MakeCa("ca"));
+    ASSERT_NO_FATAL_FAILURE(MakeCa("stranger-ca"));
+    // etcd's gateway calls its own gRPC side with the member's certificate,
+    // so that is a client certificate too.
+    ASSERT_NO_FATAL_FAILURE(Sign("ca", "server",
+                                 "subjectAltName=IP:127.0.0.1\n"
+                                 "extendedKeyUsage=serverAuth,clientAuth\n"));
+    ASSERT_NO_FATAL_FAILURE(
+        Sign("ca", "client", "extendedKeyUsage=clientAuth\n"));
+    ASSERT_NO_FATAL_FAILURE(
+        Sign("stranger-ca", "stranger", "extendedKeyUsage=clientAuth\n"));
+    testing::EtcdMemberTls tls;
+    tls.ca_file = File("ca.crt");
+    tls.cert_file = File("server.crt");
+    tls.key_file = File("server.key");
+    tls.client_cert_file = File("client.crt");
+    tls.client_key_file = File("client.key");
+    ASSERT_NO_FATAL_FAILURE(member_.Start(tls));
+  }
+
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string File(const std::string& name) const { return dir_ + "/" + name; }
+
+  void Run(const std::string& command) {
+    const std::string quiet = command + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(quiet.c_str()), 0)
+        << command << " (the openssl tool: apt-get install openssl)";
+  }
+
+  void MakeCa(const std::string& name) {
+    Run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + name +
+        " -keyout " + File(name + ".key") + " -out " + File(name + ".crt"));
+  }
+
+  void Sign(const std::string& ca, const std::string& name,
+            const std::string& extensions) {
+    std::FILE* ext = std::fopen(File(name + ".ext").c_str(), "w");
+    ASSERT_NE(ext, nullptr);
+    std::fputs(extensions.c_str(), ext);
+    std::fclose(ext);
+    Run("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " +
+        File(name + ".key") + " -out " + File(name + ".csr"));
+    Run("openssl x509 -req -days 1 -in " + File(name + ".csr") + " -CA " +
+        File(ca + ".crt") + " -CAkey " + File(ca + ".key") +
+        " -CAcreateserial -extfile " + File(name + ".ext") + " -out " +
+        File(name + ".crt"));
+  }
+
+  std::string dir_;
+  testing::EtcdMember member_;
+};
+
+TEST_F(EtcdTlsTest, AClientWithTheClustersCaAndACertificateGetsIn) {
+  EtcdClient etcd(member_.ClientOptions());
+  ASSERT_TRUE(etcd.Put("over-tls", "yes").ok());
+  auto read = etcd.Range("over-tls");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ(read->at(0).value, "yes");
+}
+
+TEST_F(EtcdTlsTest, NoCertificateOrAnotherCasOneIsRefused) {
+  EtcdOptions bare = member_.ClientOptions(1s);
+  bare.cert_file.clear();
+  bare.key_file.clear();
+  EXPECT_FALSE(EtcdClient(bare).Put("k", "v").ok());
+  EtcdOptions stranger = member_.ClientOptions(1s);
+  stranger.cert_file = File("stranger.crt");
+  stranger.key_file = File("stranger.key");
+  EXPECT_FALSE(EtcdClient(stranger).Put("k", "v").ok());
+  // Nor does the client trust a member whose certificate is not from the
+  // CA it was given.
+  EtcdOptions distrustful = member_.ClientOptions(1s);
+  distrustful.ca_file = File("stranger-ca.crt");
+  EXPECT_FALSE(EtcdClient(distrustful).Put("k", "v").ok());
+  EXPECT_TRUE(EtcdClient(member_.ClientOptions()).Range("k")->empty());
 }
 
 }  // namespace
