@@ -78,11 +78,30 @@ void EtcdStore::Await(const std::vector<std::string>& keys,
                       std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = std::chrono::milliseconds(5);
-  while (true) {
-    const bool all = std::all_of(keys.begin(), keys.end(), [&](const auto& k) {
-      return values_.count(k) > 0;
-    });
-    if (all) return;
+  const auto have_all = [&] {
+    return std::all_of(keys.begin(), keys.end(),
+                       [&](const auto& k) { return values_.count(k) > 0; });
+  };
+  for (bool first = true; !have_all(); first = false) {
+    if (!first) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        std::string missing;
+        for (const std::string& k : keys) {
+          if (values_.count(k) == 0) {
+            missing += (missing.empty() ? "" : ", ") + k;
+          }
+        }
+        Fail(Status::Timeout("waited " + std::to_string(timeout.count()) +
+                             " ms for " + prefix_ + "{" + missing +
+                             "} in etcd: a peer did not arrive"));
+      }
+      // Polling for keys peers have yet to write, with a bound (deadline).
+      std::this_thread::sleep_for(std::min(
+          backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
+                       deadline - now)));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+    }
     ++requests_;
     auto found = etcd_.Range(prefix_, /*prefix=*/true);
     if (!found.ok()) {
@@ -95,25 +114,6 @@ void EtcdStore::Await(const std::vector<std::string>& keys,
       if (!opened.ok()) Fail(opened.status());
       values_.emplace(key, std::move(*opened));
     }
-    if (std::all_of(keys.begin(), keys.end(),
-                    [&](const auto& k) { return values_.count(k) > 0; })) {
-      return;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      std::string missing;
-      for (const std::string& k : keys) {
-        if (values_.count(k) == 0) missing += (missing.empty() ? "" : ", ") + k;
-      }
-      Fail(Status::Timeout("waited " + std::to_string(timeout.count()) +
-                           " ms for " + prefix_ + "{" + missing +
-                           "} in etcd: a peer did not arrive"));
-    }
-    // Polling for keys peers have yet to write, with a bound (deadline).
-    std::this_thread::sleep_for(std::min(
-        backoff,
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }
 }
 

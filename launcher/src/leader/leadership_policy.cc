@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "hvd/common/logging.h"
+
 namespace hvd::launcher {
 
 using namespace leader_events;
@@ -19,11 +21,6 @@ Overloaded(F...) -> Overloaded<F...>;
 LeaderAction Act(LeaderAction::Kind kind, int64_t lease = 0,
                  int64_t revision = 0, std::string reason = {}) {
   return LeaderAction{kind, lease, revision, std::move(reason)};
-}
-
-std::string Seconds(std::chrono::milliseconds ms) {
-  const int64_t tenths = (ms.count() + 50) / 100;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
 }
 
 }  // namespace
@@ -47,8 +44,9 @@ void LeadershipPolicy::StepDown(const std::string& reason,
 std::vector<LeaderAction> LeadershipPolicy::Step(Time now) {
   std::vector<LeaderAction> out;
   if (role_ == LeaderRole::kLeader && now >= sure_until_) {
-    StepDown("it could not renew its lease of " + Seconds(settings_.lease) +
-                 " in time (etcd unreachable from here, or this host cut "
+    StepDown("it could not renew its lease of " +
+                 common::DecimalSeconds(settings_.lease) +
+                 " s in time (etcd unreachable from here, or this host cut "
                  "off): a standby may lead by now",
              &out);
   }
@@ -113,7 +111,6 @@ std::vector<LeaderAction> LeadershipPolicy::OnEvent(Time now,
                 break;
               case Renewed::Outcome::kExpired:
                 StepDown("etcd says its lease has expired", &out);
-                lease_ = 0;
                 break;
               case Renewed::Outcome::kUnreachable:
                 next_renew_ = now + std::min(settings_.poll, drift);
