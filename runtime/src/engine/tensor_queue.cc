@@ -56,8 +56,8 @@ Status TensorQueue::Add(std::vector<TensorEntry> entries) {
       if (twice || entries_.count(name) != 0) {
         return Status::InvalidArgument(
             "a collective named '" + name +
-            "' is already in flight on this rank; names must be unique until "
-            "their handle is synchronized");
+            "' is already in flight on this rank; a name can be used again "
+            "once its collective has completed");
       }
     }
     for (TensorEntry& entry : entries) {
