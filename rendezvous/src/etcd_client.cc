@@ -7,11 +7,41 @@
 #include <thread>
 
 #include "etcd_json.h"
+#include "hvd/common/env.h"
+#include "hvd/common/env_vars.h"
 
 namespace hvd::rendezvous {
 
 using common::Result;
 using common::Status;
+
+Result<EtcdOptions> EtcdOptionsFromEnvironment(std::string_view endpoints) {
+  namespace ev = common::env_vars;
+  auto parsed = ParseEtcdEndpoints(endpoints);
+  if (!parsed.ok()) return parsed.status();
+  EtcdOptions options;
+  options.endpoints = std::move(*parsed);
+  const std::string user = common::GetEnvString(ev::kEtcdctlUser, "");
+  const size_t colon = user.find(':');
+  options.user = user.substr(0, colon);
+  options.password = colon == std::string::npos
+                         ? common::GetEnvString(ev::kEtcdctlPassword, "")
+                         : user.substr(colon + 1);
+  if (options.user.empty() && !options.password.empty()) {
+    return Status::InvalidArgument(std::string(ev::kEtcdctlPassword) +
+                                   " is set but " + ev::kEtcdctlUser +
+                                   " names no user");
+  }
+  options.ca_file = common::GetEnvString(ev::kEtcdctlCacert, "");
+  options.cert_file = common::GetEnvString(ev::kEtcdctlCert, "");
+  options.key_file = common::GetEnvString(ev::kEtcdctlKey, "");
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return Status::InvalidArgument(
+        std::string("a client certificate needs both ") + ev::kEtcdctlCert +
+        " and " + ev::kEtcdctlKey);
+  }
+  return options;
+}
 
 std::string EtcdEndpoint::Url() const {
   return scheme + "://" + host + ":" + std::to_string(port);

@@ -189,6 +189,24 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
         std::string(ev::kGlooRendezvousAddr) + " and " + ev::kHvdSecretKey +
         " must be set (is this worker started by hvdrun?)");
   }
+  const std::string backend =
+      common::GetEnvString(ev::kHvdRendezvousBackend, "embedded");
+  if (backend == "etcd") {
+    config.etcd_prefix = common::GetEnvString(ev::kHvdEtcdPrefix, "");
+    if (config.etcd_prefix.empty()) {
+      return Status::InvalidArgument(std::string(ev::kHvdRendezvousBackend) +
+                                     "=etcd needs " + ev::kHvdEtcdPrefix +
+                                     " (is this worker started by hvdrun?)");
+    }
+    auto etcd = rendezvous::EtcdOptionsFromEnvironment(
+        common::GetEnvString(ev::kHvdEtcdEndpoints, ""));
+    if (!etcd.ok()) return etcd.status().WithContext(ev::kHvdEtcdEndpoints);
+    config.etcd = std::move(*etcd);
+  } else if (backend != "embedded") {
+    return Status::InvalidArgument(std::string(ev::kHvdRendezvousBackend) +
+                                   "='" + backend +
+                                   "' is neither embedded nor etcd");
+  }
   const std::string interfaces = common::GetEnvString(ev::kGlooIface, "");
   auto bind = ChooseBindAddress(
       interfaces,

@@ -374,3 +374,70 @@ def bed():
             the_bed.wait_until_empty()
     finally:
         the_bed.down()
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EtcdMember:
+    """One real etcd (Debian's etcd-server) on free loopback ports, data in
+    `folder`; stopped by its pid."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        for _ in range(3):  # a port taken between the probe and the bind
+            self.port = free_port()
+            self.endpoint = f"127.0.0.1:{self.port}"
+            url = f"http://{self.endpoint}"
+            peer = f"http://127.0.0.1:{free_port()}"
+            self.log = open(folder / "etcd.log", "w")
+            self.proc = subprocess.Popen(
+                ["etcd", "--name", "m", "--data-dir", str(folder / "data"),
+                 "--listen-client-urls", url,
+                 "--advertise-client-urls", url,
+                 "--listen-peer-urls", peer,
+                 "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", f"m={peer}"],
+                stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 20
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                if self.ctl("endpoint", "health").returncode == 0:
+                    return
+                time.sleep(0.1)
+            self.stop()
+        pytest.fail(f"etcd did not start; its log: {folder / 'etcd.log'}")
+
+    def ctl(self, *args, timeout=3):
+        return subprocess.run(
+            ["etcdctl", "--endpoints", self.endpoint, "--dial-timeout", "1s",
+             "--command-timeout", f"{timeout}s", *args],
+            capture_output=True, text=True, timeout=timeout + 10,
+            errors="backslashreplace", env=dict(os.environ, ETCDCTL_API="3"))
+
+    def keys(self, prefix):
+        listed = self.ctl("get", "--prefix", "--keys-only", prefix)
+        assert listed.returncode == 0, listed.stderr
+        return [k for k in listed.stdout.splitlines() if k]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    """A one-member etcd for the test (EtcdMember)."""
+    folder = tmp_path / "etcd"
+    folder.mkdir()
+    member = EtcdMember(folder)
+    try:
+        yield member
+    finally:
+        member.stop()

@@ -581,3 +581,65 @@ TEST(CliTest, UnknownOptionsGetTheLikelyNameOrTheCandidates) {
 
 }  // namespace
 }  // namespace hvd::launcher
+
+namespace hvd::launcher::cli_test {
+namespace {
+
+TEST(CliTest, EtcdRendezvousOptionsAndTorchrunsSpellings) {
+  for (const auto& spelling :
+       {std::vector<std::string>{"--rendezvous-backend", "etcd",
+                                 "--rendezvous-endpoint",
+                                 "e1:2379,https://e2:2379", "--job-id", "j-1"},
+        std::vector<std::string>{"--rdzv-backend", "etcd", "--rdzv-endpoint",
+                                 "e1:2379,https://e2:2379", "--rdzv-id",
+                                 "j-1"}}) {
+    std::vector<std::string> args = spelling;
+    args.insert(args.end(), {"-np", "2", "cmd"});
+    CliOutcome out = Parse(args);
+    ASSERT_TRUE(out.config) << spelling[0];
+    EXPECT_EQ(out.config->rendezvous_backend, RendezvousBackend::kEtcd);
+    EXPECT_EQ(out.config->rendezvous_endpoint, "e1:2379,https://e2:2379");
+    EXPECT_EQ(out.config->job_id, "j-1");
+  }
+  CliOutcome plain = Parse({"-np", "2", "cmd"});
+  ASSERT_TRUE(plain.config);
+  EXPECT_EQ(plain.config->rendezvous_backend, RendezvousBackend::kEmbedded);
+  auto env = EnvOf({"--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+                    "e1:2379", "--job-id", "j-1"});
+  EXPECT_EQ(env["HVD_RENDEZVOUS_BACKEND"], "etcd");
+  EXPECT_EQ(env["HVD_ETCD_ENDPOINTS"], "e1:2379");
+  EXPECT_EQ(env["HVD_ETCD_PREFIX"], "/hvd/jobs/j-1/");
+  EXPECT_EQ(EnvOf({})["HVD_RENDEZVOUS_BACKEND"], "embedded");
+  EXPECT_EQ(EnvOf({}).count("HVD_ETCD_PREFIX"), 0u);
+}
+
+TEST(CliTest, EtcdOptionsThatCannotWorkAreUsageErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--rendezvous-backend", "etcd"},
+       "--rendezvous-backend etcd needs --rendezvous-endpoint"},
+      {{"--rendezvous-endpoint", "e1:2379"},
+       "--rendezvous-endpoint names etcd's side of a job; it needs "
+       "--rendezvous-backend etcd"},
+      {{"--job-id", "j"}, "--job-id names etcd's side of a job"},
+      {{"--rendezvous-backend", "zookeeper"}, "--rendezvous-backend"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:99999"},
+       "--rendezvous-endpoint: etcd endpoint 'e1:99999'"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--job-id", "a/b"},
+       "--job-id 'a/b': a job id is 1 to 128 letters"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--job-id", ".."},
+       "not starting with '.'"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--job-id", std::string(129, 'j')},
+       "a job id is 1 to 128"}};
+  for (const auto& [given, message] : cases) {
+    std::vector<std::string> args = given;
+    args.insert(args.end(), {"-np", "1", "cmd"});
+    EXPECT_NE(ErrorOf(args).find(message), std::string::npos)
+        << given[0] << " -> " << ErrorOf(args);
+  }
+}
+
+}  // namespace
+}  // namespace hvd::launcher::cli_test

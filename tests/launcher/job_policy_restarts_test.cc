@@ -323,5 +323,28 @@ TEST(JobPolicySignals, StoppingThenASignalKillsAtOnce) {
   EXPECT_FALSE(All<SignalWorker>(again).empty());
 }
 
+// ---- another hvdrun leads the job in etcd ----
+
+TEST(JobPolicyLeadTaken, StopsEveryWorkerSayingWhoLeadsAndFails) {
+  Harness h = Trained();
+  Actions stop =
+      h.On(LeadTaken{"another hvdrun leads the job now (hvdrun pid 7 on x)"});
+  EXPECT_NE(Lines(stop).find("another hvdrun leads the job now (hvdrun pid 7 "
+                             "on x); stopping 4 workers"),
+            std::string::npos)
+      << Lines(stop);
+  std::set<WorkerId> told;
+  for (const SignalWorker& s : All<SignalWorker>(stop)) {
+    EXPECT_EQ(s.signal, SIGTERM);
+    told.insert(s.worker);
+  }
+  EXPECT_EQ(told.size(), 4u);
+  for (const char* slot : {"a:0", "a:1", "b:0", "b:1"}) {
+    h.ExitSlot(slot, Killed(SIGTERM));
+  }
+  EXPECT_TRUE(h.policy().finished());
+  EXPECT_EQ(h.exit_code(), 1);
+}
+
 }  // namespace
 }  // namespace hvd::launcher

@@ -93,6 +93,57 @@ TEST(EtcdEndpointsTest, TorchrunsFormWithOrWithoutSchemes) {
   }
 }
 
+// etcdctl's variables, set for one test and restored after it.
+class EtcdctlEnvironmentTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const char* name : {"ETCDCTL_USER", "ETCDCTL_PASSWORD",
+                             "ETCDCTL_CACERT", "ETCDCTL_CERT", "ETCDCTL_KEY"}) {
+      unsetenv(name);
+    }
+  }
+};
+
+TEST_F(EtcdctlEnvironmentTest, CredentialsComeFromEtcdctlsVariables) {
+  auto none = EtcdOptionsFromEnvironment("e1:2379");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->endpoints.size(), 1u);
+  EXPECT_EQ(none->user, "");
+  EXPECT_EQ(none->ca_file, "");
+  setenv("ETCDCTL_USER", "hvd:s3cret:x", 1);
+  setenv("ETCDCTL_PASSWORD", "ignored", 1);
+  setenv("ETCDCTL_CACERT", "/ca.pem", 1);
+  setenv("ETCDCTL_CERT", "/c.pem", 1);
+  setenv("ETCDCTL_KEY", "/c.key", 1);
+  auto all = EtcdOptionsFromEnvironment("https://e1:2379,e2:2379");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->endpoints.size(), 2u);
+  EXPECT_EQ(all->user, "hvd");
+  EXPECT_EQ(all->password, "s3cret:x");  // etcdctl splits at the first ':'
+  EXPECT_EQ(all->ca_file, "/ca.pem");
+  EXPECT_EQ(all->cert_file, "/c.pem");
+  EXPECT_EQ(all->key_file, "/c.key");
+  setenv("ETCDCTL_USER", "hvd", 1);
+  auto split = EtcdOptionsFromEnvironment("e1:2379");
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->password, "ignored");
+}
+
+TEST_F(EtcdctlEnvironmentTest, HalfACredentialIsRefusedNamingTheVariable) {
+  setenv("ETCDCTL_PASSWORD", "p", 1);
+  auto password = EtcdOptionsFromEnvironment("e1:2379");
+  ASSERT_FALSE(password.ok());
+  EXPECT_NE(password.status().message().find("ETCDCTL_USER names no user"),
+            std::string::npos);
+  unsetenv("ETCDCTL_PASSWORD");
+  setenv("ETCDCTL_CERT", "/c.pem", 1);
+  auto cert = EtcdOptionsFromEnvironment("e1:2379");
+  ASSERT_FALSE(cert.ok());
+  EXPECT_NE(cert.status().message().find("ETCDCTL_CERT and ETCDCTL_KEY"),
+            std::string::npos);
+  EXPECT_FALSE(EtcdOptionsFromEnvironment("e1:0").ok());
+}
+
 using testing::EtcdOptionsFor;
 using testing::FreeLoopbackPort;
 

@@ -20,6 +20,7 @@
 #include "driver/discovery.h"
 #include "driver/discovery_loop.h"
 #include "driver/driver_threads.h"
+#include "driver/etcd_job.h"
 #include "driver/worker_launch.h"
 #include "hvd/common/env.h"
 #include "hvd/common/hmac.h"
@@ -59,12 +60,6 @@ PolicyConfig PolicyFor(const LaunchConfig& config,
   return policy;
 }
 
-int64_t WallClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 JobFacts FactsOf(const LaunchConfig& config) {
   JobFacts facts;
   facts.elastic = config.elastic;
@@ -80,12 +75,13 @@ JobFacts FactsOf(const LaunchConfig& config) {
 class Driver {
  public:
   Driver(const LaunchConfig& config, rendezvous::RendezvousServer& server,
-         LaunchContext launch, std::vector<HostSlots> hosts)
+         LaunchContext launch, std::vector<HostSlots> hosts, EtcdJob* etcd)
       : config_(config),
         server_(server),
+        etcd_(etcd),
         launch_(std::move(launch)),
         policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)),
-        record_(FactsOf(config), Clock::now(), WallClockMs()),
+        record_(FactsOf(config), Clock::now(), common::WallClockMs()),
         snapshots_([this] { inbox_.Wake(); }) {}
 
   int Run(int signals);
@@ -116,6 +112,7 @@ class Driver {
 
   const LaunchConfig& config_;
   rendezvous::RendezvousServer& server_;
+  EtcdJob* const etcd_;  // with --rendezvous-backend etcd
   const LaunchContext launch_;
   JobPolicy policy_;
   JobRecord record_;
@@ -137,6 +134,21 @@ int Driver::Run(int signals) {
     board_changed_ = true;
     inbox_.Wake();
   });
+  if (etcd_ != nullptr) {
+    const std::string job = "job '" + config_.job_id + "'";
+    etcd_->Run([this, job](const LeadChange& change) {
+      if (!change.holder.empty()) {
+        inbox_.Post(LeadTaken{change.reason + " (" + change.holder + ")"});
+      } else if (change.leading) {
+        common::Announce("hvdrun: leads " + job + " in etcd again");
+      } else {
+        common::Announce("hvdrun: lost the lead of " + job + " in etcd (" +
+                         change.reason +
+                         "); the workers go on while it "
+                         "campaigns again");
+      }
+    });
+  }
   std::unique_ptr<DiscoveryLoop> discovery;
   if (config_.elastic && !config_.discovery_script.empty()) {
     discovery = std::make_unique<DiscoveryLoop>(
@@ -186,6 +198,7 @@ int Driver::Run(int signals) {
   }
   PublishSnapshot();
   discovery.reset();
+  if (etcd_ != nullptr) etcd_->Finish();
   server_.board().SetListener(nullptr);
   cancel_errands_.Cancel();
   errands_.JoinAll();
@@ -268,6 +281,7 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
               spdlog::error("hvdrun: {}", published.message());
             }
             server_.set_generation(a.plan.generation);
+            if (etcd_ != nullptr) etcd_->GenerationPublished(a.plan.generation);
           } else if constexpr (std::is_same_v<T, PushHostsUpdated>) {
             RefreshAddresses();
             notify::HostsUpdated message;
@@ -458,7 +472,8 @@ void BlockDriverSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-int RunJob(const LaunchConfig& config) {
+int RunJob(const LaunchConfig& given) {
+  LaunchConfig config = given;
   sigset_t handled = DriverSignals();
   int signals = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signals < 0) return Fail("signalfd failed");
@@ -469,6 +484,20 @@ int RunJob(const LaunchConfig& config) {
 
   auto secret = common::NewJobSecret();
   if (!secret.ok()) return Fail(secret.status().message());
+  std::unique_ptr<EtcdJob> etcd;
+  if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
+    if (config.job_id.empty()) {
+      auto id = common::NewJobSecret();
+      if (!id.ok()) return Fail(id.status().message());
+      config.job_id = "hvd-" + id->substr(0, 12);
+    }
+    auto claimed = EtcdJob::Claim(config, config.start_timeout);
+    if (!claimed.ok()) return Fail(claimed.status().message());
+    etcd = std::move(*claimed);
+    common::Announce("hvdrun: leads job '" + config.job_id + "' in etcd at " +
+                     config.rendezvous_endpoint + " (keys under " +
+                     etcd->prefix() + ")");
+  }
   // The first discovery run must succeed: there is nothing to fall back on
   // yet. Hosts come and go: the server binds where any listed host can
   // reach it, unless every host given up front is this machine.
@@ -496,7 +525,7 @@ int RunJob(const LaunchConfig& config) {
   if (!launch.ok()) return Fail(launch.status().message());
   spdlog::info("hvdrun: rendezvous server on {}:{}", *address,
                (*server)->port());
-  Driver driver(config, **server, *launch, hosts);
+  Driver driver(config, **server, *launch, hosts, etcd.get());
 
   int code = 0;
   if (config.status_bind == kNoStatusServer) {
@@ -538,7 +567,7 @@ int RunWithStatusServer(const LaunchConfig& config, Driver& driver,
   const std::string url = (*status_server)->url();
   common::Announce("hvdrun: status page: " + url);
   auto job_file = WriteJobFile({getpid(), url, FactsOf(config).command,
-                                WallClockMs(), OwnProcessStart()});
+                                common::WallClockMs(), OwnProcessStart()});
   if (!job_file.ok()) {
     spdlog::warn("hvdrun: `hvdrun status` will not find this job: {}",
                  job_file.status().message());

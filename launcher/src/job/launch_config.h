@@ -38,6 +38,16 @@ enum class Launcher { kSsh, kSlurm, kLocal };
 // --status-bind none: no status page, /metrics or `hvdrun status` entry.
 inline constexpr char kNoStatusServer[] = "none";
 
+// Where the job's rendezvous lives (--rendezvous-backend): hvdrun's own
+// server, or an etcd cluster, under the job's prefix (EtcdJobPrefix).
+enum class RendezvousBackend { kEmbedded, kEtcd };
+
+// Everything of one job in etcd is under this prefix, so one etcd serves
+// many jobs; `job_id` is --job-id's, checked (JobIdError).
+inline std::string EtcdJobPrefix(const std::string& job_id) {
+  return "/hvd/jobs/" + job_id + "/";
+}
+
 struct LaunchConfig {
   // Workers to start; 0 means one per listed slot.
   int num_proc = 0;
@@ -60,6 +70,11 @@ struct LaunchConfig {
   std::string status_token_file;
   // --rendezvous-port: the rendezvous server's port (0: any free one).
   int rendezvous_port = 0;
+  RendezvousBackend rendezvous_backend = RendezvousBackend::kEmbedded;
+  // --rendezvous-endpoint: the etcd members, "HOST:PORT[,HOST:PORT...]".
+  std::string rendezvous_endpoint;
+  // --job-id: the job's name in etcd; empty until hvdrun makes one up.
+  std::string job_id;
   // --prefix-output-with-timestamp: every relayed worker line starts with
   // the time hvdrun read it, as horovodrun writes it.
   bool prefix_output_with_timestamp = false;

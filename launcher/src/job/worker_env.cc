@@ -28,6 +28,13 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
       {ev::kElastic, config.elastic ? "1" : "0"},
       {ev::kStartTimeout, std::to_string(config.start_timeout.count())},
   };
+  if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
+    env.emplace_back(ev::kHvdRendezvousBackend, "etcd");
+    env.emplace_back(ev::kHvdEtcdEndpoints, config.rendezvous_endpoint);
+    env.emplace_back(ev::kHvdEtcdPrefix, EtcdJobPrefix(config.job_id));
+  } else {
+    env.emplace_back(ev::kHvdRendezvousBackend, "embedded");
+  }
   if (!config.network_interface.empty()) {
     env.emplace_back(ev::kGlooIface, config.network_interface);
   }

@@ -116,6 +116,10 @@ std::vector<LeaderAction> EtcdLeadership::Poll() {
   return notices;
 }
 
+void EtcdLeadership::Resign() {
+  if (policy_.lease() != 0) (void)etcd_->RevokeLease(policy_.lease());
+}
+
 Result<EtcdTxnResult> EtcdLeadership::FencedWrite(
     const std::vector<EtcdOp>& ops) {
   if (policy_.role() != LeaderRole::kLeader) {

@@ -41,6 +41,10 @@ class EtcdLeadership {
   common::Result<rendezvous::EtcdTxnResult> FencedWrite(
       const std::vector<rendezvous::EtcdOp>& ops);
 
+  // Gives the lease back, which ends the lead at once (a standby need not
+  // wait for it to expire); best effort, for an hvdrun that is done.
+  void Resign();
+
   const LeadershipPolicy& policy() const { return policy_; }
   const std::string& leader_key() const { return leader_key_; }
 

@@ -10,6 +10,7 @@
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
+#include "hvd/rendezvous/etcd_client.h"
 #include "job/host_slots.h"
 #include "options/argv_split.h"
 #include "options/cli_options.h"
@@ -105,6 +106,48 @@ Status CheckCombinations(const LaunchConfig& config) {
     return Status::InvalidArgument(
         "--network-interfaces " + Quoted(interfaces) +
         ": not a comma-separated list of interface names (eth0,eth1)");
+  }
+  return Status::Ok();
+}
+
+// --rendezvous-backend, --rendezvous-endpoint and --job-id, which mean
+// something only together.
+Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
+  const bool etcd = v.rendezvous_backend == "etcd";
+  config.rendezvous_backend =
+      etcd ? RendezvousBackend::kEtcd : RendezvousBackend::kEmbedded;
+  if (!etcd) {
+    for (auto [given, name] : {std::pair{!config.rendezvous_endpoint.empty(),
+                                         "--rendezvous-endpoint"},
+                               std::pair{!config.job_id.empty(), "--job-id"}}) {
+      if (given) {
+        return Status::InvalidArgument(
+            std::string(name) +
+            " names etcd's side of a job; it needs --rendezvous-backend etcd");
+      }
+    }
+    return Status::Ok();
+  }
+  if (config.rendezvous_endpoint.empty()) {
+    return Status::InvalidArgument(
+        "--rendezvous-backend etcd needs --rendezvous-endpoint "
+        "HOST:PORT[,HOST:PORT...], the etcd members");
+  }
+  auto endpoints = rendezvous::ParseEtcdEndpoints(config.rendezvous_endpoint);
+  if (!endpoints.ok()) {
+    return endpoints.status().WithContext("--rendezvous-endpoint");
+  }
+  const std::string& id = config.job_id;
+  bool id_ok = id.size() <= 128 && (id.empty() || id[0] != '.');
+  for (char c : id) {
+    id_ok = id_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                      c == '_' || c == '-');
+  }
+  if (!id_ok) {
+    return Status::InvalidArgument(
+        "--job-id " + Quoted(id) +
+        ": a job id is 1 to 128 letters, digits, '.', '_' and '-', not "
+        "starting with '.'");
   }
   return Status::Ok();
 }
@@ -250,6 +293,9 @@ CliOutcome ParseCommandLine(const std::vector<std::string>& args) {
   }
   auto slurm = ApplySlurmAllocation(v, config);
   if (!slurm.ok()) return fail(slurm);
+  if (Status rendezvous = ResolveRendezvous(v, config); !rendezvous.ok()) {
+    return fail(rendezvous);
+  }
   config.elastic = !config.discovery_script.empty() || config.min_np > 0;
   config.elastic_timeout = Milliseconds(v.elastic_timeout);
   config.start_timeout = CeilSeconds(v.start_timeout);

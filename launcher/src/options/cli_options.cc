@@ -93,6 +93,24 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "The port of the rendezvous server the workers reach, for "
                  "a firewall (default 0: any free port)")
       ->check(WholeNumber(0, 65535));
+  const char* etcd_group = "Rendezvous in etcd";
+  app.add_option("--rendezvous-backend,--rdzv-backend", v.rendezvous_backend,
+                 "Where the job's rendezvous lives: embedded (hvdrun's own "
+                 "server, the default) or etcd (an etcd cluster, "
+                 "--rendezvous-endpoint; its credentials as etcdctl takes "
+                 "them, ETCDCTL_USER, ETCDCTL_CACERT, ...)")
+      ->check(CLI::IsMember({"embedded", "etcd"}))
+      ->group(etcd_group);
+  app.add_option("--rendezvous-endpoint,--rdzv-endpoint",
+                 v.config.rendezvous_endpoint,
+                 "The etcd members, HOST:PORT[,HOST:PORT...] (https:// "
+                 "before a member that speaks TLS)")
+      ->group(etcd_group);
+  app.add_option("--job-id,--rdzv-id", v.config.job_id,
+                 "The job's name in etcd (letters, digits, '.', '_', '-'); "
+                 "one hvdrun leads a job of that name at a time; default: a "
+                 "new name per run")
+      ->group(etcd_group);
   app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
   app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
   app.add_flag("--check-build", v.check_build,

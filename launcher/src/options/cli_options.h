@@ -18,6 +18,7 @@ namespace hvd::launcher {
 struct OptionValues {
   LaunchConfig config;
   std::string hosts_text, hostfile, log_level, config_file, launcher;
+  std::string rendezvous_backend;
   double start_timeout = kDefaultStartTimeout.count();
   double elastic_timeout = kDefaultElasticTimeout.count();
   std::optional<double> discovery_interval;

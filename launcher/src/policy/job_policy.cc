@@ -143,6 +143,8 @@ Actions JobPolicy::OnEvent(TimePoint now, const Event& event) {
           OnHostChecked(now, e, out);
         } else if constexpr (std::is_same_v<T, SignalReceived>) {
           OnSignal(now, e.signal, out);
+        } else if constexpr (std::is_same_v<T, LeadTaken>) {
+          Stop(now, e.reason, 1, out);
         }
       },
       event);

@@ -166,11 +166,16 @@ struct HostChecked {
 struct SignalReceived {
   int signal = 0;
 };
+// Another hvdrun leads the job in etcd now (--rendezvous-backend etcd):
+// this one must not go on with its workers. `reason` names the leader.
+struct LeadTaken {
+  std::string reason;
+};
 // A deadline passed (or nothing happened; harmless).
 struct Tick {};
-using Event =
-    std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
-                 BoardChanged, WorkerProbed, HostChecked, SignalReceived, Tick>;
+using Event = std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
+                           BoardChanged, WorkerProbed, HostChecked,
+                           SignalReceived, LeadTaken, Tick>;
 
 // Actions.
 struct StartWorker {

@@ -5,8 +5,11 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "hvd/rendezvous/etcd_store.h"
 #include "hvd/rendezvous/http_store.h"
 
 namespace hvd::runtime {
@@ -33,18 +36,31 @@ Result<std::shared_ptr<gloo::Context>> Connect(
     context->Arm();
     return std::shared_ptr<gloo::Context>(context);
   }
-  common::HttpClientOptions options;
-  options.host = config.rendezvous_addr;
-  options.port = config.rendezvous_port;
-  options.secret = config.secret;
-  rendezvous::HttpStore store(options, kGlooScope, prefix,
-                              config.start_timeout);
-  // One request per phase of the full mesh instead of one per peer.
-  store.PrefetchFullMesh(rank, size);
+  // The store's own account of a failure, which Gloo's exception loses.
+  std::function<Status()> last_error;
+  std::unique_ptr<gloo::rendezvous::Store> store;
+  if (config.etcd) {
+    auto etcd = std::make_unique<rendezvous::EtcdStore>(
+        *config.etcd, config.secret,
+        config.etcd_prefix + kGlooScope + "/" + prefix, config.start_timeout);
+    last_error = [raw = etcd.get()] { return raw->last_error(); };
+    store = std::move(etcd);
+  } else {
+    common::HttpClientOptions options;
+    options.host = config.rendezvous_addr;
+    options.port = config.rendezvous_port;
+    options.secret = config.secret;
+    auto http = std::make_unique<rendezvous::HttpStore>(
+        options, kGlooScope, prefix, config.start_timeout);
+    // One request per phase of the full mesh instead of one per peer.
+    http->PrefetchFullMesh(rank, size);
+    last_error = [raw = http.get()] { return raw->last_error(); };
+    store = std::move(http);
+  }
   try {
-    context->connectFullMesh(store, device_ref);
+    context->connectFullMesh(*store, device_ref);
   } catch (const gloo::Exception& e) {
-    Status cause = store.last_error();
+    Status cause = last_error();
     if (cause.ok()) {
       bool io = dynamic_cast<const gloo::IoException*>(&e) != nullptr;
       cause = io ? Status::Transport(e.what()) : Status::Internal(e.what());

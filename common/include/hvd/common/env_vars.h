@@ -16,6 +16,23 @@ inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
 inline constexpr char kGlooRendezvousAddr[] = "HOROVOD_GLOO_RENDEZVOUS_ADDR";
 inline constexpr char kGlooRendezvousPort[] = "HOROVOD_GLOO_RENDEZVOUS_PORT";
 
+// Where the job's rendezvous lives (hvdrun --rendezvous-backend):
+// "embedded", hvdrun's own server, or "etcd", under HVD_ETCD_PREFIX in the
+// etcd cluster of HVD_ETCD_ENDPOINTS ("HOST:PORT[,HOST:PORT...]"). Set by
+// hvdrun for each worker.
+inline constexpr char kHvdRendezvousBackend[] = "HVD_RENDEZVOUS_BACKEND";
+inline constexpr char kHvdEtcdEndpoints[] = "HVD_ETCD_ENDPOINTS";
+inline constexpr char kHvdEtcdPrefix[] = "HVD_ETCD_PREFIX";
+// etcd's own client settings, read by hvdrun and its workers as etcdctl
+// reads them: a user ("name" or "name:password") and password for an etcd
+// with authentication on, and the TLS files (the CA that signed the
+// members' certificates, this client's certificate and key).
+inline constexpr char kEtcdctlUser[] = "ETCDCTL_USER";
+inline constexpr char kEtcdctlPassword[] = "ETCDCTL_PASSWORD";
+inline constexpr char kEtcdctlCacert[] = "ETCDCTL_CACERT";
+inline constexpr char kEtcdctlCert[] = "ETCDCTL_CERT";
+inline constexpr char kEtcdctlKey[] = "ETCDCTL_KEY";
+
 // A worker's place in the job, set by the launcher for each worker.
 inline constexpr char kRank[] = "HOROVOD_RANK";
 inline constexpr char kSize[] = "HOROVOD_SIZE";
@@ -35,8 +52,7 @@ inline constexpr char kHvdDiscoveryTimeout[] = "HVD_DISCOVERY_TIMEOUT";
 inline constexpr char kHvdWorkerId[] = "HVD_WORKER_ID";
 // Seconds a remote worker's guard waits without a word (a heartbeat every
 // second) from hvdrun before it stops the worker (hvdrun; default 5).
-inline constexpr char kHvdRemoteSilenceSeconds[] =
-    "HVD_REMOTE_SILENCE_SECONDS";
+inline constexpr char kHvdRemoteSilenceSeconds[] = "HVD_REMOTE_SILENCE_SECONDS";
 // Seconds between a worker's progress reports to hvdrun (ops, bytes, steps,
 // commits, stalls, recovery phases; fractions allowed; default 1; 0: none).
 inline constexpr char kHvdReportIntervalSeconds[] =

@@ -1,7 +1,7 @@
 // EtcdClient: etcd's v3 API (keys, transactions, leases) through the JSON
 // gateway that every etcd member serves on its client port
 // (docs/design.md, "rendezvous/: etcd", says why not gRPC). The base of
-// the etcd rendezvous backend of issue 32; nothing uses it yet.
+// the etcd rendezvous backend of issue 32 (hvdrun, EtcdStore).
 //
 // A call goes to the member that answered last, and moves on to the next
 // endpoint when one cannot be reached or answers that it is unavailable,
@@ -58,6 +58,14 @@ struct EtcdOptions {
   // The largest answer taken (a range over a prefix grows with the job).
   size_t max_response_bytes = size_t{16} << 20;
 };
+
+// Options for the members of `endpoints` (ParseEtcdEndpoints), with etcd's
+// credentials from the environment as etcdctl reads them: ETCDCTL_USER
+// ("name" or "name:password"), ETCDCTL_PASSWORD, ETCDCTL_CACERT,
+// ETCDCTL_CERT and ETCDCTL_KEY (common/env_vars.h). hvdrun and its
+// workers both start here, so they reach etcd alike.
+common::Result<EtcdOptions> EtcdOptionsFromEnvironment(
+    std::string_view endpoints);
 
 struct EtcdKeyValue {
   std::string key;

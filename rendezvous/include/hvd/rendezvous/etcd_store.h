@@ -1,6 +1,6 @@
 // EtcdStore: gloo::rendezvous::Store on etcd, the seam HttpStore fills
-// today, for a job whose rendezvous lives in etcd (issue 32; nothing
-// creates one yet outside its tests).
+// for the embedded backend, for a job whose rendezvous lives in etcd
+// (hvdrun --rendezvous-backend etcd; the runtime's gloo_contexts.cc).
 //
 // Every key is <prefix><key>, and every value is sealed: the hex
 // HMAC-SHA256 of the full key and the value under the job's secret, then

@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 #include "hvd/common/tuning_defaults.h"
+#include "hvd/rendezvous/etcd_client.h"
 
 namespace hvd::runtime {
 
@@ -33,6 +35,11 @@ struct RuntimeConfig {
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string secret;
+  // With the etcd backend (HVD_RENDEZVOUS_BACKEND=etcd): the etcd cluster
+  // and the job's prefix in it, where the Gloo contexts meet. Unset: they
+  // meet in the rendezvous server.
+  std::optional<rendezvous::EtcdOptions> etcd;
+  std::string etcd_prefix;
   // Budget for meeting the other workers at the rendezvous.
   std::chrono::milliseconds start_timeout{30000};
   // Budget of one Gloo operation.

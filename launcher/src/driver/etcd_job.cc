@@ -1,0 +1,220 @@
+#include "driver/etcd_job.h"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <ctime>
+
+#include "hvd/common/build_info.h"
+#include "hvd/common/hmac.h"
+
+namespace hvd::launcher {
+
+using common::Result;
+using common::Status;
+using rendezvous::EtcdOp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string UtcTime(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
+}
+
+// The lease, and the deadline of one etcd call: a third of the lease at
+// most, so a leader blocked in a call still renews in time.
+constexpr std::chrono::milliseconds kLease{5000};
+constexpr std::chrono::milliseconds kCallDeadline{1500};
+
+EtcdOp DeletePrefix(std::string key) {
+  EtcdOp op;
+  op.kind = EtcdOp::Kind::kDelete;
+  op.key = std::move(key);
+  op.prefix = true;
+  return op;
+}
+
+std::string GlooGeneration(const std::string& prefix, int64_t generation) {
+  // The workers' Gloo prefixes (runtime/src/transport/gloo_contexts.cc).
+  return prefix + "gloo/g" + std::to_string(generation) + "/";
+}
+
+}  // namespace
+
+std::string LeaderIdentity(const std::string& host, int64_t pid,
+                           int64_t since_ms) {
+  return nlohmann::json{{"host", host}, {"pid", pid}, {"since_ms", since_ms}}
+      .dump();
+}
+
+std::string DescribeLeader(const std::string& identity) {
+  auto parsed = nlohmann::json::parse(identity, nullptr, false);
+  if (!parsed.is_object() || !parsed["host"].is_string() ||
+      !parsed["pid"].is_number_integer() ||
+      !parsed["since_ms"].is_number_integer()) {
+    return "'" + identity.substr(0, 200) + "'";
+  }
+  return "hvdrun pid " + std::to_string(parsed["pid"].get<int64_t>()) + " on " +
+         parsed["host"].get<std::string>() + ", leading since " +
+         UtcTime(parsed["since_ms"].get<int64_t>());
+}
+
+EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
+                 std::string identity)
+    : prefix_(EtcdJobPrefix(config.job_id)),
+      etcd_(std::move(options)),
+      leadership_(&etcd_, prefix_, std::move(identity),
+                  LeadershipSettings{kLease, std::chrono::milliseconds(500)}) {}
+
+Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
+    const LaunchConfig& config, std::chrono::milliseconds timeout) {
+  const std::string where = "etcd at " + config.rendezvous_endpoint;
+  auto options =
+      rendezvous::EtcdOptionsFromEnvironment(config.rendezvous_endpoint);
+  if (!options.ok()) return options.status().WithContext(where);
+  options->deadline = kCallDeadline;
+  options->connect_timeout = std::min(options->connect_timeout, kCallDeadline);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::unique_ptr<EtcdJob> job(new EtcdJob(
+      config, *options, LeaderIdentity(host, getpid(), common::WallClockMs())));
+  const std::string job_name = "job '" + config.job_id + "'";
+  // One read first: an etcd out of reach is said at once, naming every
+  // member and why, instead of after the whole timeout.
+  auto reachable = job->etcd_.Range(job->leadership_.leader_key());
+  if (!reachable.ok()) {
+    return reachable.status().WithContext(
+        "cannot reach " + where + " for " + job_name +
+        " (check the members and --rendezvous-endpoint)");
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    job->leadership_.Poll();
+    const LeadershipPolicy& policy = job->leadership_.policy();
+    if (policy.role() == LeaderRole::kLeader) break;
+    if (!policy.holder().empty()) {
+      return Status::Aborted(
+          job_name + " already has a leader in " + where + ": " +
+          DescribeLeader(policy.holder()) +
+          ". Give this job another --job-id; if that hvdrun is gone, its "
+          "lead ends when its lease does (" +
+          std::to_string(kLease.count() / 1000) + " s)");
+    }
+    if (Clock::now() >= deadline) {
+      return Status::Timeout("could not take the lead of " + job_name + " in " +
+                             where + " within " +
+                             std::to_string(timeout.count() / 1000) +
+                             " s (etcd answered reads but not the lease "
+                             "or the campaign)");
+    }
+    std::this_thread::sleep_until(
+        std::min<Clock::time_point>(job->leadership_.NextDeadline(), deadline));
+  }
+  // A job that starts under an id takes its prefix over: the Gloo keys a
+  // finished or crashed run left there are sealed with another secret.
+  EtcdOp settings;
+  settings.kind = EtcdOp::Kind::kPut;
+  settings.key = job->prefix_ + "settings";
+  nlohmann::json command = config.command;
+  settings.value = nlohmann::json{
+      {"version", common::GetBuildInfo().version},
+      {"command", command},
+      {"num_proc", config.num_proc},
+      {"min_np", config.min_np},
+      {"max_np", config.max_np},
+      {"elastic",
+       config.elastic}}.dump();
+  auto written = job->leadership_.FencedWrite(
+      {DeletePrefix(job->prefix_ + "gloo/"), settings});
+  if (!written.ok()) {
+    return written.status().WithContext("writing " + job_name + " to " + where);
+  }
+  return job;
+}
+
+EtcdJob::~EtcdJob() { Finish(); }
+
+void EtcdJob::Run(std::function<void(const LeadChange&)> on_change) {
+  on_change_ = std::move(on_change);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void EtcdJob::GenerationPublished(int64_t generation) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    published_ = std::max(published_, generation);
+  }
+  wake_.notify_one();
+}
+
+void EtcdJob::Write(const std::vector<EtcdOp>& ops, const char* what) {
+  auto written = leadership_.FencedWrite(ops);
+  if (!written.ok()) {
+    spdlog::warn("hvdrun: {} in etcd: {}", what, written.status().message());
+  }
+}
+
+void EtcdJob::Loop() {
+  bool leading = true;
+  std::string told_holder;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const int64_t keep_from = published_ - 1;
+    lock.unlock();
+    for (const LeaderAction& notice : leadership_.Poll()) {
+      if (notice.kind == LeaderAction::Kind::kStepDown) {
+        leading = false;
+        on_change_({false, notice.reason, ""});
+      } else if (notice.kind == LeaderAction::Kind::kLead && !leading) {
+        leading = true;
+        told_holder.clear();
+        on_change_({true, "", ""});
+      }
+    }
+    const LeadershipPolicy& policy = leadership_.policy();
+    if (!leading && !policy.holder().empty() &&
+        policy.holder() != told_holder) {
+      told_holder = policy.holder();
+      on_change_({false, "another hvdrun leads the job now",
+                  DescribeLeader(told_holder)});
+    }
+    if (leading && keep_from > forgotten_) {
+      // etcd takes at most 128 operations in one transaction.
+      std::vector<EtcdOp> deletes;
+      const int64_t until = std::min(keep_from, forgotten_ + 100);
+      for (int64_t g = forgotten_; g < until; ++g) {
+        deletes.push_back(DeletePrefix(GlooGeneration(prefix_, g)));
+      }
+      if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
+    }
+    lock.lock();
+    wake_.wait_until(lock, leadership_.NextDeadline(), [&] {
+      return stop_ || (leading && published_ - 1 > forgotten_ &&
+                       published_ - 1 != keep_from);
+    });
+  }
+}
+
+void EtcdJob::Finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  if (leadership_.policy().role() == LeaderRole::kLeader) {
+    Write({DeletePrefix(prefix_)}, "deleting the job's keys");
+  }
+  leadership_.Resign();
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,87 @@
+// EtcdJob: the job's side in etcd under --rendezvous-backend etcd. This
+// hvdrun claims the lead of the job (leader/, a lease), writes the job's
+// settings, drops old generations' Gloo keys and, when the job ends, every
+// key of the job.
+//
+// Every etcd call runs on EtcdJob's own thread, which also keeps the lease
+// alive, so a slow or unreachable etcd never stalls the driver's loop;
+// writes are fenced (EtcdLeadership::FencedWrite) and each is safe to
+// apply late: deletes of a past generation's keys and of the whole job.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "hvd/common/status.h"
+#include "hvd/rendezvous/etcd_client.h"
+#include "job/launch_config.h"
+#include "leader/etcd_leadership.h"
+
+namespace hvd::launcher {
+
+// A change of this hvdrun's lead, reported from EtcdJob's thread: lost
+// (`leading` false, `reason` says why, `holder` names the hvdrun that
+// leads now when one does) or taken again.
+struct LeadChange {
+  bool leading = false;
+  std::string reason;
+  std::string holder;
+};
+
+class EtcdJob {
+ public:
+  // Reaches etcd and takes the lead of `config.job_id` within `timeout`.
+  // Fails, saying what to do, when etcd cannot be reached, when another
+  // hvdrun leads a job of that id, or when the lead is not won in time.
+  static common::Result<std::unique_ptr<EtcdJob>> Claim(
+      const LaunchConfig& config, std::chrono::milliseconds timeout);
+  ~EtcdJob();
+  EtcdJob(const EtcdJob&) = delete;
+  EtcdJob& operator=(const EtcdJob&) = delete;
+
+  // Keeps the lead from now on, on EtcdJob's thread; `on_change` is called
+  // there.
+  void Run(std::function<void(const LeadChange&)> on_change);
+  // Generation `generation` is published: the Gloo keys of every
+  // generation before the one before it go (a worker of the previous
+  // generation may still be leaving it).
+  void GenerationPublished(int64_t generation);
+  // The job is over: deletes its keys, gives up the lead and stops the
+  // thread, within the client's deadline.
+  void Finish();
+
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
+          std::string identity);
+  void Loop();
+  void Write(const std::vector<rendezvous::EtcdOp>& ops, const char* what);
+
+  const std::string prefix_;
+  rendezvous::EtcdClient etcd_;
+  EtcdLeadership leadership_;
+  std::function<void(const LeadChange&)> on_change_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  int64_t published_ = -1;  // the newest generation published
+  int64_t forgotten_ = 0;   // generations below it have no keys left
+  std::thread thread_;
+};
+
+// What an hvdrun writes as its identity in the leader key, and a reader's
+// account of one ("hvdrun pid 42 on node3, leading since 2026-11-28
+// 05:03:13 UTC").
+std::string LeaderIdentity(const std::string& host, int64_t pid,
+                           int64_t since_ms);
+std::string DescribeLeader(const std::string& identity);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,121 @@
+"""Jobs whose rendezvous lives in etcd (--rendezvous-backend etcd), on one
+real etcd member on this machine: the workers meet under the job's
+prefix, one hvdrun leads a job id, the job outlives a pause of etcd
+longer than the lease, and leaves no key behind."""
+
+import signal
+import time
+
+from conftest import ROOT, free_port, rank_lines, untimed, wait_until
+from test_elastic import Scenario, check_consistent_finish
+
+WORKER = ROOT / "tests" / "integration" / "workers" / "until_told_worker.py"
+PYTHON = "/usr/bin/python3"
+
+
+def etcd_args(etcd, job):
+    return ["--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+            etcd.endpoint, "--job-id", job]
+
+
+def steps(folder, rank):
+    path = folder / f"steps.{rank}"
+    return int(path.read_text()) if path.exists() else 0
+
+
+def start_steady_job(hvdrun, etcd, tmp_path, job, np_=2):
+    folder = tmp_path / job
+    folder.mkdir()
+    child = hvdrun.start([*etcd_args(etcd, job), "-np", str(np_), PYTHON,
+                          str(WORKER), str(folder)])
+    wait_until(lambda: all(steps(folder, r) > 0 for r in range(np_)),
+               f"every rank of job {job} training")
+    return child, folder
+
+
+def test_workers_meet_under_the_job_prefix_and_the_job_leaves_no_key(
+        hvdrun, etcd, tmp_path):
+    child, folder = start_steady_job(hvdrun, etcd, tmp_path, "meet", np_=3)
+    prefix = "/hvd/jobs/meet/"
+    keys = etcd.keys(prefix)
+    for rank in range(3):
+        assert f"{prefix}gloo/g0/global/{rank}" in keys, keys
+    assert f"{prefix}leader" in keys and f"{prefix}settings" in keys, keys
+    # Values are sealed: a hex HMAC in front of what Gloo wrote.
+    value = etcd.ctl("get", "--print-value-only", f"{prefix}gloo/g0/global/0")
+    seal = value.stdout[:64]
+    assert len(seal) == 64 and all(c in "0123456789abcdef" for c in seal), \
+        value.stdout[:100]
+    (folder / "stop").touch()
+    result = child.finish(60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(rank_lines(result.stdout, 2)) == 1, result.stdout
+    assert (f"hvdrun: leads job 'meet' in etcd at {etcd.endpoint} (keys "
+            f"under {prefix})") in untimed(result.stderr), result.stderr
+    assert etcd.keys(prefix) == []
+
+
+def test_a_second_hvdrun_for_a_led_job_is_refused_naming_the_leader(
+        hvdrun, etcd, tmp_path):
+    child, folder = start_steady_job(hvdrun, etcd, tmp_path, "twice")
+    second = hvdrun([*etcd_args(etcd, "twice"), "-np", "1", "true"],
+                    timeout=30)
+    assert second.returncode == 1, second.stderr
+    assert (f"job 'twice' already has a leader in etcd at {etcd.endpoint}: "
+            f"hvdrun pid {child.proc.pid} on ") in second.stderr, \
+        second.stderr
+    assert "Give this job another --job-id" in second.stderr
+    # The first job lost nothing.
+    before = steps(folder, 0)
+    wait_until(lambda: steps(folder, 0) > before, "the first job training on")
+    (folder / "stop").touch()
+    assert child.finish(60).returncode == 0
+
+
+def test_an_unreachable_etcd_fails_at_once_naming_it(hvdrun, tmp_path):
+    endpoint = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = hvdrun(["--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+                     endpoint, "-np", "1", "true"], timeout=30)
+    assert result.returncode == 1
+    assert f"cannot reach etcd at {endpoint} for job 'hvd-" in \
+        result.stderr, result.stderr
+    assert "does it have a quorum?" in result.stderr
+    assert time.monotonic() - started < 10
+
+
+def test_etcd_paused_past_the_lease_the_job_trains_on_and_leads_again(
+        hvdrun, etcd, tmp_path):
+    child, folder = start_steady_job(hvdrun, etcd, tmp_path, "pause")
+    etcd.proc.send_signal(signal.SIGSTOP)
+    try:
+        child.wait_for_line(lambda l: "hvdrun: lost the lead of job 'pause'"
+                            in l, "hvdrun losing the lead", stream="stderr",
+                            timeout=20)
+        # Training needs no etcd between resets.
+        before = steps(folder, 1)
+        wait_until(lambda: steps(folder, 1) > before + 10,
+                   "the workers training while etcd is paused")
+    finally:
+        etcd.proc.send_signal(signal.SIGCONT)
+    child.wait_for_line(lambda l: "hvdrun: leads job 'pause' in etcd again"
+                        in l, "hvdrun leading again", stream="stderr",
+                        timeout=30)
+    (folder / "stop").touch()
+    result = child.finish(60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert etcd.keys("/hvd/jobs/pause/") == []
+
+
+def test_an_elastic_job_recovers_from_a_kill_through_etcd(
+        hvdrun, etcd, tmp_path):
+    s = Scenario(tmp_path, "", epochs=3, batches=4,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    result = hvdrun([*etcd_args(etcd, "kill"), "-np", "4", "--min-np", "2",
+                     "-H", "localhost:2,127.0.0.1:2", *s.command()],
+                    timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert "host 127.0.0.1 blacklisted" in result.stderr
+    assert etcd.keys("/hvd/jobs/kill/") == []

@@ -1,0 +1,128 @@
+// EtcdJob on a real etcd member: an hvdrun claims a job id and takes its
+// prefix over, a second claim is refused naming the leader, old
+// generations' Gloo keys go as new ones are published, and a finished job
+// leaves no key.
+#include "driver/etcd_job.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "etcd_member.h"
+
+namespace hvd::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+using rendezvous::EtcdClient;
+
+class EtcdJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(member_.Start());
+    config_.rendezvous_backend = RendezvousBackend::kEtcd;
+    config_.rendezvous_endpoint =
+        "127.0.0.1:" + std::to_string(member_.client_port());
+    config_.job_id = "j";
+    config_.command = {"python3", "train.py"};
+    etcd_ = std::make_unique<EtcdClient>(
+        testing::EtcdOptionsFor({member_.client_port()}));
+  }
+
+  std::vector<std::string> Keys(const std::string& prefix) {
+    auto kvs = etcd_->Range(prefix, true);
+    EXPECT_TRUE(kvs.ok()) << kvs.status().ToString();
+    std::vector<std::string> keys;
+    if (kvs.ok()) {
+      for (const auto& kv : *kvs) keys.push_back(kv.key);
+    }
+    return keys;
+  }
+
+  // Waits up to 10 s for `prefix` to hold exactly `want`.
+  bool KeysBecome(const std::string& prefix,
+                  const std::vector<std::string>& want) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (Keys(prefix) != want) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
+  testing::EtcdMember member_;
+  LaunchConfig config_;
+  std::unique_ptr<EtcdClient> etcd_;
+};
+
+TEST_F(EtcdJobTest, OneClaimPerJobIdAndAFinishedJobLeavesNoKey) {
+  auto first = EtcdJob::Claim(config_, 5000ms);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)->prefix(), "/hvd/jobs/j/");
+  EXPECT_EQ(
+      Keys("/hvd/jobs/j/"),
+      (std::vector<std::string>{"/hvd/jobs/j/leader", "/hvd/jobs/j/settings"}));
+  auto second = EtcdJob::Claim(config_, 5000ms);
+  ASSERT_FALSE(second.ok());
+  const std::string& message = second.status().message();
+  EXPECT_NE(message.find("job 'j' already has a leader in etcd at " +
+                         config_.rendezvous_endpoint + ": hvdrun pid " +
+                         std::to_string(getpid()) + " on "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Give this job another --job-id"), std::string::npos);
+  // Another id is another job.
+  LaunchConfig other = config_;
+  other.job_id = "k";
+  EXPECT_TRUE(EtcdJob::Claim(other, 5000ms).ok());
+  (*first)->Finish();
+  EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
+  // The lead was given back, not left to expire: the id is free at once.
+  EXPECT_TRUE(EtcdJob::Claim(config_, 5000ms).ok());
+}
+
+TEST_F(EtcdJobTest, AClaimTakesOverWhatAnEarlierRunLeftUnderTheId) {
+  ASSERT_TRUE(etcd_->Put("/hvd/jobs/j/gloo/g0/global/0", "stale").ok());
+  auto job = EtcdJob::Claim(config_, 5000ms);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(Keys("/hvd/jobs/j/gloo/"), std::vector<std::string>{});
+  auto settings = etcd_->Range("/hvd/jobs/j/settings");
+  ASSERT_TRUE(settings.ok() && settings->size() == 1u);
+  EXPECT_NE((*settings)[0].value.find(R"("command":["python3","train.py"])"),
+            std::string::npos)
+      << (*settings)[0].value;
+}
+
+TEST_F(EtcdJobTest, PublishedGenerationsDropTheKeysOfAllButThePrevious) {
+  auto job = EtcdJob::Claim(config_, 5000ms);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  for (int g = 0; g < 4; ++g) {
+    ASSERT_TRUE(
+        etcd_->Put("/hvd/jobs/j/gloo/g" + std::to_string(g) + "/global/0", "v")
+            .ok());
+  }
+  (*job)->Run([](const LeadChange&) {});
+  (*job)->GenerationPublished(3);
+  EXPECT_TRUE(KeysBecome("/hvd/jobs/j/gloo/", {"/hvd/jobs/j/gloo/g2/global/0",
+                                               "/hvd/jobs/j/gloo/g3/global/0"}))
+      << ::testing::PrintToString(Keys("/hvd/jobs/j/gloo/"));
+  (*job)->Finish();
+  EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
+}
+
+TEST_F(EtcdJobTest, AnUnreachableEtcdIsSaidAtOnceNamingIt) {
+  config_.rendezvous_endpoint =
+      "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  auto job = EtcdJob::Claim(config_, 30000ms);
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(
+      job.status().message().find("cannot reach etcd at " +
+                                  config_.rendezvous_endpoint + " for job 'j'"),
+      std::string::npos)
+      << job.status().message();
+}
+
+}  // namespace
+}  // namespace hvd::launcher
