@@ -102,20 +102,23 @@ EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {}
 
 EtcdClient::~EtcdClient() = default;
 
+std::unique_ptr<httplib::Client> EtcdClient::MakeClient(size_t endpoint) const {
+  const EtcdEndpoint& e = options_.endpoints[endpoint];
+  auto client = options_.cert_file.empty()
+                    ? std::make_unique<httplib::Client>(e.Url())
+                    : std::make_unique<httplib::Client>(
+                          e.Url(), options_.cert_file, options_.key_file);
+  if (!options_.ca_file.empty()) client->set_ca_cert_path(options_.ca_file);
+  client->set_tcp_nodelay(true);
+  client->set_connection_timeout(options_.connect_timeout);
+  return client;
+}
+
 httplib::Client& EtcdClient::ClientFor(size_t endpoint) {
   auto& client = clients_[endpoint];
   if (client == nullptr) {
-    const EtcdEndpoint& e = options_.endpoints[endpoint];
-    client = options_.cert_file.empty()
-                 ? std::make_unique<httplib::Client>(e.Url())
-                 : std::make_unique<httplib::Client>(
-                       e.Url(), options_.cert_file, options_.key_file);
-    if (!options_.ca_file.empty()) {
-      client->set_ca_cert_path(options_.ca_file);
-    }
+    client = MakeClient(endpoint);
     client->set_keep_alive(true);
-    client->set_tcp_nodelay(true);
-    client->set_connection_timeout(options_.connect_timeout);
   }
   return *client;
 }
@@ -295,6 +298,86 @@ Result<int64_t> EtcdClient::KeepAlive(int64_t lease) {
 Status EtcdClient::RevokeLease(int64_t lease) {
   auto answer = Call("/v3/lease/revoke", etcd_json::LeaseIdBody(lease));
   return answer.status();
+}
+
+Status EtcdClient::Watch(
+    const std::string& key, bool prefix, int64_t start_revision,
+    std::chrono::milliseconds timeout,
+    const std::function<bool(std::vector<EtcdKeyValue>)>& on_puts) {
+  size_t endpoint = 0;
+  std::string token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.endpoints.empty()) {
+      return Status::InvalidArgument("no etcd endpoint is configured");
+    }
+    endpoint = current_;
+    token = token_;
+  }
+  if (!options_.user.empty() && token.empty()) {
+    return Status::Unauthenticated("watching etcd: not authenticated yet");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Not the kept-alive connection of the calls: a watch ends by closing
+  // its own.
+  std::unique_ptr<httplib::Client> client = MakeClient(endpoint);
+  client->set_read_timeout(timeout);
+  client->set_write_timeout(timeout);
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v3/watch";
+  request.body = etcd_json::WatchBody(key, prefix, start_revision);
+  request.set_header("Content-Type", "application/json");
+  if (!token.empty()) request.set_header("Authorization", token);
+  std::string pending;  // a message not yet ended by its newline
+  bool done = false;
+  Status failed;
+  request.content_receiver = [&](const char* data, size_t length, uint64_t,
+                                 uint64_t) {
+    pending.append(data, length);
+    for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
+      auto message =
+          etcd_json::WatchMessageOf(std::string_view(pending.data(), end));
+      pending.erase(0, end + 1);
+      if (!message.ok()) {
+        failed = message.status();
+        return false;
+      }
+      if (message->canceled) {
+        failed = message->compact_revision > 0
+                     ? Status::NotFound(
+                           "revision " + std::to_string(start_revision) +
+                           " is compacted (etcd keeps from " +
+                           std::to_string(message->compact_revision) + ")")
+                     : Status::Transport("etcd ended the watch: " +
+                                         message->cancel_reason);
+        return false;
+      }
+      if (!message->puts.empty() && !on_puts(std::move(message->puts))) {
+        done = true;
+        return false;
+      }
+    }
+    if (pending.size() > options_.max_response_bytes) {
+      failed = Status::ResourceExhausted(
+          "a message of etcd's watch is larger than " +
+          std::to_string(options_.max_response_bytes) + " bytes");
+      return false;
+    }
+    return std::chrono::steady_clock::now() < deadline;
+  };
+  httplib::Result result = client->send(request);
+  const std::string where =
+      "etcd's watch of " + key + " at " + options_.endpoints[endpoint].Url();
+  if (done) return Status::Ok();
+  if (!failed.ok()) return failed.WithContext(where);
+  if (std::chrono::steady_clock::now() >= deadline) {
+    return Status::Timeout(where + ": nothing new within " +
+                           std::to_string(timeout.count()) + " ms");
+  }
+  return Status::Transport(where + " ended: " +
+                           (result ? "HTTP " + std::to_string(result->status)
+                                   : httplib::to_string(result.error())));
 }
 
 }  // namespace hvd::rendezvous

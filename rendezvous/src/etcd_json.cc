@@ -65,32 +65,38 @@ Result<int64_t> HeaderRevision(const json& object) {
   return Int(*header, "revision");
 }
 
+Result<EtcdKeyValue> Kv(const json& kv) {
+  if (!kv.is_object()) return Status::Internal("etcd's kv is no object");
+  EtcdKeyValue item;
+  auto key = Bytes(kv, "key");
+  auto value = Bytes(kv, "value");
+  auto created = Int(kv, "create_revision");
+  auto modified = Int(kv, "mod_revision");
+  auto version = Int(kv, "version");
+  auto lease = Int(kv, "lease");
+  for (const Status& s :
+       {key.status(), value.status(), created.status(), modified.status(),
+        version.status(), lease.status()}) {
+    if (!s.ok()) return s;
+  }
+  item.key = std::move(*key);
+  item.value = std::move(*value);
+  item.create_revision = *created;
+  item.mod_revision = *modified;
+  item.version = *version;
+  item.lease = *lease;
+  return item;
+}
+
 Result<std::vector<EtcdKeyValue>> Kvs(const json& object) {
   std::vector<EtcdKeyValue> out;
   auto kvs = object.find("kvs");
   if (kvs == object.end()) return out;
   if (!kvs->is_array()) return Status::Internal("etcd's kvs is not a list");
   for (const json& kv : *kvs) {
-    if (!kv.is_object()) return Status::Internal("etcd's kv is no object");
-    EtcdKeyValue item;
-    auto key = Bytes(kv, "key");
-    auto value = Bytes(kv, "value");
-    auto created = Int(kv, "create_revision");
-    auto modified = Int(kv, "mod_revision");
-    auto version = Int(kv, "version");
-    auto lease = Int(kv, "lease");
-    for (const Status& s :
-         {key.status(), value.status(), created.status(), modified.status(),
-          version.status(), lease.status()}) {
-      if (!s.ok()) return s;
-    }
-    item.key = std::move(*key);
-    item.value = std::move(*value);
-    item.create_revision = *created;
-    item.mod_revision = *modified;
-    item.version = *version;
-    item.lease = *lease;
-    out.push_back(std::move(item));
+    auto item = Kv(kv);
+    if (!item.ok()) return item.status();
+    out.push_back(std::move(*item));
   }
   return out;
 }
@@ -196,6 +202,13 @@ std::string LeaseIdBody(int64_t lease) {
 
 std::string AuthBody(const std::string& user, const std::string& password) {
   return json{{"name", user}, {"password", password}}.dump();
+}
+
+std::string WatchBody(const std::string& key, bool prefix,
+                      int64_t start_revision) {
+  json create = RangeFields(key, prefix);
+  create["start_revision"] = std::to_string(start_revision);
+  return json{{"create_request", std::move(create)}}.dump();
 }
 
 std::optional<GatewayError> ErrorOf(std::string_view body) {
@@ -316,6 +329,48 @@ Result<std::string> TokenOf(std::string_view body) {
     return Status::Internal("etcd's authentication answer has no token");
   }
   return token->get<std::string>();
+}
+
+Result<WatchMessage> WatchMessageOf(std::string_view line) {
+  if (auto error = ErrorOf(line)) return StatusOf(*error);
+  auto parsed = Parse(line, "a watch");
+  if (!parsed.ok()) return parsed.status();
+  auto result = parsed->find("result");
+  if (result == parsed->end() || !result->is_object()) {
+    return Status::Internal("etcd's watch message has no result");
+  }
+  WatchMessage message;
+  auto compacted = Int(*result, "compact_revision");
+  if (!compacted.ok()) return compacted.status();
+  message.compact_revision = *compacted;
+  auto canceled = result->find("canceled");
+  message.canceled = canceled != result->end() && canceled->is_boolean() &&
+                     canceled->get<bool>();
+  auto reason = result->find("cancel_reason");
+  if (reason != result->end() && reason->is_string()) {
+    message.cancel_reason = reason->get<std::string>();
+  }
+  auto events = result->find("events");
+  if (events == result->end()) return message;
+  if (!events->is_array()) {
+    return Status::Internal("etcd's watch events are not a list");
+  }
+  for (const json& event : *events) {
+    if (!event.is_object()) {
+      return Status::Internal("etcd's watch event is no object");
+    }
+    // protobuf's JSON leaves out the default type, PUT.
+    auto type = event.find("type");
+    if (type != event.end() && *type != "PUT") continue;
+    auto kv = event.find("kv");
+    if (kv == event.end()) {
+      return Status::Internal("etcd's watch event has no kv");
+    }
+    auto item = Kv(*kv);
+    if (!item.ok()) return item.status();
+    message.puts.push_back(std::move(*item));
+  }
+  return message;
 }
 
 }  // namespace hvd::rendezvous::etcd_json

@@ -29,6 +29,9 @@ std::string TxnBody(const std::vector<EtcdCompare>& compare,
 std::string LeaseGrantBody(int64_t ttl);
 std::string LeaseIdBody(int64_t lease);
 std::string AuthBody(const std::string& user, const std::string& password);
+// A watch of `key` (every key with it as prefix) from `start_revision` on.
+std::string WatchBody(const std::string& key, bool prefix,
+                      int64_t start_revision);
 
 // An error the gateway answered with: gRPC's code and etcd's message.
 struct GatewayError {
@@ -54,5 +57,17 @@ common::Result<int64_t> LeaseIdOf(std::string_view grant_body);
 // The TTL left after a keep-alive; kNotFound when the lease has expired.
 common::Result<int64_t> KeepAliveTtlOf(std::string_view keepalive_body);
 common::Result<std::string> TokenOf(std::string_view authenticate_body);
+
+// One message of a watch's stream (the gateway writes one JSON object per
+// line): the keys put, in order (deletes are left out); whether etcd
+// ended the watch, and why (a start revision compacted away:
+// `compact_revision`). An error object is its status.
+struct WatchMessage {
+  std::vector<EtcdKeyValue> puts;
+  bool canceled = false;
+  std::string cancel_reason;
+  int64_t compact_revision = 0;
+};
+common::Result<WatchMessage> WatchMessageOf(std::string_view line);
 
 }  // namespace hvd::rendezvous::etcd_json

@@ -74,6 +74,15 @@ void EtcdStore::set(const std::string& key, const std::vector<char>& data) {
   if (!put.ok()) Fail(put.status().WithContext("setting " + full + " in etcd"));
 }
 
+Status EtcdStore::Keep(const EtcdKeyValue& kv) {
+  const std::string key = kv.key.substr(prefix_.size());
+  if (values_.count(key) > 0) return Status::Ok();
+  auto opened = OpenEtcdValue(secret_, kv.key, kv.value);
+  if (!opened.ok()) return opened.status();
+  values_.emplace(key, std::move(*opened));
+  return Status::Ok();
+}
+
 void EtcdStore::Await(const std::vector<std::string>& keys,
                       std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -83,37 +92,53 @@ void EtcdStore::Await(const std::vector<std::string>& keys,
                        [&](const auto& k) { return values_.count(k) > 0; });
   };
   for (bool first = true; !have_all(); first = false) {
-    if (!first) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) {
-        std::string missing;
-        for (const std::string& k : keys) {
-          if (values_.count(k) == 0) {
-            missing += (missing.empty() ? "" : ", ") + k;
-          }
-        }
-        Fail(Status::Timeout("waited " + std::to_string(timeout.count()) +
-                             " ms for " + prefix_ + "{" + missing +
-                             "} in etcd: a peer did not arrive"));
+    const auto now = std::chrono::steady_clock::now();
+    if (!first && now >= deadline) {
+      std::string missing;
+      for (const std::string& k : keys) {
+        if (values_.count(k) == 0) missing += (missing.empty() ? "" : ", ") + k;
       }
-      // Polling for keys peers have yet to write, with a bound (deadline).
-      std::this_thread::sleep_for(std::min(
-          backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
-                       deadline - now)));
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+      Fail(Status::Timeout("waited " + std::to_string(timeout.count()) +
+                           " ms for " + prefix_ + "{" + missing +
+                           "} in etcd: a peer did not arrive"));
     }
+    // What is there now, and the revision it was read at.
     ++requests_;
-    auto found = etcd_.Range(prefix_, /*prefix=*/true);
+    EtcdOp read;
+    read.key = prefix_;
+    read.prefix = true;
+    auto found = etcd_.Txn({}, {read}, {});
     if (!found.ok()) {
       Fail(found.status().WithContext("reading " + prefix_ + " in etcd"));
     }
-    for (const EtcdKeyValue& kv : *found) {
-      const std::string key = kv.key.substr(prefix_.size());
-      if (values_.count(key) > 0) continue;
-      auto opened = OpenEtcdValue(secret_, kv.key, kv.value);
-      if (!opened.ok()) Fail(opened.status());
-      values_.emplace(key, std::move(*opened));
+    for (const EtcdKeyValue& kv : found->ranges.at(0)) {
+      if (Status kept = Keep(kv); !kept.ok()) Fail(kept);
     }
+    if (have_all()) break;
+    // Then every later put, as etcd commits it, until the keys are all in
+    // (nothing may throw through the client's receiver).
+    ++requests_;
+    Status refused;
+    Status watched =
+        etcd_.Watch(prefix_, /*prefix=*/true, found->revision + 1,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()),
+                    [&](std::vector<EtcdKeyValue> puts) {
+                      for (const EtcdKeyValue& kv : puts) {
+                        refused = Keep(kv);
+                        if (!refused.ok()) return false;
+                      }
+                      return !have_all();
+                    });
+    if (!refused.ok()) Fail(refused);
+    if (watched.ok() || watched.code() == common::Code::kTimeout) continue;
+    // The watched member failed: read again from another, after a pause
+    // (bounded by the deadline).
+    last_error_ = watched;
+    std::this_thread::sleep_for(
+        std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now())));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }
 }
 

@@ -1,8 +1,8 @@
 // Fuzzes the readers of etcd's JSON gateway answers
 // (rendezvous/src/etcd_json.cc) and the opening of a sealed store value
 // (etcd_store.cc): whatever a member, or something posing as one, sends
-// back, each reader returns a value or a status, never crashes, and what
-// it accepts is well formed.
+// back (an answer or a line of a watch), each reader returns a value or a
+// status, never crashes, and what it accepts is well formed.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto error = json::ErrorOf(body)) {
     HVD_FUZZ_CHECK(!json::StatusOf(*error).ok());
   }
+  // A line of a watch: never an error object taken for a message.
+  auto watch = json::WatchMessageOf(body);
+  HVD_FUZZ_CHECK(!watch.ok() || !json::ErrorOf(body).has_value());
   // A value opens only if sealing what it holds gives it back.
   auto opened = hvd::rendezvous::OpenEtcdValue("secret", "/job/g1/0", body);
   HVD_FUZZ_CHECK(opened.ok()

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "etcd_json.h"
@@ -19,6 +20,7 @@ namespace hvd::rendezvous {
 namespace {
 
 using common::Code;
+using common::Status;
 using namespace std::chrono_literals;
 
 TEST(EtcdJsonTest, PrefixEndFollowsEtcdsRule) {
@@ -73,6 +75,40 @@ TEST(EtcdJsonTest, GatewayErrorsBecomeStatuses) {
   EXPECT_FALSE(etcd_json::TryAnotherMember(*auth));
   EXPECT_EQ(etcd_json::StatusOf(*auth).code(), Code::kUnauthenticated);
   EXPECT_FALSE(etcd_json::ErrorOf(R"({"header":{}})").has_value());
+}
+
+TEST(EtcdJsonTest, WatchMessagesGiveThePutsAndLeaveDeletesOut) {
+  // Lines as etcd 3.4's gateway writes them (one JSON object per line).
+  auto created = etcd_json::WatchMessageOf(
+      R"({"result":{"header":{"revision":"1"},"created":true}})");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_TRUE(created->puts.empty());
+  EXPECT_FALSE(created->canceled);
+  auto put = etcd_json::WatchMessageOf(
+      R"({"result":{"header":{"revision":"3"},"events":[)"
+      R"({"kv":{"key":"YTE=","create_revision":"2","mod_revision":"3",)"
+      R"("version":"2","value":"djE="}},)"
+      R"({"type":"DELETE","kv":{"key":"YTI=","mod_revision":"3"}}]}})");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_EQ(put->puts.size(), 1u);
+  EXPECT_EQ(put->puts[0].key, "a1");
+  EXPECT_EQ(put->puts[0].value, "v1");
+  EXPECT_EQ(put->puts[0].mod_revision, 3);
+  auto compacted = etcd_json::WatchMessageOf(
+      R"({"result":{"header":{},"canceled":true,"compact_revision":"9"}})");
+  ASSERT_TRUE(compacted.ok());
+  EXPECT_TRUE(compacted->canceled);
+  EXPECT_EQ(compacted->compact_revision, 9);
+  auto error = etcd_json::WatchMessageOf(
+      R"({"error":{"grpc_code":14,"message":"no leader"},"code":14})");
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.status().code(), Code::kTransport);
+  for (const char* bad :
+       {"", "{", R"({"result":3})", R"({"result":{"events":{}}})",
+        R"({"result":{"events":[{"kv":{"key":"%%"}}]}})",
+        R"({"result":{"events":[{"type":"PUT"}]}})"}) {
+    EXPECT_FALSE(etcd_json::WatchMessageOf(bad).ok()) << bad;
+  }
 }
 
 TEST(EtcdEndpointsTest, TorchrunsFormWithOrWithoutSchemes) {
@@ -222,6 +258,31 @@ TEST_F(EtcdClientTest, ALeaseKeepsItsKeysUntilRevoked) {
   auto gone = etcd.KeepAlive(*lease);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), Code::kNotFound) << gone.status().ToString();
+}
+
+TEST_F(EtcdClientTest, AWatchHandsOnLaterPutsUntilToldToStop) {
+  EtcdClient etcd(Options({port()}));
+  auto before = etcd.Put("/w/old", "0");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  std::thread writer([this] {
+    EtcdClient other(Options({port()}));
+    for (const char* key : {"/w/a", "/other", "/w/b", "/w/c"}) {
+      EXPECT_TRUE(other.Put(key, key).ok());
+    }
+  });
+  std::vector<std::string> seen;
+  Status watched = etcd.Watch("/w/", true, *before + 1, 10s, [&](auto puts) {
+    for (const EtcdKeyValue& kv : puts) seen.push_back(kv.value);
+    return seen.size() < 2;
+  });
+  writer.join();
+  EXPECT_TRUE(watched.ok()) << watched.ToString();
+  // From the revision after /w/old; /other is not under the prefix; it
+  // stopped after the second.
+  EXPECT_EQ(seen, (std::vector<std::string>{"/w/a", "/w/b"}));
+  Status quiet =
+      etcd.Watch("/none/", true, 0, 300ms, [](auto) { return true; });
+  EXPECT_EQ(quiet.code(), Code::kTimeout) << quiet.ToString();
 }
 
 TEST_F(EtcdClientTest, AnUnreachableEndpointIsPassedOver) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "child_processes.h"
@@ -68,6 +69,34 @@ TEST_F(EtcdStoreTest, AForgedValueIsRefusedNotHandedToGloo) {
   ASSERT_TRUE(outsider.Put("/job/g2/1", "127.0.0.1:666").ok());
   EtcdStore store(Options(), kSecret, "/job/g2/", 5s);
   EXPECT_THROW(store.wait({"1"}), gloo::InvalidOperationException);
+  EXPECT_EQ(store.last_error().code(), Code::kUnauthenticated)
+      << store.last_error().ToString();
+}
+
+TEST_F(EtcdStoreTest, PeersThatComeLaterAreSeenThroughOneWatch) {
+  EtcdStore store(Options(), kSecret, "/job/g5/", 10s);
+  store.set("0", {'a'});
+  std::thread peers([this] {
+    EtcdStore late(Options(), kSecret, "/job/g5/", 10s);
+    late.set("1", {'b'});
+    late.set("2", {'c'});
+  });
+  store.wait({"0", "1", "2"});
+  peers.join();
+  EXPECT_EQ(store.get("2"), std::vector<char>{'c'});
+  // One set, then one read and one watch (or, when the peers were quicker
+  // than the read, the read alone): never a poll per interval.
+  EXPECT_LE(store.requests(), 3u);
+}
+
+TEST_F(EtcdStoreTest, AForgedValueThatArrivesWhileWatchingIsRefused) {
+  EtcdStore store(Options(), kSecret, "/job/g6/", 10s);
+  std::thread outsider([this] {
+    EtcdClient etcd(Options());
+    EXPECT_TRUE(etcd.Put("/job/g6/1", "127.0.0.1:666").ok());
+  });
+  EXPECT_THROW(store.wait({"1"}), gloo::InvalidOperationException);
+  outsider.join();
   EXPECT_EQ(store.last_error().code(), Code::kUnauthenticated)
       << store.last_error().ToString();
 }

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,7 +130,20 @@ class EtcdClient {
   common::Result<int64_t> KeepAlive(int64_t lease);
   common::Status RevokeLease(int64_t lease);
 
+  // Hands the keys put on `key` (every key with the prefix when `prefix`)
+  // from revision `start_revision` on to `on_puts`, batch by batch, until
+  // it returns false (Ok) or `timeout` passes (kTimeout). Watches the
+  // member that answered last, on a connection of its own; its failure or
+  // a start revision compacted away is an error (kTransport, kNotFound),
+  // after which the caller reads what it missed and watches anew. With
+  // authentication on, a call must have authenticated first.
+  common::Status Watch(
+      const std::string& key, bool prefix, int64_t start_revision,
+      std::chrono::milliseconds timeout,
+      const std::function<bool(std::vector<EtcdKeyValue>)>& on_puts);
+
  private:
+  std::unique_ptr<httplib::Client> MakeClient(size_t endpoint) const;
   // POSTs `body` to `path` of a member, as the header says; the answer's
   // body, or the error etcd or the network gave.
   common::Result<std::string> Call(const std::string& path,

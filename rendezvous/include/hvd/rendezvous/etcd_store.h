@@ -9,11 +9,13 @@
 // naming the key), never handed to Gloo; a value cannot be moved to
 // another key either.
 //
-// wait() reads the whole prefix with one range request, again and again
-// with backoff (5 ms, doubling to 100 ms), until every key it waits for is
-// there or its timeout passes (gloo::IoException), and keeps the values
-// for the get() Gloo issues next: one request per rank and poll, whatever
-// the number of peers. etcd out of reach is a gloo::IoException too.
+// wait() reads the whole prefix with one range request, then watches it
+// from that revision on until every key it waits for has come or its
+// timeout passes (gloo::IoException), and keeps the values for the get()
+// Gloo issues next: two requests per rank, whatever the number of peers,
+// and each key seen as soon as etcd commits it. A watched member that
+// fails is read again through another (a pause of 5 ms, doubling to
+// 100 ms, between tries). etcd out of reach is a gloo::IoException too.
 // last_error() keeps the Status behind the last exception.
 //
 // Not thread-safe: one EtcdStore per context being built.
@@ -61,6 +63,9 @@ class EtcdStore : public gloo::rendezvous::Store {
   // Reads the prefix until every key in `keys` has a value, or `timeout`.
   void Await(const std::vector<std::string>& keys,
              std::chrono::milliseconds timeout);
+  // Opens a value read or watched under the prefix and keeps it;
+  // kUnauthenticated when its seal does not verify.
+  common::Status Keep(const EtcdKeyValue& kv);
   [[noreturn]] void Fail(common::Status status);
 
   EtcdClient etcd_;
