@@ -376,6 +376,38 @@ def bed():
         the_bed.down()
 
 
+def etcdctl(endpoints, *args, timeout=2):
+    """etcd's own client on `endpoints` (comma-separated URLs)."""
+    return subprocess.run(
+        ["etcdctl", "--endpoints", endpoints, "--dial-timeout", "1s",
+         "--command-timeout", f"{timeout}s", *args],
+        capture_output=True, text=True, timeout=timeout + 10)
+
+
+def etcd_endpoint(bed, host):
+    """The URL of the etcd member on bed host `host`."""
+    return f"http://{bed.address(host)}:2379"
+
+
+@pytest.fixture
+def bed_etcd(bed):
+    """(hosts, endpoints): three bed hosts (bed.up(3)) with an etcd member
+    each (scripts/cluster/etcd-up.sh). The cluster is stopped when the test
+    ends, before the bed checks that its hosts are empty."""
+    hosts = bed.up(3)
+    up = subprocess.run([str(CLUSTER / "etcd-up.sh")], env=bed.env,
+                        capture_output=True, text=True, timeout=60)
+    assert up.returncode == 0, up.stderr
+    endpoints = up.stdout.strip().removeprefix("export HVD_ETCD_ENDPOINTS=")
+    assert endpoints == ",".join(etcd_endpoint(bed, h) for h in hosts), \
+        up.stdout
+    try:
+        yield hosts, endpoints
+    finally:
+        subprocess.run([str(CLUSTER / "etcd-down.sh")], env=bed.env,
+                       capture_output=True, timeout=60)
+
+
 def free_port():
     import socket
     with socket.socket() as s:

@@ -6,38 +6,7 @@ etcd's own client: it keeps its data and its quorum as etcd promises."""
 import subprocess
 import time
 
-import pytest
-
-from conftest import ROOT, wait_until
-
-CLUSTER = ROOT / "scripts" / "cluster"
-
-
-def etcdctl(endpoints, *args, timeout=2):
-    return subprocess.run(
-        ["etcdctl", "--endpoints", endpoints, "--dial-timeout", "1s",
-         "--command-timeout", f"{timeout}s", *args],
-        capture_output=True, text=True, timeout=timeout + 10)
-
-
-def endpoint(bed, host):
-    return f"http://{bed.address(host)}:2379"
-
-
-@pytest.fixture
-def etcd(bed):
-    """(hosts, endpoints): an etcd member on each of three bed hosts."""
-    hosts = bed.up(3)
-    up = subprocess.run([str(CLUSTER / "etcd-up.sh")], env=bed.env,
-                        capture_output=True, text=True, timeout=60)
-    assert up.returncode == 0, up.stderr
-    endpoints = up.stdout.strip().removeprefix("export HVD_ETCD_ENDPOINTS=")
-    assert endpoints == ",".join(endpoint(bed, h) for h in hosts), up.stdout
-    try:
-        yield hosts, endpoints
-    finally:
-        subprocess.run([str(CLUSTER / "etcd-down.sh")], env=bed.env,
-                       capture_output=True, timeout=60)
+from conftest import CLUSTER, etcd_endpoint, etcdctl, wait_until
 
 
 def writable(endpoints, key, value):
@@ -47,8 +16,8 @@ def writable(endpoints, key, value):
 
 
 def test_one_member_lost_the_others_go_on_two_lost_no_writes_commit(
-        bed, etcd):
-    hosts, endpoints = etcd
+        bed, bed_etcd):
+    hosts, endpoints = bed_etcd
     assert writable(endpoints, "before", "1")
     bed.ctl("crash", hosts[0])
     wait_until(lambda: writable(endpoints, "one-lost", "2"),
@@ -56,7 +25,7 @@ def test_one_member_lost_the_others_go_on_two_lost_no_writes_commit(
     bed.ctl("crash", hosts[1])
     # Without quorum nothing commits: every attempt for 5 s fails, and the
     # survivor has applied none of them.
-    survivor = endpoint(bed, hosts[2])
+    survivor = etcd_endpoint(bed, hosts[2])
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         assert not writable(survivor, "no-quorum", "3")
@@ -77,23 +46,23 @@ def test_one_member_lost_the_others_go_on_two_lost_no_writes_commit(
     assert acknowledged <= keys <= acknowledged | {"no-quorum"}, got
 
 
-def test_a_partitioned_member_catches_up_once_healed(bed, etcd):
-    hosts, endpoints = etcd
+def test_a_partitioned_member_catches_up_once_healed(bed, bed_etcd):
+    hosts, endpoints = bed_etcd
     bed.ctl("partition", hosts[2])
-    others = ",".join(endpoint(bed, h) for h in hosts[:2])
+    others = ",".join(etcd_endpoint(bed, h) for h in hosts[:2])
     wait_until(lambda: writable(others, "while-apart", "yes"),
                "a write while a member is partitioned", timeout=20)
     bed.ctl("heal", hosts[2])
 
     def caught_up():
-        got = etcdctl(endpoint(bed, hosts[2]), "get", "while-apart",
+        got = etcdctl(etcd_endpoint(bed, hosts[2]), "get", "while-apart",
                       "--print-value-only")
         return got.returncode == 0 and got.stdout.strip() == "yes"
     wait_until(caught_up, "the healed member's copy of the write",
                timeout=20)
 
 
-def test_a_second_cluster_on_one_bed_is_refused(bed, etcd):
+def test_a_second_cluster_on_one_bed_is_refused(bed, bed_etcd):
     again = subprocess.run([str(CLUSTER / "etcd-up.sh")], env=bed.env,
                            capture_output=True, text=True, timeout=60)
     assert again.returncode != 0

@@ -3,11 +3,13 @@ real etcd member on this machine: the workers meet under the job's
 prefix, one hvdrun leads a job id, the job outlives a pause of etcd
 longer than the lease, and leaves no key behind."""
 
+import json
 import signal
 import time
 
 from conftest import ROOT, free_port, rank_lines, untimed, wait_until
 from test_elastic import Scenario, check_consistent_finish
+from test_status import get, status_url
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "until_told_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -33,9 +35,21 @@ def start_steady_job(hvdrun, etcd, tmp_path, job, np_=2):
     return child, folder
 
 
+def leader_of(url):
+    """status.json's account of the lead."""
+    code, body = get(url, "/status.json")
+    assert code == 200, body
+    return json.loads(body)["leader"]
+
+
 def test_workers_meet_under_the_job_prefix_and_the_job_leaves_no_key(
         hvdrun, etcd, tmp_path):
     child, folder = start_steady_job(hvdrun, etcd, tmp_path, "meet", np_=3)
+    leader = leader_of(status_url(child))
+    assert leader["leading"] and leader["job_id"] == "meet", leader
+    assert leader["etcd"] == etcd.endpoint, leader
+    assert leader["this_hvdrun"].startswith(
+        f"hvdrun pid {child.proc.pid} on "), leader
     prefix = "/hvd/jobs/meet/"
     keys = etcd.keys(prefix)
     for rank in range(3):
@@ -87,11 +101,17 @@ def test_an_unreachable_etcd_fails_at_once_naming_it(hvdrun, tmp_path):
 def test_etcd_paused_past_the_lease_the_job_trains_on_and_leads_again(
         hvdrun, etcd, tmp_path):
     child, folder = start_steady_job(hvdrun, etcd, tmp_path, "pause")
+    url = status_url(child)
     etcd.proc.send_signal(signal.SIGSTOP)
     try:
         child.wait_for_line(lambda l: "hvdrun: lost the lead of job 'pause'"
                             in l, "hvdrun losing the lead", stream="stderr",
                             timeout=20)
+        # The page follows within its snapshot's age (about a second).
+        lost = wait_until(lambda: (lambda l: not l["leading"] and l)(
+            leader_of(url)), "the status page showing the lost lead")
+        assert "could not renew its lease" in \
+            lost["changes"][-1]["reason"], lost
         # Training needs no etcd between resets.
         before = steps(folder, 1)
         wait_until(lambda: steps(folder, 1) > before + 10,
@@ -101,6 +121,9 @@ def test_etcd_paused_past_the_lease_the_job_trains_on_and_leads_again(
     child.wait_for_line(lambda l: "hvdrun: leads job 'pause' in etcd again"
                         in l, "hvdrun leading again", stream="stderr",
                         timeout=30)
+    again = wait_until(lambda: (lambda l: l["leading"] and l)(
+        leader_of(url)), "the status page showing the lead again")
+    assert again["changes"][-1]["leading"], again
     (folder / "stop").touch()
     result = child.finish(60)
     assert result.returncode == 0, result.stdout + result.stderr

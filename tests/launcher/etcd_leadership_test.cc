@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -111,6 +112,39 @@ TEST_F(EtcdLeadershipTest, AStandbyTakesOverAndTheOldLeaderIsFencedOff) {
   EXPECT_NE(notices[0].reason.find("fenced"), std::string::npos);
   EXPECT_EQ(a.policy().role(), LeaderRole::kStandby);
   EXPECT_EQ(etcd_b.Range("/hvd/job-2/generation")->at(0).value, "b");
+}
+
+// etcd without quorum for longer than the lease: the leader steps down,
+// and its revoke fails. When the quorum is back, etcd's new raft leader
+// renews every lease, so the leader key is still there, this hvdrun's own
+// under its old lease. The hvdrun must lead again, not lose to itself.
+TEST_F(EtcdLeadershipTest, ALeaderKeyLeftUnderItsOwnOldLeaseIsTakenBack) {
+  EtcdClient etcd(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+  EtcdLeadership before(&etcd, "/hvd/job-3/", "hvdrun a", Fast());
+  ASSERT_TRUE(PollUntil({&before}, [&] {
+    return before.policy().role() == LeaderRole::kLeader;
+  }));
+  const int64_t old_lease = before.policy().lease();
+  // The same hvdrun after its step down: a new lease, the old one kept
+  // alive as etcd's renewal would.
+  EtcdLeadership after(&etcd, "/hvd/job-3/", "hvdrun a", Fast());
+  std::atomic<bool> renewing{true};
+  std::thread renewer([&] {
+    EtcdClient own(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+    while (renewing) {
+      (void)own.KeepAlive(old_lease);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  const bool led = PollUntil(
+      {&after}, [&] { return after.policy().role() == LeaderRole::kLeader; });
+  renewing = false;
+  renewer.join();
+  ASSERT_TRUE(led) << "holder: " << after.policy().holder();
+  EXPECT_NE(after.policy().lease(), old_lease);
+  auto key = etcd.Range("/hvd/job-3/leader");
+  ASSERT_TRUE(key.ok() && key->size() == 1u);
+  EXPECT_EQ(key->front().lease, after.policy().lease());
 }
 
 }  // namespace

@@ -276,6 +276,30 @@ TEST(StatusViewsTest, MetricsCountWhatTheRecordSaw) {
   EXPECT_NE(text.find("| worker"), std::string::npos) << text;
 }
 
+TEST(StatusViewsTest, TheLeaderLineSaysWhoLeadsOrWhyItIsNotSure) {
+  json s{{"job", {{"now_ms", 100000}}},
+         {"leader",
+          {{"job_id", "j"},
+           {"etcd", "e1:2379"},
+           {"this_hvdrun", "hvdrun pid 7 on n1, started T"},
+           {"leading", true},
+           {"since_ms", 40000},
+           {"changes", json::array()}}}};
+  EXPECT_NE(StatusText(s).find("leader: hvdrun pid 7 on n1, started T leads "
+                               "job 'j' in etcd at e1:2379, since 60.00 s "
+                               "ago\n"),
+            std::string::npos)
+      << StatusText(s);
+  s["leader"]["leading"] = false;
+  s["leader"]["changes"] = {{{"leading", false}, {"reason", "lease ran out"}}};
+  EXPECT_NE(StatusText(s).find("is not sure it leads job 'j' in etcd at "
+                               "e1:2379, since 60.00 s ago (lease ran out)"),
+            std::string::npos)
+      << StatusText(s);
+  EXPECT_EQ(StatusText({{"job", json::object()}}).find("leader:"),
+            std::string::npos);
+}
+
 TEST(StatusViewsTest, LabelValuesAreEscaped) {
   json s{{"job", json::object()},
          {"ranks",

@@ -107,6 +107,7 @@ class Driver {
     const TimePoint now = Clock::now();
     nlohmann::json snapshot = record_.Snapshot(now, policy_.HostRows(now));
     snapshot["rendezvous"] = nlohmann::json::parse(server_.StatusJson());
+    if (etcd_ != nullptr) snapshot["leader"] = etcd_->StatusJson();
     snapshots_.Publish(std::move(snapshot));
   }
 

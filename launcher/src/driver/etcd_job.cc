@@ -50,8 +50,9 @@ std::string GlooGeneration(const std::string& prefix, int64_t generation) {
 }  // namespace
 
 std::string LeaderIdentity(const std::string& host, int64_t pid,
-                           int64_t since_ms) {
-  return nlohmann::json{{"host", host}, {"pid", pid}, {"since_ms", since_ms}}
+                           int64_t started_ms) {
+  return nlohmann::json{
+      {"host", host}, {"pid", pid}, {"started_ms", started_ms}}
       .dump();
 }
 
@@ -59,20 +60,24 @@ std::string DescribeLeader(const std::string& identity) {
   auto parsed = nlohmann::json::parse(identity, nullptr, false);
   if (!parsed.is_object() || !parsed["host"].is_string() ||
       !parsed["pid"].is_number_integer() ||
-      !parsed["since_ms"].is_number_integer()) {
+      !parsed["started_ms"].is_number_integer()) {
     return "'" + identity.substr(0, 200) + "'";
   }
   return "hvdrun pid " + std::to_string(parsed["pid"].get<int64_t>()) + " on " +
-         parsed["host"].get<std::string>() + ", leading since " +
-         UtcTime(parsed["since_ms"].get<int64_t>());
+         parsed["host"].get<std::string>() + ", started " +
+         UtcTime(parsed["started_ms"].get<int64_t>());
 }
 
 EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
                  std::string identity)
     : prefix_(EtcdJobPrefix(config.job_id)),
       etcd_(std::move(options)),
-      leadership_(&etcd_, prefix_, std::move(identity),
-                  LeadershipSettings{kLease, std::chrono::milliseconds(500)}) {}
+      leadership_(&etcd_, prefix_, identity,
+                  LeadershipSettings{kLease, std::chrono::milliseconds(500)}),
+      job_id_(config.job_id),
+      endpoints_(config.rendezvous_endpoint),
+      identity_(std::move(identity)),
+      since_ms_(common::WallClockMs()) {}
 
 Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
     const LaunchConfig& config, std::chrono::milliseconds timeout) {
@@ -172,19 +177,20 @@ void EtcdJob::Loop() {
     for (const LeaderAction& notice : leadership_.Poll()) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
         leading = false;
-        on_change_({false, notice.reason, ""});
+        Tell({false, notice.reason, ""});
       } else if (notice.kind == LeaderAction::Kind::kLead && !leading) {
         leading = true;
         told_holder.clear();
-        on_change_({true, "", ""});
+        Tell({true, "", ""});
       }
     }
     const LeadershipPolicy& policy = leadership_.policy();
-    if (!leading && !policy.holder().empty() &&
+    // A key of its own that it could not take back yet is no other leader.
+    if (!leading && !policy.holder().empty() && policy.holder() != identity_ &&
         policy.holder() != told_holder) {
       told_holder = policy.holder();
-      on_change_({false, "another hvdrun leads the job now",
-                  DescribeLeader(told_holder)});
+      Tell({false, "another hvdrun leads the job now",
+            DescribeLeader(told_holder)});
     }
     if (leading && keep_from > forgotten_) {
       // etcd takes at most 128 operations in one transaction.
@@ -201,6 +207,29 @@ void EtcdJob::Loop() {
                        published_ - 1 != keep_from);
     });
   }
+}
+
+void EtcdJob::Tell(const LeadChange& change) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = common::WallClockMs();
+    if (change.leading != leading_) since_ms_ = now;
+    leading_ = change.leading;
+    nlohmann::json entry = {{"time_ms", now}, {"leading", change.leading}};
+    if (!change.reason.empty()) entry["reason"] = change.reason;
+    if (!change.holder.empty()) entry["leader"] = change.holder;
+    changes_.push_back(std::move(entry));
+    if (changes_.size() > 20) changes_.erase(changes_.begin());
+  }
+  on_change_(change);
+}
+
+nlohmann::json EtcdJob::StatusJson() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {{"job_id", job_id_},   {"etcd", endpoints_},
+          {"prefix", prefix_},   {"this_hvdrun", DescribeLeader(identity_)},
+          {"leading", leading_}, {"since_ms", since_ms_},
+          {"changes", changes_}};
 }
 
 void EtcdJob::Finish() {

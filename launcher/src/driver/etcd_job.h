@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/etcd_client.h"
 #include "job/launch_config.h"
@@ -57,8 +59,14 @@ class EtcdJob {
   void Finish();
 
   const std::string& prefix() const { return prefix_; }
+  // The status page's account (`leader` of status.json): the job id, etcd,
+  // this hvdrun, whether it leads now and since when (wall-clock ms), and
+  // its last 20 changes of lead. Thread-safe.
+  nlohmann::json StatusJson() const;
 
  private:
+  // Keeps `change` for StatusJson and hands it on.
+  void Tell(const LeadChange& change);
   EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
           std::string identity);
   void Loop();
@@ -69,8 +77,15 @@ class EtcdJob {
   EtcdLeadership leadership_;
   std::function<void(const LeadChange&)> on_change_;
 
-  std::mutex mu_;
+  const std::string job_id_;
+  const std::string endpoints_;
+  const std::string identity_;
+
+  mutable std::mutex mu_;
   std::condition_variable wake_;
+  bool leading_ = true;
+  int64_t since_ms_ = 0;
+  nlohmann::json changes_ = nlohmann::json::array();  // the last 20
   bool stop_ = false;
   int64_t published_ = -1;  // the newest generation published
   int64_t forgotten_ = 0;   // generations below it have no keys left
@@ -78,10 +93,10 @@ class EtcdJob {
 };
 
 // What an hvdrun writes as its identity in the leader key, and a reader's
-// account of one ("hvdrun pid 42 on node3, leading since 2026-11-28
-// 05:03:13 UTC").
+// account of one ("hvdrun pid 42 on node3, started 2026-11-28 05:03:13
+// UTC").
 std::string LeaderIdentity(const std::string& host, int64_t pid,
-                           int64_t since_ms);
+                           int64_t started_ms);
 std::string DescribeLeader(const std::string& identity);
 
 }  // namespace hvd::launcher

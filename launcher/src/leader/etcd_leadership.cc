@@ -70,6 +70,19 @@ LeaderEvent EtcdLeadership::Carry(const LeaderAction& action) {
       Campaigned campaigned;
       campaigned.sent = sent;
       if (!answer.ok()) return campaigned;
+      // The key may be this hvdrun's own, from a lease it gave up while
+      // etcd had no quorum: the revoke at the step down failed then, and
+      // etcd's new raft leader renewed every lease when it took over. Give
+      // that lease back and campaign again, rather than lose to itself.
+      const std::vector<rendezvous::EtcdKeyValue>* held =
+          answer->ranges.empty() ? nullptr : &answer->ranges[0];
+      if (!answer->succeeded && held != nullptr && !held->empty() &&
+          held->front().value == identity_ && held->front().lease != 0 &&
+          held->front().lease != action.lease &&
+          etcd_->RevokeLease(held->front().lease).ok()) {
+        answer = etcd_->Txn({absent}, {claim}, {read});
+        if (!answer.ok()) return campaigned;
+      }
       if (answer->succeeded) {
         campaigned.outcome = Campaigned::Outcome::kWon;
         campaigned.revision = answer->revision;

@@ -44,6 +44,7 @@ const std::string& StatusPageHtml() {
   <span>updated <b id="updated">-</b></span>
 </div>
 <div id="command"></div>
+<div id="leader"></div>
 <div id="error"></div>
 
 <h2>Hosts</h2>
@@ -106,6 +107,8 @@ function render(s) {
   $("job-uptime").textContent = duration(now - job.started_ms);
   $("updated").textContent = clock(now);
   $("command").textContent = (job.elastic ? "elastic, " + job.min_np + ".." + (job.max_np || "any") + " ranks: " : "") + job.command;
+  const lead = s.leader;
+  $("leader").textContent = lead ? lead.this_hvdrun + (lead.leading ? " leads" : " is not sure it leads") + " job '" + lead.job_id + "' in etcd at " + lead.etcd + ", since " + duration(now - lead.since_ms) + " ago" : "";
 
   fill($("hosts").tBodies[0], s.hosts.map((h) => {
     let note = "";

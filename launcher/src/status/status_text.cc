@@ -57,6 +57,24 @@ std::string ClockTime(const json& at_ms) {
   return text;
 }
 
+// With the etcd backend: who leads the job, or that this hvdrun is not
+// sure it does, and since when.
+std::string LeaderLine(const json& leader, double now_ms) {
+  std::string line = "leader: ";
+  const bool leading = leader.value("leading", false);
+  line += Str(leader.value("this_hvdrun", json())) +
+          (leading ? " leads" : " is not sure it leads") + " job '" +
+          Str(leader.value("job_id", json())) + "' in etcd at " +
+          Str(leader.value("etcd", json())) + ", since " +
+          Age(leader.value("since_ms", json()), now_ms);
+  const json& changes = leader.value("changes", json::array());
+  if (!leading && changes.is_array() && !changes.empty() &&
+      changes.back().is_object()) {
+    line += " (" + Str(changes.back().value("reason", json())) + ")";
+  }
+  return line + "\n";
+}
+
 // Columns padded to the widest cell.
 class Table {
  public:
@@ -104,6 +122,7 @@ std::string StatusText(const json& status) {
     out << "exit code: " << Str(job["exit_code"]) << "\n";
   }
   out << "command: " << Str(StatusField(job, "command")) << "\n";
+  if (status.contains("leader")) out << LeaderLine(status["leader"], now_ms);
 
   out << "\nhosts\n";
   Table hosts({"HOST", "SLOTS", "STATE", "WORKERS", "NOTE"});

@@ -125,6 +125,33 @@ def recovery(rows, torchrun_rows):
           "the worker's 'joined generation' log line (check-in answered); "
           "init_done: hvd.init() returned (Gloo contexts connected); "
           "sync_done: state broadcast from rank 0.\n")
+    etcd_against_embedded(by_variant(ok))
+
+
+def etcd_against_embedded(groups):
+    """Issue 32's targets: with the rendezvous in etcd, worker-kill
+    recovery at most 1.5x the embedded store's and the steady step time
+    at most 1.02x, from runs interleaved in the same repeat."""
+    lines = []
+    for (variant, n), rs in groups.items():
+        if not variant.endswith("-etcd"):
+            continue
+        base = groups.get((variant[:-len("-etcd")], n))
+        if not base:
+            continue
+        rec = med(r["recovery_s"] for r in rs)
+        rec0 = med(r["recovery_s"] for r in base)
+        step = med(r["step_s"] for r in rs)
+        step0 = med(r["step_s"] for r in base)
+        lines.append([n, len(base), len(rs), sec(rec0), sec(rec),
+                      f"{rec / rec0:.2f}", sec(step0), sec(step),
+                      f"{step / step0:.3f}"])
+    if not lines:
+        return
+    print("### The rendezvous in etcd against the embedded store\n")
+    table(["N", "runs embedded", "runs etcd", "recovery embedded s",
+           "recovery etcd s", "etcd / embedded (≤ 1.5)", "step embedded s",
+           "step etcd s", "etcd / embedded (≤ 1.02)"], lines)
 
 
 def torchrun(rows):

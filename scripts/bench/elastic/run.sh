@@ -9,6 +9,10 @@
 # "bed" (not in the default set; needs root) runs bed_scenario.py: a host
 # lost across real ssh on the test bed (scripts/cluster/), by kill, crash
 # and partition, hvd and torchrun interleaved, at 4 and 8 workers.
+# "etcd" (not in the default set) runs the worker recovery with the
+# rendezvous in etcd against the embedded store, interleaved (issue 32):
+# one etcd member (Debian's etcd-server) on loopback, data under the
+# results folder, stopped by its pid at the end.
 # "slurm" (not in the default set; needs root) runs slurm_scenario.py: 6
 # workers on 3 Slurm nodes of the bed lose one to a crash and grow by a
 # companion job, against the same over ssh.
@@ -18,7 +22,7 @@
 #   HVD_BENCH_ONLY=slurm scripts/bench/elastic/run.sh [repeats]
 # Environment: HVD_BENCH_NP (default "2 4 8"; "4 8" for bed alone),
 # HVD_BENCH_ONLY (a subset of "recovery host scaleup rerendezvous commit
-# torchrun bed slurm"), HVD_BENCH_ROUNDS (re-rendezvous rounds per run, default
+# torchrun bed slurm etcd"), HVD_BENCH_ROUNDS (re-rendezvous rounds per run, default
 # 10).
 # Results: bench-results/elastic/<timestamp>/{results.jsonl,report.md,
 # machine.txt, <scenario>-<variant>-np<N>-r<repeat>/...} (each scenario's
@@ -66,6 +70,30 @@ fi
 
 wanted() { [[ " $only " == *" $1 "* ]]; }
 failed=0
+etcd_endpoint=
+if wanted etcd; then
+  hvd_ensure_packages etcd-server etcd-client
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  peer=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  etcd --name bench --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$port" \
+    --advertise-client-urls "http://127.0.0.1:$port" \
+    --listen-peer-urls "http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "bench=http://127.0.0.1:$peer" >"$dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  trap 'kill "$etcd_pid" 2>/dev/null || true' EXIT
+  etcd_endpoint="127.0.0.1:$port"
+  for ((i = 0; i < 100; i++)); do
+    ETCDCTL_API=3 etcdctl --endpoints "$etcd_endpoint" --dial-timeout 1s \
+      endpoint health >/dev/null 2>&1 && break
+    kill -0 "$etcd_pid" 2>/dev/null || hvd_die "etcd did not start: $dir/etcd.log"
+    sleep 0.1  # polling etcd's health, 10 s at most
+  done
+  ETCDCTL_API=3 etcdctl --endpoints "$etcd_endpoint" --dial-timeout 1s \
+    endpoint health >/dev/null 2>&1 || hvd_die "etcd is not healthy: $dir/etcd.log"
+  echo "etcd member at $etcd_endpoint (pid $etcd_pid)" | tee -a "$dir/machine.txt"
+fi
 # scenario ARGS...: one run; its JSON line goes to results.jsonl.
 scenario() {
   echo "repeat $r/$repeats np=$np: $*"
@@ -90,6 +118,10 @@ started=$SECONDS
 for ((r = 1; r <= repeats; r++)); do
   for np in $nps; do
     wanted recovery && scenario recovery --variant worker
+    if wanted etcd; then
+      scenario recovery --variant worker
+      scenario recovery --variant worker --etcd "$etcd_endpoint"
+    fi
     if wanted host && [ "$np" -ge 4 ]; then
       scenario recovery --variant host
     fi

@@ -197,11 +197,15 @@ def recovery(args, workdir):
                           victims=victims, kill_step=KILL_STEP,
                           final_size=final, tail_steps=TAIL_STEPS,
                           max_steps=KILL_STEP + 400)
+    # With --etcd the workers' Gloo contexts meet in etcd (issue 32).
+    etcd = (["--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+             args.etcd] if args.etcd else [])
     cmd = [HVDRUN, "-np", str(n), "--min-np", str(final), "-H",
            ",".join(hosts), "--log-level", "info", "--elastic-timeout", "60",
-           PYTHON, WORKER, config]
+           *etcd, PYTHON, WORKER, config]
     code, seconds = run_logged(cmd, workdir, timeout=120)
-    row = dict(bench="recovery", variant=args.variant, np=n, survivors=final,
+    variant = args.variant + ("-etcd" if args.etcd else "")
+    row = dict(bench="recovery", variant=variant, np=n, survivors=final,
                exit_code=code, wall_s=round(seconds, 2))
     recs = read_jsonl(os.path.join(logdir, "*.jsonl"))
     kills = [r["time"] for r in recs if r["event"] == "kill"]
@@ -533,8 +537,12 @@ def main():
     parser.add_argument("--no-torch-import", action="store_true",
                         help="scaleup: the joiner does not import torch")
     parser.add_argument("--monitor-interval", type=float, default=5.0)
+    parser.add_argument("--etcd", default="",
+                        help="recovery: the rendezvous in the etcd of "
+                        "these endpoints")
     args = parser.parse_args()
-    tag = {"recovery": args.variant, "rerendezvous": args.impl,
+    tag = {"recovery": args.variant + ("-etcd" if args.etcd else ""),
+           "rerendezvous": args.impl,
            "commit": args.state,
            "torchrun": f"mi{args.monitor_interval:g}"}.get(args.bench, "")
     name = f"{args.bench}-{tag}-np{args.np}-r{args.repeat}".replace("--", "-")

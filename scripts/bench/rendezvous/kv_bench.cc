@@ -16,6 +16,14 @@
 // etcd-round is the same round through etcd instead of the embedded server
 // (issue 32): each simulated worker sets its sealed address with an
 // EtcdStore and waits for everyone's, as Gloo's rendezvous would.
+//
+//   hvd_kv_bench connect <ranks> [<etcd endpoints>]
+//
+// connect is the part of a reset that the store carries: <ranks> threads,
+// each a Gloo rank with its own TCP device, connect one full mesh through
+// the embedded server's HttpStore (with its prefetch groups) or, given
+// endpoints, through EtcdStore, exactly as the runtime's global context
+// does (runtime/src/transport/gloo_contexts.cc).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,12 +40,15 @@
 #include <thread>
 #include <vector>
 
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
 #include <httplib.h>
 
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/etcd_store.h"
+#include "hvd/rendezvous/http_store.h"
 #include "hvd/rendezvous/server.h"
 #include "policy/job_policy.h"
 #include "status/job_record.h"
@@ -424,12 +435,75 @@ void BenchEtcdRound(const std::string& secret, int workers,
       workers, seconds, static_cast<unsigned long long>(requests.load()));
 }
 
+// One full mesh of `ranks` Gloo ranks (threads), through the embedded
+// server, or through etcd when `endpoints` is not empty.
+void BenchConnect(const std::string& secret, int ranks,
+                  const std::string& endpoints) {
+  std::unique_ptr<RendezvousServer> server;
+  hvd::rendezvous::EtcdOptions etcd;
+  const bool through_etcd = !endpoints.empty();
+  if (through_etcd) {
+    auto parsed = hvd::rendezvous::ParseEtcdEndpoints(endpoints);
+    Check(parsed.status(), "etcd endpoints");
+    etcd.endpoints = *parsed;
+  } else {
+    server = StartServer(secret, ranks);
+  }
+  auto nonce = hvd::common::NewNonce();
+  Check(nonce.status(), "nonce");
+  // A fresh prefix per run, as a generation has.
+  const std::string prefix = "/hvd-bench/" + *nonce + "/g1/global/";
+  StartGate gate;
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> requests{0};
+  // Kept until every rank is connected: a context that goes closes its
+  // pairs under a peer still connecting.
+  std::vector<std::shared_ptr<gloo::rendezvous::Context>> contexts(ranks);
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      gloo::transport::tcp::attr attr("127.0.0.1");
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      auto context = std::make_shared<gloo::rendezvous::Context>(rank, ranks);
+      contexts[rank] = context;
+      context->setTimeout(60s);
+      std::unique_ptr<gloo::rendezvous::Store> store;
+      std::function<uint64_t()> count;
+      if (through_etcd) {
+        auto e = std::make_unique<hvd::rendezvous::EtcdStore>(etcd, secret,
+                                                              prefix, 60s);
+        count = [raw = e.get()] { return raw->requests(); };
+        store = std::move(e);
+      } else {
+        auto h = std::make_unique<hvd::rendezvous::HttpStore>(
+            ClientOptions(*server, secret), "gloo", prefix, 60s);
+        h->PrefetchFullMesh(rank, ranks);
+        count = [raw = h.get()] { return raw->requests(); };
+        store = std::move(h);
+      }
+      gate.Wait();
+      try {
+        context->connectFullMesh(*store, device);
+      } catch (const std::exception& e) {
+        Die(std::string("connect: ") + e.what());
+      }
+      requests += count();
+    });
+  }
+  const double seconds = gate.OpenAndJoin(threads);
+  std::printf(
+      "{\"system\": \"%s\", \"bench\": \"connect\", \"workers\": %d, "
+      "\"seconds\": %.6f, \"requests\": %llu}\n",
+      through_etcd ? "hvd-etcd" : "hvd", ranks, seconds,
+      static_cast<unsigned long long>(requests.load()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
     Die("usage: hvd_kv_bench get|set <clients> <seconds> | barrier <clients> "
-        "<rounds> | round <workers> | etcd-round <workers> <endpoints>");
+        "<rounds> | round <workers> | etcd-round <workers> <endpoints> | "
+        "connect <ranks> [<endpoints>]");
   }
   Check(hvd::common::InitLogging("bench", -1), "logging");
   const std::string mode = argv[1];
@@ -450,6 +524,8 @@ int main(int argc, char** argv) {
     BenchRound(*secret, count, argc == 4 ? std::atof(argv[3]) : 0);
   } else if (mode == "etcd-round" && argc == 4) {
     BenchEtcdRound(*secret, count, argv[3]);
+  } else if (mode == "connect" && (argc == 3 || argc == 4)) {
+    BenchConnect(*secret, count, argc == 4 ? argv[3] : "");
   } else {
     Die("unknown mode or wrong arguments: " + mode);
   }

@@ -57,19 +57,22 @@ def main(path: str) -> None:
 
 
 def print_etcd(runs, median) -> None:
-    """The round through etcd against the embedded server (issue 32):
-    medians, every run's time for the spread, and the ratio."""
+    """The round, and a Gloo full mesh's connect, through etcd against
+    the embedded server (issue 32): medians, every run's time for the
+    spread, and the ratio."""
     print("| round | workers | runs | embedded s | etcd s | etcd spread s | "
           "etcd requests | etcd / embedded |")
     print("|---|---|---|---|---|---|---|---|")
-    for size in sorted({k[1] for k in runs if k[2] == ETCD}):
-        e = median("round", size, ETCD, "seconds")
-        h = median("round", size, HVD, "seconds")
-        times = sorted(r["seconds"] for r in runs[("round", size, ETCD)])
-        requests = median("round", size, ETCD, "requests")
-        print(f"| round | {size} | {len(times)} | {h:.3f} | {e:.3f} | "
-              f"{times[0]:.3f}–{times[-1]:.3f} | {requests:,.0f} | "
-              f"{e / h:.1f} |")
+    for bench in ("round", "connect"):
+        for size in sorted({k[1] for k in runs
+                            if k[2] == ETCD and k[0] == bench}):
+            e = median(bench, size, ETCD, "seconds")
+            h = median(bench, size, HVD, "seconds")
+            times = sorted(r["seconds"] for r in runs[(bench, size, ETCD)])
+            requests = median(bench, size, ETCD, "requests")
+            print(f"| {bench} | {size} | {len(times)} | {h:.3f} | {e:.3f} | "
+                  f"{times[0]:.3f}–{times[-1]:.3f} | {requests:,.0f} | "
+                  f"{e / h:.2f} |")
 
 
 def print_watched(runs) -> None:

@@ -9,7 +9,8 @@
 # HVD_BENCH_ONLY=watched runs only the 1024-worker round with and without a
 # status poller (issue 14), `repeats` pairs. HVD_BENCH_ONLY=etcd (root)
 # runs the round through a 3-member etcd on a test bed against the embedded
-# server (issue 32), `repeats` pairs at 64 and 256 workers.
+# server (issue 32), `repeats` pairs at 64 and 256 workers, and the Gloo
+# full mesh of 64 ranks connected through each (kv_bench connect).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../lib/common.sh"
@@ -48,6 +49,8 @@ if [ "${HVD_BENCH_ONLY:-}" = etcd ]; then
       HVD_LOG_LEVEL=error "$hvd" round "$workers" >>"$out"
       HVD_LOG_LEVEL=error "$hvd" etcd-round "$workers" "$HVD_ETCD_ENDPOINTS" >>"$out"
     done
+    HVD_LOG_LEVEL=error "$hvd" connect 64 >>"$out"
+    HVD_LOG_LEVEL=error "$hvd" connect 64 "$HVD_ETCD_ENDPOINTS" >>"$out"
   done
   /usr/bin/python3 "$here/report.py" "$out"
   exit 0
