@@ -7,7 +7,6 @@ segment stays in /dev/shm."""
 import os
 import re
 import signal
-import time
 
 import pytest
 
