@@ -284,6 +284,13 @@ PYBIND11_MODULE(_hvd_core, m) {
         py::arg("process_sets") = std::vector<std::vector<int>>{});
   m.def("shutdown", &Shutdown, py::arg("reset") = false);
   m.def("is_initialized", [] { return g_state.runtime != nullptr; });
+  // HOROVOD_ELASTIC_TIMEOUT in seconds: how long hvd.elastic.run keeps
+  // trying to rejoin the job. Read from the environment as init reads it,
+  // so that it is known when an init fails.
+  m.def("elastic_timeout_seconds", [] {
+    auto config = ValueOrRaise(runtime::RuntimeConfig::FromEnv());
+    return std::chrono::duration<double>(config.elastic_timeout).count();
+  });
   // The runtime's loop has ended (a rank's shutdown, an error).
   m.def("loop_stopped",
         [] { return g_state.runtime && g_state.runtime->Stopped(); });

@@ -217,6 +217,10 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
       config.hostname);
   if (!bind.ok()) return bind.status();
   config.bind_address = *bind;
+  auto elastic_timeout =
+      common::GetEnvSeconds(ev::kElasticTimeout, config.elastic_timeout);
+  if (!elastic_timeout.ok()) return elastic_timeout.status();
+  config.elastic_timeout = *elastic_timeout;
   auto start = common::GetEnvSeconds(ev::kStartTimeout, config.start_timeout);
   if (!start.ok()) return start.status();
   config.start_timeout = *start;

@@ -142,3 +142,36 @@ def test_an_elastic_job_recovers_from_a_kill_through_etcd(
     check_consistent_finish(s, 2)
     assert "host 127.0.0.1 blacklisted" in result.stderr
     assert etcd.keys("/hvd/jobs/kill/") == []
+
+
+def test_a_reset_that_etcd_cannot_serve_fails_after_the_elastic_timeout(
+        hvdrun, etcd, tmp_path):
+    """A worker dies while etcd is out of reach: the survivors cannot meet
+    for the next generation. They try until the elastic timeout, then the
+    job fails, naming etcd, instead of waiting for it for ever."""
+    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    child = hvdrun.start([*etcd_args(etcd, "gone"), "-np", "4", "--min-np",
+                          "2", "-H", "localhost:2,127.0.0.1:2",
+                          "--elastic-timeout", "6", *s.command()])
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "batch"}) == 4,
+               "every worker training")
+    etcd.proc.send_signal(signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        result = child.finish(120)
+    finally:
+        etcd.proc.send_signal(signal.SIGCONT)
+    kills = [r["time"] for r in s.records() if r["event"] == "exit"]
+    assert kills and kills[0] > stopped, "the kill came before etcd stopped"
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "could not rejoin the job within the elastic timeout (6 s); " \
+        "the last attempt: " in result.stdout + result.stderr, \
+        result.stdout + result.stderr
+    lines = untimed(result.stderr)
+    assert any(l.startswith(f"hvdrun: etcd at {etcd.endpoint} stopped "
+                            "answering this hvdrun (its lead lapsed ")
+               for l in lines[-4:]), result.stderr
+    assert lines[-1].endswith("job failed (exit code 1)"), result.stderr

@@ -36,6 +36,19 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
   EXPECT_EQ(env.count("HOROVOD_CACHE_CAPACITY"), 0u);
 }
 
+TEST(WorkerEnvTest, ElasticJobsPassTheElasticTimeoutInWholeSeconds) {
+  SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
+  LaunchConfig config;
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, {"a", 1, "s"}, config))
+                .count("HOROVOD_ELASTIC_TIMEOUT"),
+            0u);
+  config.elastic = true;
+  config.elastic_timeout = std::chrono::milliseconds(2500);
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, {"a", 1, "s"},
+                                    config))["HOROVOD_ELASTIC_TIMEOUT"],
+            "3");
+}
+
 TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
   SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;

@@ -1,7 +1,9 @@
 #include "hvd/runtime/config.h"
 
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
+#include <tuple>
 
 namespace hvd::runtime {
 namespace {
@@ -16,7 +18,8 @@ class ConfigTest : public ::testing::Test {
           "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
           "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS",
           "HOROVOD_TIMELINE", "HOROVOD_THREAD_AFFINITY",
-          "HVD_REPORT_INTERVAL_SECONDS"}) {
+          "HVD_REPORT_INTERVAL_SECONDS", "HOROVOD_ELASTIC_TIMEOUT",
+          "HVD_RENDEZVOUS_BACKEND", "HVD_ETCD_ENDPOINTS", "HVD_ETCD_PREFIX"}) {
       unsetenv(name);
     }
   }
@@ -127,6 +130,39 @@ TEST_F(ConfigTest, RejectsInconsistentOrMissingValues) {
   SetWorker();
   setenv("HOROVOD_START_TIMEOUT", "soon", 1);
   EXPECT_FALSE(RuntimeConfig::FromEnv().ok());
+}
+
+TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
+  SetWorker();
+  auto plain = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->elastic_timeout, common::kDefaultElasticTimeout);
+  EXPECT_FALSE(plain->etcd.has_value());
+  setenv("HOROVOD_ELASTIC_TIMEOUT", "6", 1);
+  setenv("HVD_RENDEZVOUS_BACKEND", "etcd", 1);
+  setenv("HVD_ETCD_ENDPOINTS", "e1:2379,e2:2379", 1);
+  setenv("HVD_ETCD_PREFIX", "/hvd/jobs/j/", 1);
+  auto etcd = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
+  EXPECT_EQ(etcd->elastic_timeout, std::chrono::seconds(6));
+  ASSERT_TRUE(etcd->etcd.has_value());
+  EXPECT_EQ(etcd->etcd->endpoints.size(), 2u);
+  EXPECT_EQ(etcd->etcd_prefix, "/hvd/jobs/j/");
+  for (auto [name, value, named] :
+       {std::tuple{"HOROVOD_ELASTIC_TIMEOUT", "later", "HOROVOD_ELASTIC"},
+        std::tuple{"HVD_RENDEZVOUS_BACKEND", "zookeeper", "neither embedded"},
+        std::tuple{"HVD_ETCD_PREFIX", "", "needs HVD_ETCD_PREFIX"},
+        std::tuple{"HVD_ETCD_ENDPOINTS", "e1:0", "HVD_ETCD_ENDPOINTS"}}) {
+    SCOPED_TRACE(name);
+    const char* before = getenv(name);
+    const std::string kept = before ? before : "";
+    setenv(name, value, 1);
+    auto refused = RuntimeConfig::FromEnv();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find(named), std::string::npos)
+        << refused.status().message();
+    setenv(name, kept.c_str(), 1);
+  }
 }
 
 }  // namespace

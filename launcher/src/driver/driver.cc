@@ -97,6 +97,7 @@ class Driver {
   void Execute(TimePoint now, const Actions& actions);
   void Start(const StartWorker& action);
   void ExplainThroughSlurm(const std::vector<std::string>& hosts);
+  void ExplainLostEtcd(const Actions& actions);
   void Signal(WorkerId worker, int signal);
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
@@ -258,6 +259,7 @@ std::vector<Event> Driver::ReadSignals(int signals) {
 }
 
 void Driver::Execute(TimePoint now, const Actions& actions) {
+  if (etcd_ != nullptr) ExplainLostEtcd(actions);
   // A failure's detect phase needs the worker's last report, and a new
   // generation ends what its predecessor's workers can still report.
   if (std::any_of(actions.begin(), actions.end(), [](const Action& a) {
@@ -367,6 +369,27 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
         },
         action);
   }
+}
+
+// A job that fails while etcd does not answer: the workers' own lines say
+// why each failed; this says what they had in common, before the lines
+// that end the job.
+void Driver::ExplainLostEtcd(const Actions& actions) {
+  const bool failing =
+      std::any_of(actions.begin(), actions.end(), [](const Action& a) {
+        const Finish* finish = std::get_if<Finish>(&a);
+        return finish != nullptr && finish->exit_code != 0;
+      });
+  if (!failing) return;
+  const nlohmann::json lead = etcd_->StatusJson();
+  if (lead["leading"].get<bool>()) return;
+  common::Announce(
+      "hvdrun: etcd at " + config_.rendezvous_endpoint +
+      " stopped answering this hvdrun (its lead lapsed " +
+      common::DecimalSeconds(std::chrono::milliseconds(
+          common::WallClockMs() - lead["since_ms"].get<int64_t>())) +
+      " s before the job failed): the workers need etcd to form a "
+      "generation");
 }
 
 // Slurm knows why a node failed (down, not responding, drained, and the

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "hvd/common/tuning_defaults.h"
+
 namespace hvd::launcher {
 
 // The job's waits, each default written once: LaunchConfig, the policy and
@@ -14,7 +16,7 @@ namespace hvd::launcher {
 // workers' environment (HOROVOD_START_TIMEOUT) and ssh's ConnectTimeout
 // take whole seconds; --elastic-timeout stays in hvdrun, in milliseconds.
 inline constexpr std::chrono::seconds kDefaultStartTimeout{30};
-inline constexpr std::chrono::seconds kDefaultElasticTimeout{600};
+using common::kDefaultElasticTimeout;
 
 struct HostSlots {
   std::string host;

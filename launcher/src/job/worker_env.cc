@@ -28,6 +28,13 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
       {ev::kElastic, config.elastic ? "1" : "0"},
       {ev::kStartTimeout, std::to_string(config.start_timeout.count())},
   };
+  if (config.elastic) {
+    // Whole seconds, rounded up: the workers' bound is never the shorter.
+    env.emplace_back(ev::kElasticTimeout,
+                     std::to_string(std::chrono::ceil<std::chrono::seconds>(
+                                        config.elastic_timeout)
+                                        .count()));
+  }
   if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
     env.emplace_back(ev::kHvdRendezvousBackend, "etcd");
     env.emplace_back(ev::kHvdEtcdEndpoints, config.rendezvous_endpoint);

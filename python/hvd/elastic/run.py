@@ -2,6 +2,7 @@
 
 import functools
 import sys
+import time
 
 from .. import basics
 from .._core import core
@@ -21,6 +22,10 @@ def run(func):
     `state.on_reset()` (which calls `state.reset()`, then the reset
     callbacks), syncs if needed and calls `func` again, as Horovod does. A
     worker whose slot is no longer part of the job leaves with exit code 0.
+    A worker that cannot rejoin (every re-initialization failing, e.g. its
+    rendezvous store out of reach) for longer than the elastic timeout
+    (hvdrun --elastic-timeout) gives up with a HorovodInternalError that
+    says so and carries the last failure.
     While it runs, `state` hears of the driver's host updates through
     `state.on_hosts_updated` (notifications.py), as Horovod's listeners do.
     """
@@ -38,16 +43,28 @@ def run(func):
 
 def _run(func, state, args, kwargs):
     reset_required = False
+    rejoining_since = None  # the first of the failed rejoins in a row
     while True:
+        rejoining = reset_required
+        attempt = time.monotonic()
         try:
             if reset_required:
                 _reset()
+                rejoining, rejoining_since = False, None
                 state.on_reset()
             if core.generation_needs_sync():
                 state.sync()
                 core.mark_synced()  # the recovery's sync phase ends
             return func(state, *args, **kwargs)
-        except HorovodInternalError:
+        except HorovodInternalError as e:
+            if rejoining:
+                rejoining_since = rejoining_since or attempt
+                limit = core.elastic_timeout_seconds()
+                if time.monotonic() - rejoining_since >= limit:
+                    raise HorovodInternalError(
+                        f"could not rejoin the job within the elastic "
+                        f"timeout ({limit:g} s); the last attempt: {e}"
+                    ) from e
             state.restore()
         except HostsUpdatedInterrupt:
             pass

@@ -66,6 +66,10 @@ inline constexpr char kGlooIface[] = "HOROVOD_GLOO_IFACE";
 inline constexpr char kGlooTimeoutSeconds[] = "HOROVOD_GLOO_TIMEOUT_SECONDS";
 // Seconds workers may take to start and meet (hvdrun --start-timeout).
 inline constexpr char kStartTimeout[] = "HOROVOD_START_TIMEOUT";
+// Seconds an elastic worker keeps trying to rejoin the job (hvd.elastic.run
+// re-initializing after a failure) before it gives up (hvdrun
+// --elastic-timeout; Horovod's name for the driver's same bound).
+inline constexpr char kElasticTimeout[] = "HOROVOD_ELASTIC_TIMEOUT";
 // Tuning knobs (hvdrun --fusion-threshold-mb, --cycle-time-ms,
 // --cache-capacity, --timeline-filename). The fusion threshold is in bytes.
 inline constexpr char kFusionThreshold[] = "HOROVOD_FUSION_THRESHOLD";

@@ -1,6 +1,6 @@
 // RankLayout: where one worker sits in a job of one generation, in
-// Horovod's terms. The launcher computes it (launcher/src/job/assignment.h), the
-// elastic check-in carries it (hvd/rendezvous/worker_assignment.h, whose
+// Horovod's terms. The launcher computes it (launcher/src/job/assignment.h),
+// the elastic check-in carries it (hvd/rendezvous/worker_assignment.h, whose
 // JSON keeps these names) and the runtime reads it (hvd/runtime/config.h).
 // A plain value; the defaults are one worker alone.
 #pragma once

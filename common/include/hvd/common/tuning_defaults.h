@@ -19,5 +19,8 @@ inline constexpr std::chrono::milliseconds kMaxCycleTime{60000};
 inline constexpr int64_t kDefaultCacheCapacity = 1024;
 // HOROVOD_GLOO_TIMEOUT_SECONDS (--gloo-timeout-seconds).
 inline constexpr std::chrono::seconds kDefaultGlooTimeout{30};
+// HOROVOD_ELASTIC_TIMEOUT (--elastic-timeout): how long hvdrun waits for
+// enough slots, and an elastic worker keeps trying to rejoin the job.
+inline constexpr std::chrono::seconds kDefaultElasticTimeout{600};
 
 }  // namespace hvd::common

@@ -42,6 +42,9 @@ struct RuntimeConfig {
   std::string etcd_prefix;
   // Budget for meeting the other workers at the rendezvous.
   std::chrono::milliseconds start_timeout{30000};
+  // How long an elastic worker keeps trying to rejoin the job after a
+  // failure before it gives up (HOROVOD_ELASTIC_TIMEOUT, seconds).
+  std::chrono::milliseconds elastic_timeout = common::kDefaultElasticTimeout;
   // Budget of one Gloo operation.
   std::chrono::milliseconds gloo_timeout = common::kDefaultGlooTimeout;
   // How long the background thread waits for new work before it negotiates
