@@ -175,3 +175,42 @@ def test_a_reset_that_etcd_cannot_serve_fails_after_the_elastic_timeout(
                             "answering this hvdrun (its lead lapsed ")
                for l in lines[-4:]), result.stderr
     assert lines[-1].endswith("job failed (exit code 1)"), result.stderr
+
+
+def test_a_reset_waits_for_etcd_and_goes_on_once_it_is_back(
+        hvdrun, etcd, tmp_path):
+    """The same kill while etcd is out of reach, but etcd comes back
+    within the elastic timeout: the survivors meet then, and the model
+    ends exact."""
+    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    child = hvdrun.start([*etcd_args(etcd, "back"), "-np", "4", "--min-np",
+                          "2", "-H", "localhost:2,127.0.0.1:2",
+                          "--elastic-timeout", "60", *s.command()])
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "batch"}) == 4,
+               "every worker training")
+    etcd.proc.send_signal(signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        # The kill, the next generation published, and hvdrun's lead
+        # lapsed: the survivors are trying to meet without etcd.
+        child.wait_for_line(lambda l: "hvdrun: generation 2" in l,
+                            "the generation after the kill",
+                            stream="stderr")
+        child.wait_for_line(lambda l: "hvdrun: lost the lead" in l,
+                            "hvdrun's lead lapsing", stream="stderr")
+    finally:
+        etcd.proc.send_signal(signal.SIGCONT)
+        resumed = time.time()
+    result = child.finish(120)
+    kills = [r["time"] for r in s.records() if r["event"] == "exit"]
+    assert kills and kills[0] > stopped, "the kill came before etcd stopped"
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    # The survivors trained in the new world only once etcd was back.
+    after = [r["time"] for r in s.records()
+             if r["event"] == "batch" and r["size"] == 2]
+    assert after and min(after) > resumed, (min(after), resumed)
+    assert "hvdrun: leads job 'back' in etcd again" in result.stderr
