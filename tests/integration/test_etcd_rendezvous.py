@@ -144,22 +144,32 @@ def test_an_elastic_job_recovers_from_a_kill_through_etcd(
     assert etcd.keys("/hvd/jobs/kill/") == []
 
 
+def kill_while_etcd_is_stopped(hvdrun, etcd, tmp_path, job,
+                               elastic_timeout):
+    """An elastic job of four whose rank on 127.0.0.1:0 kills itself a few
+    seconds in; etcd is stopped (SIGSTOP) once every worker trains, before
+    the kill. Returns (hvdrun's Child, the Scenario, when etcd stopped)."""
+    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    child = hvdrun.start([*etcd_args(etcd, job), "-np", "4", "--min-np",
+                          "2", "-H", "localhost:2,127.0.0.1:2",
+                          "--elastic-timeout", str(elastic_timeout),
+                          *s.command()])
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "batch"}) == 4,
+               "every worker training")
+    etcd.proc.send_signal(signal.SIGSTOP)
+    return child, s, time.time()
+
+
 def test_a_reset_that_etcd_cannot_serve_fails_after_the_elastic_timeout(
         hvdrun, etcd, tmp_path):
     """A worker dies while etcd is out of reach: the survivors cannot meet
     for the next generation. They try until the elastic timeout, then the
     job fails, naming etcd, instead of waiting for it for ever."""
-    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
-                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
-                         "how": "kill"}])
-    child = hvdrun.start([*etcd_args(etcd, "gone"), "-np", "4", "--min-np",
-                          "2", "-H", "localhost:2,127.0.0.1:2",
-                          "--elastic-timeout", "6", *s.command()])
-    wait_until(lambda: len({r["slot"] for r in s.records()
-                            if r["event"] == "batch"}) == 4,
-               "every worker training")
-    etcd.proc.send_signal(signal.SIGSTOP)
-    stopped = time.time()
+    child, s, stopped = kill_while_etcd_is_stopped(hvdrun, etcd, tmp_path,
+                                                   "gone", 6)
     try:
         result = child.finish(120)
     finally:
@@ -182,17 +192,8 @@ def test_a_reset_waits_for_etcd_and_goes_on_once_it_is_back(
     """The same kill while etcd is out of reach, but etcd comes back
     within the elastic timeout: the survivors meet then, and the model
     ends exact."""
-    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
-                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
-                         "how": "kill"}])
-    child = hvdrun.start([*etcd_args(etcd, "back"), "-np", "4", "--min-np",
-                          "2", "-H", "localhost:2,127.0.0.1:2",
-                          "--elastic-timeout", "60", *s.command()])
-    wait_until(lambda: len({r["slot"] for r in s.records()
-                            if r["event"] == "batch"}) == 4,
-               "every worker training")
-    etcd.proc.send_signal(signal.SIGSTOP)
-    stopped = time.time()
+    child, s, stopped = kill_while_etcd_is_stopped(hvdrun, etcd, tmp_path,
+                                                   "back", 60)
     try:
         # The kill, the next generation published, and hvdrun's lead
         # lapsed: the survivors are trying to meet without etcd.
