@@ -168,7 +168,8 @@ void EtcdJob::Write(const std::vector<EtcdOp>& ops, const char* what) {
 }
 
 void EtcdJob::Loop() {
-  bool leading = true;
+  // leading_ is written only on this thread (Tell, under mu_, for
+  // StatusJson's readers), so this thread reads it without the lock.
   std::string told_holder;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
@@ -176,23 +177,21 @@ void EtcdJob::Loop() {
     lock.unlock();
     for (const LeaderAction& notice : leadership_.Poll()) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
-        leading = false;
         Tell({false, notice.reason, ""});
-      } else if (notice.kind == LeaderAction::Kind::kLead && !leading) {
-        leading = true;
+      } else if (notice.kind == LeaderAction::Kind::kLead && !leading_) {
         told_holder.clear();
         Tell({true, "", ""});
       }
     }
     const LeadershipPolicy& policy = leadership_.policy();
     // A key of its own that it could not take back yet is no other leader.
-    if (!leading && !policy.holder().empty() && policy.holder() != identity_ &&
+    if (!leading_ && !policy.holder().empty() && policy.holder() != identity_ &&
         policy.holder() != told_holder) {
       told_holder = policy.holder();
       Tell({false, "another hvdrun leads the job now",
             DescribeLeader(told_holder)});
     }
-    if (leading && keep_from > forgotten_) {
+    if (leading_ && keep_from > forgotten_) {
       // etcd takes at most 128 operations in one transaction.
       std::vector<EtcdOp> deletes;
       const int64_t until = std::min(keep_from, forgotten_ + 100);
@@ -203,7 +202,7 @@ void EtcdJob::Loop() {
     }
     lock.lock();
     wake_.wait_until(lock, leadership_.NextDeadline(), [&] {
-      return stop_ || (leading && published_ - 1 > forgotten_ &&
+      return stop_ || (leading_ && published_ - 1 > forgotten_ &&
                        published_ - 1 != keep_from);
     });
   }
