@@ -119,17 +119,24 @@ Status KvStore::Delete(const std::string& scope_name, const std::string& key) {
   return Status::NotFound("no key '" + key + "' in scope '" + scope_name + "'");
 }
 
-size_t KvStore::DeleteScope(const std::string& scope_name) {
+size_t KvStore::DeletePrefix(const std::string& scope_name,
+                             const std::string& prefix) {
   std::lock_guard<std::mutex> lock(mu_);
   auto scope = scopes_.find(scope_name);
   if (scope == scopes_.end()) return 0;
-  size_t count = scope->second.entries.size();
-  ++scope->second.version;
-  for (auto& [key, value] : scope->second.entries) {
-    total_bytes_ -= key.size() + value.size();
-    OnPresenceChange(scope->second, key, -1);
+  auto& entries = scope->second.entries;
+  size_t count = 0;
+  for (auto it = entries.begin(); it != entries.end();) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) {
+      ++it;
+      continue;
+    }
+    total_bytes_ -= it->first.size() + it->second.size();
+    OnPresenceChange(scope->second, it->first, -1);
+    it = entries.erase(it);
+    ++count;
   }
-  scope->second.entries.clear();
+  if (count > 0) ++scope->second.version;
   DropScopeIfIdle(scope_name);
   return count;
 }

@@ -38,6 +38,26 @@ TEST(KvStoreTest, SetGetDeleteInScopes) {
   EXPECT_EQ(*store.Get("b", "k"), "2");
 }
 
+TEST(KvStoreTest, DeletePrefixRemovesOneGenerationsKeysAndTheirBytes) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("gloo", "g1/global/0", "aa").ok());
+  ASSERT_TRUE(store.Set("gloo", "g1/global/rank_0", "bb").ok());
+  ASSERT_TRUE(store.Set("gloo", "g10/global/0", "cc").ok());
+  ASSERT_TRUE(store.Set("gloo", "g2/global/0", "dd").ok());
+  ASSERT_TRUE(store.Set("other", "g1/x", "ee").ok());
+  const size_t before = store.Stats().bytes;
+  // "g1/" is not a prefix of "g10/...".
+  EXPECT_EQ(store.DeletePrefix("gloo", "g1/"), 2u);
+  EXPECT_EQ(store.DeletePrefix("gloo", "g1/"), 0u);
+  EXPECT_EQ(store.DeletePrefix("none", "g1/"), 0u);
+  EXPECT_FALSE(store.Get("gloo", "g1/global/0").ok());
+  EXPECT_EQ(*store.Get("gloo", "g10/global/0"), "cc");
+  EXPECT_EQ(*store.Get("gloo", "g2/global/0"), "dd");
+  EXPECT_EQ(*store.Get("other", "g1/x"), "ee");
+  EXPECT_EQ(store.Stats().bytes,
+            before - std::string("g1/global/0aag1/global/rank_0bb").size());
+}
+
 TEST(KvStoreTest, DeleteScopeRemovesOnlyThatScope) {
   KvStore store;
   ASSERT_TRUE(store.Set("g1", "x", "1").ok());

@@ -98,6 +98,9 @@ class Driver {
   void Start(const StartWorker& action);
   void ExplainThroughSlurm(const std::vector<std::string>& hosts);
   void ExplainLostEtcd(const Actions& actions);
+  // The Gloo keys of generations no worker needs once `published` is: in
+  // the embedded store here, in etcd on EtcdJob's thread.
+  void ForgetGlooGenerations(int64_t published);
   void Signal(WorkerId worker, int signal);
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
@@ -128,6 +131,7 @@ class Driver {
   std::map<std::string, std::string> addresses_;
   std::map<std::string, WorkerId> reporting_;  // slot -> its newest worker
   int64_t sequence_ = 0;                       // of HostsUpdated messages
+  int64_t gloo_forgotten_ = 0;  // generations below it have no Gloo keys
   int exit_code_ = 1;
 };
 
@@ -284,7 +288,7 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
               spdlog::error("hvdrun: {}", published.message());
             }
             server_.set_generation(a.plan.generation);
-            if (etcd_ != nullptr) etcd_->GenerationPublished(a.plan.generation);
+            ForgetGlooGenerations(a.plan.generation);
           } else if constexpr (std::is_same_v<T, PushHostsUpdated>) {
             RefreshAddresses();
             notify::HostsUpdated message;
@@ -368,6 +372,17 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
           }
         },
         action);
+  }
+}
+
+void Driver::ForgetGlooGenerations(int64_t published) {
+  if (etcd_ != nullptr) {
+    etcd_->GenerationPublished(published);
+    return;
+  }
+  const int64_t kept = FirstGlooGenerationKept(published);
+  for (; gloo_forgotten_ < kept; ++gloo_forgotten_) {
+    server_.store().DeletePrefix("gloo", GlooGenerationPrefix(gloo_forgotten_));
   }
 }
 

@@ -42,11 +42,6 @@ EtcdOp DeletePrefix(std::string key) {
   return op;
 }
 
-std::string GlooGeneration(const std::string& prefix, int64_t generation) {
-  // The workers' Gloo prefixes (runtime/src/transport/gloo_contexts.cc).
-  return prefix + "gloo/g" + std::to_string(generation) + "/";
-}
-
 }  // namespace
 
 std::string LeaderIdentity(const std::string& host, int64_t pid,
@@ -173,7 +168,7 @@ void EtcdJob::Loop() {
   std::string told_holder;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    const int64_t keep_from = published_ - 1;
+    const int64_t keep_from = FirstGlooGenerationKept(published_);
     lock.unlock();
     for (const LeaderAction& notice : leadership_.Poll()) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
@@ -196,14 +191,15 @@ void EtcdJob::Loop() {
       std::vector<EtcdOp> deletes;
       const int64_t until = std::min(keep_from, forgotten_ + 100);
       for (int64_t g = forgotten_; g < until; ++g) {
-        deletes.push_back(DeletePrefix(GlooGeneration(prefix_, g)));
+        deletes.push_back(
+            DeletePrefix(prefix_ + "gloo/" + GlooGenerationPrefix(g)));
       }
       if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
     }
     lock.lock();
     wake_.wait_until(lock, leadership_.NextDeadline(), [&] {
-      return stop_ || (leading_ && published_ - 1 > forgotten_ &&
-                       published_ - 1 != keep_from);
+      const int64_t kept = FirstGlooGenerationKept(published_);
+      return stop_ || (leading_ && kept > forgotten_ && kept != keep_from);
     });
   }
 }

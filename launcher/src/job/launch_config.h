@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,6 +49,19 @@ enum class RendezvousBackend { kEmbedded, kEtcd };
 // many jobs; `job_id` is --job-id's, checked (JobIdError).
 inline std::string EtcdJobPrefix(const std::string& job_id) {
   return "/hvd/jobs/" + job_id + "/";
+}
+
+// Where a generation's Gloo keys live, under the store's "gloo" scope (in
+// etcd: under the job's prefix and "gloo/"), as the runtime names them
+// (runtime/src/transport/gloo_contexts.cc, ops/nccl/id_exchange.cc).
+inline std::string GlooGenerationPrefix(int64_t generation) {
+  return "g" + std::to_string(generation) + "/";
+}
+// Once `published` is, the Gloo keys of every generation below the one
+// this returns can go: a worker of the previous generation may still be
+// leaving it, none of an older one needs its keys.
+inline int64_t FirstGlooGenerationKept(int64_t published) {
+  return published - 1;
 }
 
 struct LaunchConfig {

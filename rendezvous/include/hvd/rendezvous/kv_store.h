@@ -71,7 +71,12 @@ class KvStore {
   common::Status Delete(const std::string& scope, const std::string& key);
 
   // Removes every key of the scope; returns how many there were.
-  size_t DeleteScope(const std::string& scope);
+  size_t DeleteScope(const std::string& scope) {
+    return DeletePrefix(scope, "");
+  }
+  // Removes every key of the scope that starts with `prefix` (a generation's
+  // Gloo keys); returns how many there were.
+  size_t DeletePrefix(const std::string& scope, const std::string& prefix);
 
   // Waits until every key in `keys` exists in `scope`, then returns their
   // values. kTimeout at `deadline` (naming up to a few missing keys),
