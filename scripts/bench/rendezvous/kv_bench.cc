@@ -391,7 +391,7 @@ void BenchRound(const std::string& secret, int workers,
 }
 
 // The round through etcd: each worker's EtcdStore sets its address and
-// waits for all of them (one prefix range per poll).
+// waits for all of them (a read, then etcd's watch for the rest).
 void BenchEtcdRound(const std::string& secret, int workers,
                     const std::string& endpoints) {
   auto parsed = hvd::rendezvous::ParseEtcdEndpoints(endpoints);
