@@ -589,10 +589,11 @@ TEST(CliTest, EtcdRendezvousOptionsAndTorchrunsSpellings) {
   for (const auto& spelling :
        {std::vector<std::string>{"--rendezvous-backend", "etcd",
                                  "--rendezvous-endpoint",
-                                 "e1:2379,https://e2:2379", "--job-id", "j-1"},
+                                 "e1:2379,https://e2:2379", "--job-id", "j-1",
+                                 "--job-secret-file", "/shared/j-1.secret"},
         std::vector<std::string>{"--rdzv-backend", "etcd", "--rdzv-endpoint",
-                                 "e1:2379,https://e2:2379", "--rdzv-id",
-                                 "j-1"}}) {
+                                 "e1:2379,https://e2:2379", "--rdzv-id", "j-1",
+                                 "--job-secret-file", "/shared/j-1.secret"}}) {
     std::vector<std::string> args = spelling;
     args.insert(args.end(), {"-np", "2", "cmd"});
     CliOutcome out = Parse(args);
@@ -600,6 +601,7 @@ TEST(CliTest, EtcdRendezvousOptionsAndTorchrunsSpellings) {
     EXPECT_EQ(out.config->rendezvous_backend, RendezvousBackend::kEtcd);
     EXPECT_EQ(out.config->rendezvous_endpoint, "e1:2379,https://e2:2379");
     EXPECT_EQ(out.config->job_id, "j-1");
+    EXPECT_EQ(out.config->job_secret_file, "/shared/j-1.secret");
   }
   CliOutcome plain = Parse({"-np", "2", "cmd"});
   ASSERT_TRUE(plain.config);
@@ -621,6 +623,8 @@ TEST(CliTest, EtcdOptionsThatCannotWorkAreUsageErrors) {
        "--rendezvous-endpoint names etcd's side of a job; it needs "
        "--rendezvous-backend etcd"},
       {{"--job-id", "j"}, "--job-id names etcd's side of a job"},
+      {{"--job-secret-file", "/tmp/s"},
+       "--job-secret-file names etcd's side of a job"},
       {{"--rendezvous-backend", "zookeeper"}, "--rendezvous-backend"},
       {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:99999"},
        "--rendezvous-endpoint: etcd endpoint 'e1:99999'"},

@@ -1,7 +1,7 @@
 // EtcdJob on a real etcd member: an hvdrun claims a job id and takes its
 // prefix over, a second claim is refused naming the leader, old
-// generations' Gloo keys go as new ones are published, and a finished job
-// leaves no key.
+// generations' Gloo keys go as new ones are published, the driver's state
+// is kept sealed, and a finished job leaves no key.
 #include "driver/etcd_job.h"
 
 #include <gtest/gtest.h>
@@ -11,12 +11,15 @@
 #include <thread>
 
 #include "etcd_member.h"
+#include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::launcher {
 namespace {
 
 using namespace std::chrono_literals;
 using rendezvous::EtcdClient;
+
+const std::string kSecret(64, 's');
 
 class EtcdJobTest : public ::testing::Test {
  protected:
@@ -58,13 +61,13 @@ class EtcdJobTest : public ::testing::Test {
 };
 
 TEST_F(EtcdJobTest, OneClaimPerJobIdAndAFinishedJobLeavesNoKey) {
-  auto first = EtcdJob::Claim(config_, 5000ms);
+  auto first = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ((*first)->prefix(), "/hvd/jobs/j/");
   EXPECT_EQ(
       Keys("/hvd/jobs/j/"),
       (std::vector<std::string>{"/hvd/jobs/j/leader", "/hvd/jobs/j/settings"}));
-  auto second = EtcdJob::Claim(config_, 5000ms);
+  auto second = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_FALSE(second.ok());
   const std::string& message = second.status().message();
   EXPECT_NE(message.find("job 'j' already has a leader in etcd at " +
@@ -76,27 +79,73 @@ TEST_F(EtcdJobTest, OneClaimPerJobIdAndAFinishedJobLeavesNoKey) {
   // Another id is another job.
   LaunchConfig other = config_;
   other.job_id = "k";
-  EXPECT_TRUE(EtcdJob::Claim(other, 5000ms).ok());
+  EXPECT_TRUE(EtcdJob::Claim(other, kSecret, 5000ms).ok());
   (*first)->Finish();
   EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
   // The lead was given back, not left to expire: the id is free at once.
-  EXPECT_TRUE(EtcdJob::Claim(config_, 5000ms).ok());
+  EXPECT_TRUE(EtcdJob::Claim(config_, kSecret, 5000ms).ok());
 }
 
 TEST_F(EtcdJobTest, AClaimTakesOverWhatAnEarlierRunLeftUnderTheId) {
   ASSERT_TRUE(etcd_->Put("/hvd/jobs/j/gloo/g0/global/0", "stale").ok());
-  auto job = EtcdJob::Claim(config_, 5000ms);
+  ASSERT_TRUE(etcd_->Put("/hvd/jobs/j/state", "a crashed run's").ok());
+  auto job = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(Keys("/hvd/jobs/j/gloo/"), std::vector<std::string>{});
+  EXPECT_EQ(Keys("/hvd/jobs/j/state"), std::vector<std::string>{});
   auto settings = etcd_->Range("/hvd/jobs/j/settings");
   ASSERT_TRUE(settings.ok() && settings->size() == 1u);
-  EXPECT_NE((*settings)[0].value.find(R"("command":["python3","train.py"])"),
+  auto opened = rendezvous::OpenEtcdValue(kSecret, "/hvd/jobs/j/settings",
+                                          (*settings)[0].value);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_NE(opened->find(R"("command":["python3","train.py"])"),
             std::string::npos)
-      << (*settings)[0].value;
+      << *opened;
+}
+
+TEST_F(EtcdJobTest, TheNewestDriverStateIsKeptSealed) {
+  auto job = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  (*job)->SaveState("first");
+  (*job)->SaveState("second");
+  (*job)->Run([](const LeadChange&) {});
+  auto state = [&]() -> std::string {
+    auto kvs = etcd_->Range("/hvd/jobs/j/state");
+    if (!kvs.ok() || kvs->empty()) return "";
+    auto opened = rendezvous::OpenEtcdValue(kSecret, "/hvd/jobs/j/state",
+                                            (*kvs)[0].value);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return opened.ok() ? *opened : "";
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (state() != "second" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(state(), "second");
+  // Only the newest was written: one revision of the key.
+  auto kvs = etcd_->Range("/hvd/jobs/j/state");
+  ASSERT_TRUE(kvs.ok() && kvs->size() == 1u);
+  EXPECT_EQ((*kvs)[0].version, 1);
+  (*job)->SaveState("third");
+  const auto later = std::chrono::steady_clock::now() + 10s;
+  while (state() != "third" && std::chrono::steady_clock::now() < later) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(state(), "third");
+  // Another secret cannot open it.
+  kvs = etcd_->Range("/hvd/jobs/j/state");
+  ASSERT_TRUE(kvs.ok() && kvs->size() == 1u);
+  EXPECT_EQ(rendezvous::OpenEtcdValue(std::string(64, 't'), "/hvd/jobs/j/state",
+                                      (*kvs)[0].value)
+                .status()
+                .code(),
+            common::Code::kUnauthenticated);
+  (*job)->Finish();
+  EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
 }
 
 TEST_F(EtcdJobTest, PublishedGenerationsDropTheKeysOfAllButThePrevious) {
-  auto job = EtcdJob::Claim(config_, 5000ms);
+  auto job = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   for (int g = 0; g < 4; ++g) {
     ASSERT_TRUE(
@@ -115,7 +164,7 @@ TEST_F(EtcdJobTest, PublishedGenerationsDropTheKeysOfAllButThePrevious) {
 TEST_F(EtcdJobTest, AnUnreachableEtcdIsSaidAtOnceNamingIt) {
   config_.rendezvous_endpoint =
       "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
-  auto job = EtcdJob::Claim(config_, 30000ms);
+  auto job = EtcdJob::Claim(config_, kSecret, 30000ms);
   ASSERT_FALSE(job.ok());
   EXPECT_NE(
       job.status().message().find("cannot reach etcd at " +

@@ -26,6 +26,7 @@
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
+#include "hvd/common/secret_file.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
 #include "policy/job_policy.h"
@@ -82,6 +83,7 @@ class Driver {
         launch_(std::move(launch)),
         policy_(PolicyFor(config, launch_.endpoint.address), std::move(hosts)),
         record_(FactsOf(config), Clock::now(), common::WallClockMs()),
+        clock_{Clock::now(), common::WallClockMs()},
         snapshots_([this] { inbox_.Wake(); }) {}
 
   int Run(int signals);
@@ -105,6 +107,8 @@ class Driver {
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
   void RefreshAddresses();
+  // With etcd: hands the driver's state to EtcdJob when it changed.
+  void SaveState();
   std::vector<Event> ReadSignals(int signals);
   void PublishSnapshot() {
     record_.OnReports(server_.reports().Latest());
@@ -121,6 +125,9 @@ class Driver {
   const LaunchContext launch_;
   JobPolicy policy_;
   JobRecord record_;
+  const WallClockAnchor clock_;
+  std::string saved_state_;  // the last one handed to EtcdJob
+  bool state_too_large_ = false;
   Inbox inbox_;
   StatusSnapshots snapshots_;
   std::atomic<bool> board_changed_{false};
@@ -200,6 +207,7 @@ int Driver::Run(int signals) {
       Execute(now, policy_.OnEvent(now, event));
       if (policy_.finished()) break;
     }
+    if (etcd_ != nullptr && !policy_.finished()) SaveState();
     if (snapshots_.wanted()) PublishSnapshot();
   }
   PublishSnapshot();
@@ -458,6 +466,38 @@ void Driver::Signal(WorkerId worker, int signal) {
   (void)ignored;
 }
 
+void Driver::SaveState() {
+  DriverState state = policy_.Save(clock_);
+  RefreshAddresses();
+  const auto reports = server_.reports().Latest();
+  for (SavedWorker& worker : state.workers) {
+    auto report = reports.find(worker.slot);
+    if (report != reports.end() && report->second.worker == worker.id) {
+      worker.pid = report->second.pid;
+    }
+    // A slot's address is its newest joined worker's.
+    auto address = addresses_.find(worker.slot);
+    if (worker.joined > 0 && address != addresses_.end()) {
+      worker.notify = address->second;
+    }
+  }
+  std::string text = EncodeDriverState(state);
+  if (text == saved_state_) return;
+  if (text.size() > kMaxDriverStateBytes) {
+    if (!state_too_large_) {
+      spdlog::warn(
+          "hvdrun: the driver's state is {} bytes, over the {} that etcd "
+          "keeps for it; etcd keeps the last state that fitted",
+          text.size(), kMaxDriverStateBytes);
+    }
+    state_too_large_ = true;
+    return;
+  }
+  state_too_large_ = false;
+  saved_state_ = text;
+  etcd_->SaveState(std::move(text));
+}
+
 void Driver::RefreshAddresses() {
   for (auto& [slot, address] : server_.board().NotifyAddresses()) {
     addresses_[slot] = address;
@@ -521,7 +561,14 @@ int RunJob(const LaunchConfig& given) {
     ~CloseOnReturn() { close(fd); }
   } close_signals{signals};
 
-  auto secret = common::NewJobSecret();
+  common::SecretFileRules secret_rules;
+  secret_rules.flag = "--job-secret-file";
+  secret_rules.min_chars = 32;
+  secret_rules.private_to_user = true;
+  auto secret =
+      config.job_secret_file.empty()
+          ? common::NewJobSecret()
+          : common::SecretFromFile(config.job_secret_file, secret_rules);
   if (!secret.ok()) return Fail(secret.status().message());
   std::unique_ptr<EtcdJob> etcd;
   if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
@@ -530,7 +577,7 @@ int RunJob(const LaunchConfig& given) {
       if (!id.ok()) return Fail(id.status().message());
       config.job_id = "hvd-" + id->substr(0, 12);
     }
-    auto claimed = EtcdJob::Claim(config, config.start_timeout);
+    auto claimed = EtcdJob::Claim(config, *secret, config.start_timeout);
     if (!claimed.ok()) return Fail(claimed.status().message());
     etcd = std::move(*claimed);
     common::Announce("hvdrun: leads job '" + config.job_id + "' in etcd at " +

@@ -10,6 +10,7 @@
 
 #include "hvd/common/build_info.h"
 #include "hvd/common/hmac.h"
+#include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::launcher {
 
@@ -64,7 +65,7 @@ std::string DescribeLeader(const std::string& identity) {
 }
 
 EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
-                 std::string identity)
+                 std::string identity, std::string secret)
     : prefix_(EtcdJobPrefix(config.job_id)),
       etcd_(std::move(options)),
       leadership_(&etcd_, prefix_, identity,
@@ -72,10 +73,21 @@ EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
       job_id_(config.job_id),
       endpoints_(config.rendezvous_endpoint),
       identity_(std::move(identity)),
+      secret_(std::move(secret)),
       since_ms_(common::WallClockMs()) {}
 
+EtcdOp EtcdJob::SealedPut(const std::string& name,
+                          const std::string& value) const {
+  EtcdOp op;
+  op.kind = EtcdOp::Kind::kPut;
+  op.key = prefix_ + name;
+  op.value = rendezvous::SealEtcdValue(secret_, op.key, value);
+  return op;
+}
+
 Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
-    const LaunchConfig& config, std::chrono::milliseconds timeout) {
+    const LaunchConfig& config, const std::string& secret,
+    std::chrono::milliseconds timeout) {
   const std::string where = "etcd at " + config.rendezvous_endpoint;
   auto options =
       rendezvous::EtcdOptionsFromEnvironment(config.rendezvous_endpoint);
@@ -85,7 +97,8 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::unique_ptr<EtcdJob> job(new EtcdJob(
-      config, *options, LeaderIdentity(host, getpid(), common::WallClockMs())));
+      config, *options, LeaderIdentity(host, getpid(), common::WallClockMs()),
+      secret));
   const std::string job_name = "job '" + config.job_id + "'";
   // One read first: an etcd out of reach is said at once, naming every
   // member and why, instead of after the whole timeout.
@@ -120,20 +133,22 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
   }
   // A job that starts under an id takes its prefix over: the Gloo keys a
   // finished or crashed run left there are sealed with another secret.
-  EtcdOp settings;
-  settings.kind = EtcdOp::Kind::kPut;
-  settings.key = job->prefix_ + "settings";
+  // So is a crashed run's driver state, which a standby must not take
+  // for this run's.
   nlohmann::json command = config.command;
-  settings.value = nlohmann::json{
-      {"version", common::GetBuildInfo().version},
-      {"command", command},
-      {"num_proc", config.num_proc},
-      {"min_np", config.min_np},
-      {"max_np", config.max_np},
-      {"elastic",
-       config.elastic}}.dump();
+  const EtcdOp settings = job->SealedPut(
+      "settings", nlohmann::json{{"version", common::GetBuildInfo().version},
+                                 {"command", command},
+                                 {"num_proc", config.num_proc},
+                                 {"min_np", config.min_np},
+                                 {"max_np", config.max_np},
+                                 {"elastic", config.elastic}}
+                      .dump());
+  EtcdOp no_state;
+  no_state.kind = EtcdOp::Kind::kDelete;
+  no_state.key = job->prefix_ + "state";
   auto written = job->leadership_.FencedWrite(
-      {DeletePrefix(job->prefix_ + "gloo/"), settings});
+      {DeletePrefix(job->prefix_ + "gloo/"), no_state, settings});
   if (!written.ok()) {
     return written.status().WithContext("writing " + job_name + " to " + where);
   }
@@ -155,6 +170,14 @@ void EtcdJob::GenerationPublished(int64_t generation) {
   wake_.notify_one();
 }
 
+void EtcdJob::SaveState(std::string state) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_ = std::move(state);
+  }
+  wake_.notify_one();
+}
+
 void EtcdJob::Write(const std::vector<EtcdOp>& ops, const char* what) {
   auto written = leadership_.FencedWrite(ops);
   if (!written.ok()) {
@@ -169,6 +192,7 @@ void EtcdJob::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     const int64_t keep_from = FirstGlooGenerationKept(published_);
+    const std::string state = state_;
     lock.unlock();
     for (const LeaderAction& notice : leadership_.Poll()) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
@@ -196,10 +220,18 @@ void EtcdJob::Loop() {
       }
       if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
     }
+    // state_written_ is this thread's alone too.
+    if (leading_ && state != state_written_) {
+      if (leadership_.FencedWrite({SealedPut("state", state)}).ok()) {
+        state_written_ = state;
+      }
+    }
     lock.lock();
     wake_.wait_until(lock, leadership_.NextDeadline(), [&] {
       const int64_t kept = FirstGlooGenerationKept(published_);
-      return stop_ || (leading_ && kept > forgotten_ && kept != keep_from);
+      return stop_ ||
+             (leading_ && ((kept > forgotten_ && kept != keep_from) ||
+                           (state_ != state_written_ && state_ != state)));
     });
   }
 }

@@ -1,12 +1,15 @@
 // EtcdJob: the job's side in etcd under --rendezvous-backend etcd. This
 // hvdrun claims the lead of the job (leader/, a lease), writes the job's
-// settings, drops old generations' Gloo keys and, when the job ends, every
-// key of the job.
+// settings, keeps the driver's state there (policy/driver_state.h), drops
+// old generations' Gloo keys and, when the job ends, every key of the job.
+// What it writes is sealed with the job's secret (SealEtcdValue).
 //
 // Every etcd call runs on EtcdJob's own thread, which also keeps the lease
 // alive, so a slow or unreachable etcd never stalls the driver's loop;
 // writes are fenced (EtcdLeadership::FencedWrite) and each is safe to
-// apply late: deletes of a past generation's keys and of the whole job.
+// apply late: deletes of a past generation's keys and of the whole job,
+// and the newest driver state (a state the driver replaced before it was
+// written is never written: one transaction carries the newest).
 #pragma once
 
 #include <condition_variable>
@@ -42,7 +45,8 @@ class EtcdJob {
   // Fails, saying what to do, when etcd cannot be reached, when another
   // hvdrun leads a job of that id, or when the lead is not won in time.
   static common::Result<std::unique_ptr<EtcdJob>> Claim(
-      const LaunchConfig& config, std::chrono::milliseconds timeout);
+      const LaunchConfig& config, const std::string& secret,
+      std::chrono::milliseconds timeout);
   ~EtcdJob();
   EtcdJob(const EtcdJob&) = delete;
   EtcdJob& operator=(const EtcdJob&) = delete;
@@ -54,6 +58,9 @@ class EtcdJob {
   // generation before the one before it go (a worker of the previous
   // generation may still be leaving it).
   void GenerationPublished(int64_t generation);
+  // The driver's state is `state` now (EncodeDriverState's): written to
+  // <prefix>state as soon as this thread can.
+  void SaveState(std::string state);
   // The job is over: deletes its keys, gives up the lead and stops the
   // thread, within the client's deadline.
   void Finish();
@@ -68,7 +75,10 @@ class EtcdJob {
   // Keeps `change` for StatusJson and hands it on.
   void Tell(const LeadChange& change);
   EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
-          std::string identity);
+          std::string identity, std::string secret);
+  // A put of `value` under <prefix><name>, sealed.
+  rendezvous::EtcdOp SealedPut(const std::string& name,
+                               const std::string& value) const;
   void Loop();
   void Write(const std::vector<rendezvous::EtcdOp>& ops, const char* what);
 
@@ -80,6 +90,7 @@ class EtcdJob {
   const std::string job_id_;
   const std::string endpoints_;
   const std::string identity_;
+  const std::string secret_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -87,8 +98,10 @@ class EtcdJob {
   int64_t since_ms_ = 0;
   nlohmann::json changes_ = nlohmann::json::array();  // the last 20
   bool stop_ = false;
-  int64_t published_ = -1;  // the newest generation published
-  int64_t forgotten_ = 0;   // generations below it have no keys left
+  int64_t published_ = -1;     // the newest generation published
+  int64_t forgotten_ = 0;      // generations below it have no keys left
+  std::string state_;          // the newest driver state
+  std::string state_written_;  // the one etcd holds
   std::thread thread_;
 };
 

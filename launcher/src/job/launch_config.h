@@ -91,6 +91,11 @@ struct LaunchConfig {
   std::string rendezvous_endpoint;
   // --job-id: the job's name in etcd; empty until hvdrun makes one up.
   std::string job_id;
+  // --job-secret-file: the job's secret is this file's content, made (a
+  // new random secret, mode 0600) if it does not exist, so that every
+  // hvdrun of the job can read what the leader seals in etcd; empty: a new
+  // secret per run.
+  std::string job_secret_file;
   // --prefix-output-with-timestamp: every relayed worker line starts with
   // the time hvdrun read it, as horovodrun writes it.
   bool prefix_output_with_timestamp = false;

@@ -117,9 +117,11 @@ Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
   config.rendezvous_backend =
       etcd ? RendezvousBackend::kEtcd : RendezvousBackend::kEmbedded;
   if (!etcd) {
-    for (auto [given, name] : {std::pair{!config.rendezvous_endpoint.empty(),
-                                         "--rendezvous-endpoint"},
-                               std::pair{!config.job_id.empty(), "--job-id"}}) {
+    for (auto [given, name] :
+         {std::pair{!config.rendezvous_endpoint.empty(),
+                    "--rendezvous-endpoint"},
+          std::pair{!config.job_id.empty(), "--job-id"},
+          std::pair{!config.job_secret_file.empty(), "--job-secret-file"}}) {
       if (given) {
         return Status::InvalidArgument(
             std::string(name) +

@@ -111,6 +111,11 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "one hvdrun leads a job of that name at a time; default: a "
                  "new name per run")
       ->group(etcd_group);
+  app.add_option("--job-secret-file", v.config.job_secret_file,
+                 "The job's secret is this file's content, made if missing "
+                 "(mode 0600; it must be private to you): the hvdruns of one "
+                 "job share it to read what the leader seals in etcd")
+      ->group(etcd_group);
   app.add_flag("--verbose", v.config.verbose, "Log what the launcher does");
   app.add_flag("-v,--version", v.show_version, "Print hvd's version and exit");
   app.add_flag("--check-build", v.check_build,

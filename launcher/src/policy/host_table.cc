@@ -151,4 +151,55 @@ std::vector<HostTable::Row> HostTable::Rows(Clock::time_point now) const {
   return rows;
 }
 
+int64_t WallClockAnchor::WallMs(
+    std::chrono::steady_clock::time_point at) const {
+  return wall_ms +
+         std::chrono::duration_cast<std::chrono::milliseconds>(at - steady)
+             .count();
+}
+
+std::chrono::steady_clock::time_point WallClockAnchor::Steady(
+    int64_t at_wall_ms) const {
+  return steady + std::chrono::milliseconds(at_wall_ms - wall_ms);
+}
+
+std::vector<HostTable::SavedHost> HostTable::Save(
+    const WallClockAnchor& clock) const {
+  auto save = [&](const Blacklisting& b) {
+    SavedBlacklisting saved{b.times, std::nullopt};
+    if (b.until) saved.until_ms = clock.WallMs(*b.until);
+    return saved;
+  };
+  std::vector<SavedHost> hosts;
+  for (const Entry& entry : entries_) {
+    SavedHost host{
+        entry.host, entry.slots, entry.listed, save(entry.blacklisting), {}};
+    for (const auto& [index, out] : entry.slots_out) {
+      host.slots_out[index] = save(out);
+    }
+    hosts.push_back(std::move(host));
+  }
+  return hosts;
+}
+
+HostTable HostTable::Restore(std::optional<CooldownRange> cooldown,
+                             const std::vector<SavedHost>& hosts,
+                             const WallClockAnchor& clock) {
+  auto restore = [&](const SavedBlacklisting& saved) {
+    Blacklisting b{saved.times, std::nullopt};
+    if (saved.until_ms) b.until = clock.Steady(*saved.until_ms);
+    return b;
+  };
+  HostTable table(cooldown);
+  for (const SavedHost& saved : hosts) {
+    Entry entry{
+        saved.host, saved.slots, saved.listed, restore(saved.blacklisting), {}};
+    for (const auto& [index, out] : saved.slots_out) {
+      entry.slots_out[index] = restore(out);
+    }
+    table.entries_.push_back(std::move(entry));
+  }
+  return table;
+}
+
 }  // namespace hvd::launcher

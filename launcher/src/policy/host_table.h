@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +26,17 @@ namespace hvd::launcher {
 struct CooldownRange {
   std::chrono::seconds min{0};
   std::chrono::seconds max{0};
+};
+
+// Maps this process's steady clock to the wall clock and back, through
+// one pair of readings taken together: a deadline written for another
+// machine (DriverState) must be wall-clock time, and the same steady time
+// must give the same wall time every time it is written.
+struct WallClockAnchor {
+  std::chrono::steady_clock::time_point steady;
+  int64_t wall_ms = 0;  // milliseconds since the Unix epoch at `steady`
+  int64_t WallMs(std::chrono::steady_clock::time_point at) const;
+  std::chrono::steady_clock::time_point Steady(int64_t at_wall_ms) const;
 };
 
 class HostTable {
@@ -72,6 +84,25 @@ class HostTable {
     int times_blacklisted = 0;
   };
   std::vector<Row> Rows(Clock::time_point now) const;
+
+  // The whole table as a new leader rebuilds it (DriverState), with its
+  // deadlines as wall-clock times.
+  struct SavedBlacklisting {
+    int times = 0;
+    // With times > 0: out until then; nullopt: for good.
+    std::optional<int64_t> until_ms;
+  };
+  struct SavedHost {
+    std::string host;
+    int slots = 0;
+    bool listed = false;
+    SavedBlacklisting blacklisting;
+    std::map<int, SavedBlacklisting> slots_out;  // by slot index
+  };
+  std::vector<SavedHost> Save(const WallClockAnchor& clock) const;
+  static HostTable Restore(std::optional<CooldownRange> cooldown,
+                           const std::vector<SavedHost>& hosts,
+                           const WallClockAnchor& clock);
 
  private:
   // A host's, or one slot's, blacklisting.

@@ -70,6 +70,7 @@
 #include "hvd/rendezvous/elastic_board.h"
 #include "job/assignment.h"
 #include "job/launch_config.h"
+#include "policy/driver_state.h"
 #include "policy/host_table.h"
 
 namespace hvd::launcher {
@@ -256,6 +257,9 @@ class JobPolicy {
   // Every host of the job and its state at `now` (static jobs: the hosts
   // given, never blacklisted).
   std::vector<HostTable::Row> HostRows(TimePoint now) const;
+  // What a new leader would rebuild this policy from (driver_state.h),
+  // without what only the driver knows (pids, notification addresses).
+  DriverState Save(const WallClockAnchor& clock) const;
 
  private:
   struct Worker {

@@ -1,15 +1,6 @@
 #include "status/status_server.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
-#include "hvd/common/hmac.h"
+#include "hvd/common/secret_file.h"
 #include "status/status_page.h"
 
 namespace hvd::launcher {
@@ -35,57 +26,13 @@ std::string Dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-constexpr size_t kMinStatusToken = 16;
-constexpr size_t kMaxStatusToken = 256;
-
-bool UrlSafe(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
-         c == '_' || c == '~';
-}
-
 }  // namespace
 
 common::Result<std::string> StatusTokenFrom(const std::string& path) {
-  const std::string where = "--status-token-file " + path;
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    auto token = common::NewJobSecret();
-    bool written = token.ok() && write(fd, token->data(), token->size()) ==
-                                     static_cast<ssize_t>(token->size());
-    close(fd);
-    if (!token.ok()) return token.status();
-    if (!written) {
-      unlink(path.c_str());
-      return Status::InvalidArgument(
-          where + ": cannot write a new token: " + std::strerror(errno));
-    }
-    return *token;
-  }
-  if (errno != EEXIST) {
-    return Status::InvalidArgument(
-        where + ": cannot create it: " + std::strerror(errno));
-  }
-  std::ifstream file(path);
-  std::string text;
-  // A token longer than any allowed is refused without reading it whole.
-  text.resize(kMaxStatusToken + 2);
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (file.bad()) {
-    return Status::InvalidArgument(where + ": cannot read it");
-  }
-  text.resize(static_cast<size_t>(file.gcount()));
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  const size_t last = text.find_last_not_of(" \t\r\n");
-  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
-  if (text.size() < kMinStatusToken || text.size() > kMaxStatusToken ||
-      !std::all_of(text.begin(), text.end(), UrlSafe)) {
-    return Status::InvalidArgument(
-        where + ": the token must be " + std::to_string(kMinStatusToken) +
-        " to " + std::to_string(kMaxStatusToken) +
-        " letters, digits, '-', '.', '_' or '~' (remove the file to have "
-        "hvdrun make one)");
-  }
-  return text;
+  common::SecretFileRules rules;
+  rules.flag = "--status-token-file";
+  rules.noun = "token";
+  return common::SecretFromFile(path, rules);
 }
 
 const nlohmann::json& StatusField(const nlohmann::json& object,

@@ -30,10 +30,8 @@ struct StatusServerOptions {
   std::string token;
 };
 
-// The read token kept in `path` (--status-token-file): its content without
-// surrounding white space, 16 to 256 characters a URL carries as they are
-// (letters, digits, '-', '.', '_', '~'). A missing file is made, mode
-// 0600, with a new random token. Errors name the file and what to do.
+// The read token kept in `path` (--status-token-file), by the rules of
+// common::SecretFromFile: 16 to 256 characters; a missing file is made.
 common::Result<std::string> StatusTokenFrom(const std::string& path);
 
 class StatusServer {

@@ -2,9 +2,8 @@
 // for the embedded backend, for a job whose rendezvous lives in etcd
 // (hvdrun --rendezvous-backend etcd; the runtime's gloo_contexts.cc).
 //
-// Every key is <prefix><key>, and every value is sealed: the hex
-// HMAC-SHA256 of the full key and the value under the job's secret, then
-// the value. A writer without the secret can put keys into etcd, but a
+// Every key is <prefix><key>, and every value is sealed (etcd_seal.h).
+// A writer without the secret can put keys into etcd, but a
 // value that does not verify is refused (gloo::InvalidOperationException
 // naming the key), never handed to Gloo; a value cannot be moved to
 // another key either.
@@ -31,16 +30,9 @@
 
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/etcd_client.h"
+#include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::rendezvous {
-
-// `value` sealed for `key` under `secret`, and opened again:
-// kUnauthenticated when the seal does not verify.
-std::string SealEtcdValue(std::string_view secret, std::string_view key,
-                          std::string_view value);
-common::Result<std::string> OpenEtcdValue(std::string_view secret,
-                                          std::string_view key,
-                                          std::string_view sealed);
 
 class EtcdStore : public gloo::rendezvous::Store {
  public:
