@@ -1,5 +1,7 @@
 #include "hvd/common/network_interfaces.h"
 
+#include <unistd.h>
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -8,6 +10,12 @@
 #include <sstream>
 
 namespace hvd::common {
+
+std::string ThisHostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
 
 std::vector<NetworkInterface> LocalInterfaces() {
   std::vector<NetworkInterface> found;

@@ -29,6 +29,25 @@ Status ElasticBoard::Publish(GenerationPlan plan) {
   return Status::Ok();
 }
 
+Status ElasticBoard::Resume(GenerationPlan plan,
+                            std::map<std::string, std::string> notify) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (newest_ || plan.generation <= 0) {
+      return Status::InvalidArgument(
+          "only an empty board resumes a generation numbered from 1");
+    }
+    checked_in_.clear();
+    for (const auto& [slot, assignment] : plan.slots) {
+      checked_in_.insert(slot);
+    }
+    notify_ = std::move(notify);
+    newest_ = std::move(plan);
+  }
+  changed_.notify_all();
+  return Status::Ok();
+}
+
 Result<WorkerAssignment> ElasticBoard::CheckIn(
     const std::string& slot, int64_t after, const std::string& notify_address,
     std::chrono::milliseconds wait, int64_t worker) {

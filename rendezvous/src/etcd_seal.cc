@@ -42,4 +42,27 @@ Result<std::string> OpenEtcdValue(std::string_view secret, std::string_view key,
   return std::string(sealed.substr(kTagDigits));
 }
 
+Result<std::pair<std::string, int>> LeadingDriverAddress(
+    EtcdClient& etcd, std::string_view secret, const std::string& prefix) {
+  const std::string key = prefix + "driver";
+  auto kvs = etcd.Range(key);
+  if (!kvs.ok()) return kvs.status();
+  if (kvs->empty()) return Status::NotFound("no " + key + " in etcd");
+  auto address = OpenEtcdValue(secret, key, (*kvs)[0].value);
+  if (!address.ok()) return address.status();
+  const size_t colon = address->rfind(':');
+  int port = 0;
+  for (size_t i = colon + 1; colon != std::string::npos && i < address->size();
+       ++i) {
+    const char c = (*address)[i];
+    port = (c >= '0' && c <= '9' && port < 65536) ? port * 10 + (c - '0') : -1;
+    if (port < 0) break;
+  }
+  if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+    return Status::InvalidArgument(key + " in etcd is no HOST:PORT: '" +
+                                   address->substr(0, 100) + "'");
+  }
+  return std::make_pair(address->substr(0, colon), port);
+}
+
 }  // namespace hvd::rendezvous

@@ -48,6 +48,18 @@ class SlurmAllocationCliTest : public ::testing::Test {
   }
 };
 
+TEST_F(SlurmAllocationCliTest, WorkerStepsCannotWaitToBeAdopted) {
+  EXPECT_NE(ErrorOf({"--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+                     "e1:2379", "--adopt-grace-seconds", "30", "cmd"})
+                .find("--adopt-grace-seconds: Slurm ends a worker step whose "
+                      "srun is gone"),
+            std::string::npos);
+  EXPECT_TRUE(
+      Parse({"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+             "--launcher", "ssh", "--adopt-grace-seconds", "30", "cmd"})
+          .config);
+}
+
 TEST_F(SlurmAllocationCliTest, HostsAndSlotsComeFromTheAllocation) {
   CliOutcome out = Parse({"cmd"});
   ASSERT_TRUE(out.config);
@@ -602,7 +614,20 @@ TEST(CliTest, EtcdRendezvousOptionsAndTorchrunsSpellings) {
     EXPECT_EQ(out.config->rendezvous_endpoint, "e1:2379,https://e2:2379");
     EXPECT_EQ(out.config->job_id, "j-1");
     EXPECT_EQ(out.config->job_secret_file, "/shared/j-1.secret");
+    EXPECT_EQ(out.config->adopt_grace.count(), 0);
   }
+  CliOutcome adopting =
+      Parse({"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+             "--adopt-grace-seconds", "45", "-np", "2", "cmd"});
+  ASSERT_TRUE(adopting.config);
+  EXPECT_EQ(adopting.config->adopt_grace.count(), 45000);
+  EXPECT_FALSE(adopting.config->standby);
+  CliOutcome standby =
+      Parse({"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+             "--standby", "--job-id", "j", "--job-secret-file", "/s", "-np",
+             "2", "cmd"});
+  ASSERT_TRUE(standby.config);
+  EXPECT_TRUE(standby.config->standby);
   CliOutcome plain = Parse({"-np", "2", "cmd"});
   ASSERT_TRUE(plain.config);
   EXPECT_EQ(plain.config->rendezvous_backend, RendezvousBackend::kEmbedded);
@@ -625,6 +650,18 @@ TEST(CliTest, EtcdOptionsThatCannotWorkAreUsageErrors) {
       {{"--job-id", "j"}, "--job-id names etcd's side of a job"},
       {{"--job-secret-file", "/tmp/s"},
        "--job-secret-file names etcd's side of a job"},
+      {{"--adopt-grace-seconds", "30"},
+       "--adopt-grace-seconds names etcd's side of a job"},
+      {{"--standby"}, "--standby names etcd's side of a job"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--standby", "--job-id", "j"},
+       "--standby needs the job's --job-id and --job-secret-file"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--standby", "--job-secret-file", "/s"},
+       "--standby needs the job's --job-id and --job-secret-file"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--adopt-grace-seconds", "3601"},
+       "--adopt-grace-seconds"},
       {{"--rendezvous-backend", "zookeeper"}, "--rendezvous-backend"},
       {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:99999"},
        "--rendezvous-endpoint: etcd endpoint 'e1:99999'"},

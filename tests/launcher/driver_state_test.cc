@@ -74,6 +74,7 @@ TEST(DriverStateTest, TheJsonFormGoesBothWays) {
   DriverState state = h.policy().Save(kClock);
   state.workers[0].pid = 4242;
   state.workers[0].notify = "10.0.0.7:40123";
+  state.workers[0].adoptable = true;
   state.hosts[0].slots_out[1] = {2, kClock.wall_ms + 99};
   const std::string text = EncodeDriverState(state);
   auto decoded = DecodeDriverState(text);
@@ -82,6 +83,7 @@ TEST(DriverStateTest, TheJsonFormGoesBothWays) {
   EXPECT_EQ(decoded->plan.slots.at("a:1").layout.rank,
             state.plan.slots.at("a:1").layout.rank);
   EXPECT_EQ(decoded->workers[0].notify, "10.0.0.7:40123");
+  EXPECT_TRUE(decoded->workers[0].adoptable);
   EXPECT_EQ(decoded->hosts[0].slots_out.at(1).times, 2);
 }
 
@@ -110,6 +112,62 @@ TEST(DriverStateTest, AHostTableRebuiltFromItsSavedFormAgrees) {
   EXPECT_EQ(rebuilt.TimesBlacklisted("b"), 1);
   ASSERT_EQ(rebuilt.Usable(there.steady).size(), 1u);  // a, without c
   EXPECT_EQ(rebuilt.Usable(there.steady)[0].host, "a");
+}
+
+// A policy that resumed a saved job: the state it would save is the same,
+// and it goes on as the first would have (a failure after the takeover is
+// handled as any).
+TEST(DriverStateTest, APolicyResumedFromTheStateGoesOnWhereItWasLeft) {
+  PolicyConfig config = Elastic(4, 1);
+  config.cooldown = CooldownRange{100s, 400s};
+  Harness h = Trained(config);
+  h.ExitSlot("b:0", Exit(17));
+  h.ExitSlot("b:1", Killed(SIGTERM));
+  h.CheckInAll();
+  const DriverState saved = h.policy().Save(kClock);
+  ASSERT_EQ(saved.plan.generation, 2);
+
+  // Another hvdrun, whose steady clock reads otherwise, 20 s later.
+  const WallClockAnchor there{kT0 + 100h, kClock.wall_ms + 20000};
+  JobPolicy resumed(config, {{"a", 2}, {"b", 2}});
+  Actions first = resumed.Resume(there.steady, saved, there);
+  EXPECT_TRUE(All<StartWorker>(first).empty());
+  EXPECT_TRUE(All<PublishGeneration>(first).empty());
+  EXPECT_TRUE(All<CheckHost>(first).empty());  // b is still out
+  EXPECT_EQ(EncodeDriverState(resumed.Save(there)), EncodeDriverState(saved));
+  EXPECT_EQ(resumed.generation(), 2);
+  EXPECT_EQ(resumed.resets(), 1);
+
+  // a:1 fails after the takeover: a:0 goes on alone, in generation 3 (b's
+  // cooldown runs until 100 s after its failure, wall-clock).
+  Actions failed = resumed.OnEvent(there.steady + 1s,
+                                   WorkerExited{h.worker("a:1"), Exit(3)});
+  auto published = All<PublishGeneration>(failed);
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published[0].plan.generation, 3);
+  EXPECT_EQ(published[0].plan.slots.size(), 1u);
+  EXPECT_EQ(published[0].plan.workers.at("a:0"), h.worker("a:0"));
+}
+
+TEST(DriverStateTest, AWorkerThatCannotBeAdoptedIsAFailure) {
+  Harness h = Trained();
+  const DriverState saved = h.policy().Save(kClock);
+  JobPolicy resumed(Elastic(4, 2), {{"a", 2}, {"b", 2}});
+  resumed.Resume(kT0, saved, kClock);
+  Actions lost = resumed.OnEvent(
+      kT0, WorkerLaunchFailed{h.worker("b:0"), "it ran beside the last leader",
+                              true});
+  auto failures = All<WorkerFailed>(lost);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].what,
+            "could not be adopted: it ran beside the last leader");
+  auto published = All<PublishGeneration>(lost);
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published[0].plan.generation, 2);
+  EXPECT_NE(published[0].plan.reason.find("slot b:0 could not be adopted; "
+                                          "host b blacklisted"),
+            std::string::npos)
+      << published[0].plan.reason;
 }
 
 TEST(DriverStateTest, AnythingElseIsRefusedSayingWhat) {

@@ -32,33 +32,49 @@ TEST(RemoteLaunchTest, RoundTripKeepsEveryByteButNul) {
                 {"EQUALS", "a=b=c"},
                 {"QUOTES", "'\"$(rm -rf /)`"}};
   launch.argv = {"python3", "train.py", "--flag=it's", ""};
+  launch.adopt_name = "0123456789abcdef-w7.sock";
+  launch.adopt_grace_ms = 30000;
   auto decoded = DecodeRemoteLaunch(Payload(EncodeRemoteLaunch(launch)));
   ASSERT_TRUE(decoded.ok()) << decoded.status().message();
   EXPECT_EQ(decoded->working_dir, launch.working_dir);
   EXPECT_EQ(decoded->env, launch.env);
   EXPECT_EQ(decoded->argv, launch.argv);
+  EXPECT_EQ(decoded->adopt_name, launch.adopt_name);
+  EXPECT_EQ(decoded->adopt_grace_ms, 30000);
 }
 
 TEST(RemoteLaunchTest, RefusesWhatIsNotAWholeMessage) {
-  RemoteLaunch launch{"/w", {{"A", "1"}}, {"true"}};
+  RemoteLaunch launch{"/w", {{"A", "1"}}, {"true"}, "", 0};
   std::string payload = Payload(EncodeRemoteLaunch(launch));
   EXPECT_TRUE(DecodeRemoteLaunch(payload).ok());
   // Cut short, another format, a count beyond the fields, no command.
   EXPECT_FALSE(DecodeRemoteLaunch(payload.substr(0, payload.size() - 1)).ok());
   EXPECT_FALSE(DecodeRemoteLaunch("").ok());
-  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("other 1\0/w\0"
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("other 1\0/w\0\0"
+                                        "0\0"
                                         "0\0true\0"))
+                   .ok());
+  // The first format, without the adoption's fields.
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+                                        "1\0A=1\0true\0"))
                    .ok());
   launch.argv.clear();
   EXPECT_FALSE(DecodeRemoteLaunch(Payload(EncodeRemoteLaunch(launch))).ok());
-  EXPECT_TRUE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+  EXPECT_TRUE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 2\0/w\0\0"
+                                       "0\0"
                                        "1\0A=1\0true\0"))
                   .ok());
-  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 2\0/w\0\0"
+                                        "0\0"
                                         "9\0A=1\0true\0"))
                    .ok());
-  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 1\0/w\0"
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 2\0/w\0\0"
+                                        "0\0"
                                         "1\0=1\0true\0"))
+                   .ok());
+  EXPECT_FALSE(DecodeRemoteLaunch(Bytes("hvd-remote-launch 2\0/w\0n\0"
+                                        "x\0"
+                                        "1\0A=1\0true\0"))
                    .ok());
 }
 

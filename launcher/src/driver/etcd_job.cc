@@ -1,5 +1,8 @@
 #include "driver/etcd_job.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -10,6 +13,8 @@
 
 #include "hvd/common/build_info.h"
 #include "hvd/common/hmac.h"
+#include "hvd/common/logging.h"
+#include "hvd/common/network_interfaces.h"
 #include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::launcher {
@@ -85,29 +90,122 @@ EtcdOp EtcdJob::SealedPut(const std::string& name,
   return op;
 }
 
-Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
-    const LaunchConfig& config, const std::string& secret,
-    std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<EtcdJob>> EtcdJob::Connect(const LaunchConfig& config,
+                                                  const std::string& secret) {
   const std::string where = "etcd at " + config.rendezvous_endpoint;
   auto options =
       rendezvous::EtcdOptionsFromEnvironment(config.rendezvous_endpoint);
   if (!options.ok()) return options.status().WithContext(where);
   options->deadline = kCallDeadline;
   options->connect_timeout = std::min(options->connect_timeout, kCallDeadline);
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
   std::unique_ptr<EtcdJob> job(new EtcdJob(
-      config, *options, LeaderIdentity(host, getpid(), common::WallClockMs()),
+      config, *options,
+      LeaderIdentity(common::ThisHostName(), getpid(), common::WallClockMs()),
       secret));
-  const std::string job_name = "job '" + config.job_id + "'";
   // One read first: an etcd out of reach is said at once, naming every
   // member and why, instead of after the whole timeout.
   auto reachable = job->etcd_.Range(job->leadership_.leader_key());
   if (!reachable.ok()) {
     return reachable.status().WithContext(
-        "cannot reach " + where + " for " + job_name +
-        " (check the members and --rendezvous-endpoint)");
+        "cannot reach " + where + " for job '" + config.job_id +
+        "' (check the members and --rendezvous-endpoint)");
   }
+  return job;
+}
+
+Result<std::string> EtcdJob::ReadSealed(const std::string& name) {
+  const std::string key = prefix_ + name;
+  auto kvs = etcd_.Range(key);
+  if (!kvs.ok()) return kvs.status();
+  if (kvs->empty()) return Status::NotFound("no " + key + " in etcd");
+  return rendezvous::OpenEtcdValue(secret_, key, (*kvs)[0].value);
+}
+
+Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
+                                                  const std::string& secret,
+                                                  int signals,
+                                                  std::string& state,
+                                                  int& signal) {
+  const std::string where = "etcd at " + config.rendezvous_endpoint;
+  const std::string job_name = "job '" + config.job_id + "'";
+  auto connected = Connect(config, secret);
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<EtcdJob> job = std::move(*connected);
+  std::string told;
+  for (;;) {
+    job->leadership_.Poll();
+    const LeadershipPolicy& policy = job->leadership_.policy();
+    if (policy.role() == LeaderRole::kLeader) break;
+    if (!policy.holder().empty() && policy.holder() != told) {
+      told = policy.holder();
+      common::Announce("hvdrun: standby for " + job_name + " in " + where +
+                       ", led by " + DescribeLeader(told));
+    }
+    pollfd fd{signals, POLLIN, 0};
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+        job->leadership_.NextDeadline() - Clock::now());
+    if (poll(&fd, 1, static_cast<int>(std::max<int64_t>(0, wait.count()))) >
+        0) {
+      signalfd_siginfo info;
+      if (read(signals, &info, sizeof(info)) == sizeof(info) &&
+          info.ssi_signo != SIGCHLD) {
+        signal = static_cast<int>(info.ssi_signo);
+        job->leadership_.Resign();
+        return Status::Aborted("the standby for " + job_name +
+                               " stopped on signal " + std::to_string(signal));
+      }
+    }
+  }
+  common::Announce("hvdrun: leads " + job_name + " in " + where +
+                   " now; taking it over");
+  // The lead is ours; what the last leader left decides what follows. A
+  // job that ended deleted its keys, settings first.
+  auto fail = [&](Status status) {
+    job->leadership_.Resign();
+    return status;
+  };
+  auto settings = job->ReadSealed("settings");
+  if (!settings.ok()) {
+    if (settings.status().code() == common::Code::kNotFound) {
+      return fail(Status::NotFound(
+          job_name + " has no settings in " + where +
+          ": it ended (or never started); there is nothing to take over"));
+    }
+    if (settings.status().code() == common::Code::kUnauthenticated) {
+      return fail(Status::Unauthenticated(
+          job_name + "'s keys in " + where +
+          " are sealed with another secret than --job-secret-file's: give "
+          "the standby the file its leader was started with"));
+    }
+    return fail(settings.status().WithContext("reading " + job_name));
+  }
+  auto parsed = nlohmann::json::parse(*settings, nullptr, false);
+  const nlohmann::json command = config.command;
+  if (!parsed.is_object() ||
+      parsed.value("command", nlohmann::json()) != command) {
+    return fail(Status::InvalidArgument(
+        job_name + " runs another command than this standby's (" +
+        parsed.value("command", nlohmann::json()).dump() +
+        "): a standby takes the same command line as the job"));
+  }
+  auto kept = job->ReadSealed("state");
+  if (!kept.ok()) {
+    return fail(kept.status().WithContext(
+        job_name + "'s last leader left no driver state in " + where +
+        ", so its workers cannot be found"));
+  }
+  state = std::move(*kept);
+  return job;
+}
+
+Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
+    const LaunchConfig& config, const std::string& secret,
+    std::chrono::milliseconds timeout) {
+  const std::string where = "etcd at " + config.rendezvous_endpoint;
+  auto connected = Connect(config, secret);
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<EtcdJob> job = std::move(*connected);
+  const std::string job_name = "job '" + config.job_id + "'";
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     job->leadership_.Poll();
@@ -170,6 +268,14 @@ void EtcdJob::GenerationPublished(int64_t generation) {
   wake_.notify_one();
 }
 
+void EtcdJob::SaveDriverAddress(const std::string& address) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    driver_ = address;
+  }
+  wake_.notify_one();
+}
+
 void EtcdJob::SaveState(std::string state) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -193,6 +299,7 @@ void EtcdJob::Loop() {
   while (!stop_) {
     const int64_t keep_from = FirstGlooGenerationKept(published_);
     const std::string state = state_;
+    const std::string driver = driver_;
     lock.unlock();
     for (const LeaderAction& notice : leadership_.Poll()) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
@@ -220,10 +327,15 @@ void EtcdJob::Loop() {
       }
       if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
     }
-    // state_written_ is this thread's alone too.
+    // state_written_ and driver_written_ are this thread's alone too.
     if (leading_ && state != state_written_) {
       if (leadership_.FencedWrite({SealedPut("state", state)}).ok()) {
         state_written_ = state;
+      }
+    }
+    if (leading_ && driver != driver_written_) {
+      if (leadership_.FencedWrite({SealedPut("driver", driver)}).ok()) {
+        driver_written_ = driver;
       }
     }
     lock.lock();
@@ -231,7 +343,8 @@ void EtcdJob::Loop() {
       const int64_t kept = FirstGlooGenerationKept(published_);
       return stop_ ||
              (leading_ && ((kept > forgotten_ && kept != keep_from) ||
-                           (state_ != state_written_ && state_ != state)));
+                           (state_ != state_written_ && state_ != state) ||
+                           (driver_ != driver_written_ && driver_ != driver)));
     });
   }
 }

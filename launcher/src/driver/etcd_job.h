@@ -47,6 +47,18 @@ class EtcdJob {
   static common::Result<std::unique_ptr<EtcdJob>> Claim(
       const LaunchConfig& config, const std::string& secret,
       std::chrono::milliseconds timeout);
+
+  // --standby: waits until this hvdrun leads `config.job_id`, however
+  // long, then reads what the last leader left: the job's settings (their
+  // seal proves the secret is the job's; their command must be this
+  // hvdrun's) and the driver's state, returned in `state` (EncodeDriverState's
+  // text). A signal on `signals` (a signalfd) ends the wait: kAborted, with
+  // the signal in `signal`. Fails, saying why, when etcd cannot be reached,
+  // when the job has ended (no settings: nothing to take over) or left no
+  // state, or when the secret or the command differ.
+  static common::Result<std::unique_ptr<EtcdJob>> Standby(
+      const LaunchConfig& config, const std::string& secret, int signals,
+      std::string& state, int& signal);
   ~EtcdJob();
   EtcdJob(const EtcdJob&) = delete;
   EtcdJob& operator=(const EtcdJob&) = delete;
@@ -61,6 +73,10 @@ class EtcdJob {
   // The driver's state is `state` now (EncodeDriverState's): written to
   // <prefix>state as soon as this thread can.
   void SaveState(std::string state);
+  // This hvdrun's rendezvous server is at `address` ("host:port"): written
+  // to <prefix>driver, where workers look for it when the server they
+  // knew stops answering (a new leader's).
+  void SaveDriverAddress(const std::string& address);
   // The job is over: deletes its keys, gives up the lead and stops the
   // thread, within the client's deadline.
   void Finish();
@@ -76,6 +92,12 @@ class EtcdJob {
   void Tell(const LeadChange& change);
   EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
           std::string identity, std::string secret);
+  // Options from the environment, and the job, ready to campaign; fails
+  // when etcd cannot be reached.
+  static common::Result<std::unique_ptr<EtcdJob>> Connect(
+      const LaunchConfig& config, const std::string& secret);
+  // The opened value of <prefix><name>; kNotFound when there is none.
+  common::Result<std::string> ReadSealed(const std::string& name);
   // A put of `value` under <prefix><name>, sealed.
   rendezvous::EtcdOp SealedPut(const std::string& name,
                                const std::string& value) const;
@@ -102,6 +124,8 @@ class EtcdJob {
   int64_t forgotten_ = 0;      // generations below it have no keys left
   std::string state_;          // the newest driver state
   std::string state_written_;  // the one etcd holds
+  std::string driver_;         // the same for the driver's address
+  std::string driver_written_;
   std::thread thread_;
 };
 

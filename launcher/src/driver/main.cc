@@ -9,6 +9,8 @@
 #include "options/cli.h"
 #include "policy/host_check.h"
 #include "process/guard.h"
+#include "remote/adopt_client.h"
+#include "remote/adopt_socket.h"
 #include "remote/host_check_run.h"
 #include "remote/remote_guard.h"
 #include "slurm/slurm_jobs.h"
@@ -21,6 +23,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], kRemoteGuardFlag) == 0) {
     return RemoteGuardMain(argc, argv);
+  }
+  if (argc > 1 && std::strcmp(argv[1], kAdoptFlag) == 0) {
+    return AdoptMain(argc, argv);
   }
   if (argc == 2 && std::strcmp(argv[1], kHostCheckFlag) == 0) {
     return HostCheckMain();

@@ -9,6 +9,7 @@
 #include "hvd/common/env_vars.h"
 #include "process/guard.h"
 #include "process/remote_launch.h"
+#include "remote/adopt_socket.h"
 #include "remote/launch_backend.h"
 #include "remote/remote_guard.h"
 #include "remote/srun.h"
@@ -64,11 +65,16 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
         here.emplace_back(*entry);
       }
       RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
-                          config.command};
+                          config.command, "", 0};
+      if (config.adopt_grace.count() > 0) {
+        launch.adopt_name = AdoptSocketName(config.job_id, worker_id);
+        launch.adopt_grace_ms = config.adopt_grace.count();
+      }
       worker = SpawnGuard(slot,
                           GuardCommand(context.hvdrun_path, config.stop_grace,
                                        GuardMode::kRemote, *remote),
                           {}, EncodeRemoteLaunch(launch));
+      if (worker.ok()) worker->adoptable = !launch.adopt_name.empty();
     }
   }
   if (!worker.ok()) {
@@ -76,6 +82,31 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                        std::to_string(slot.layout.rank) +
                                        " on " + slot.host);
   }
+  return worker;
+}
+
+Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot, int64_t worker_id,
+                                  const LaunchContext& context,
+                                  const LaunchConfig& config) {
+  const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
+  auto remote = backend->Command(slot.host,
+                                 {context.hvdrun_path, kAdoptFlag,
+                                  AdoptSocketName(config.job_id, worker_id)},
+                                 kWorkerStepName);
+  Result<WorkerProcess> worker = remote.status();
+  if (remote.ok()) {
+    // No launch message: the adopting end passes control bytes only.
+    worker = SpawnGuard(slot,
+                        GuardCommand(context.hvdrun_path, config.stop_grace,
+                                     GuardMode::kRemote, *remote),
+                        {}, "");
+  }
+  if (!worker.ok()) {
+    return worker.status().WithContext("cannot adopt rank " +
+                                       std::to_string(slot.layout.rank) +
+                                       " on " + slot.host);
+  }
+  worker->adoptable = true;
   return worker;
 }
 

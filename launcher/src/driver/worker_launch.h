@@ -28,4 +28,13 @@ common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                            const LaunchContext& context,
                                            const LaunchConfig& config);
 
+// Takes over the worker `worker_id` of `slot` that the last leader
+// started on a remote host (adoptable): a guard here runs `ssh host hvdrun
+// --hvd-internal-adopt NAME` (remote/adopt_client.h), which stands for the
+// remote guard from now on.
+common::Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot,
+                                          int64_t worker_id,
+                                          const LaunchContext& context,
+                                          const LaunchConfig& config);
+
 }  // namespace hvd::launcher

@@ -91,6 +91,9 @@ struct LaunchConfig {
   std::string rendezvous_endpoint;
   // --job-id: the job's name in etcd; empty until hvdrun makes one up.
   std::string job_id;
+  // --standby: wait to lead the job, then take it over from the state the
+  // last leader left in etcd (driver/etcd_job.h).
+  bool standby = false;
   // --job-secret-file: the job's secret is this file's content, made (a
   // new random secret, mode 0600) if it does not exist, so that every
   // hvdrun of the job can read what the leader seals in etcd; empty: a new
@@ -146,6 +149,11 @@ struct LaunchConfig {
   // this long (HVD_REMOTE_SILENCE_SECONDS): a partitioned host's workers
   // end by themselves.
   std::chrono::milliseconds remote_silence{5000};
+  // --adopt-grace-seconds (etcd backend, workers over ssh): a remote
+  // worker whose hvdrun is gone or silent is kept this long for the hvdrun
+  // that leads the job next (remote/adoptable_guard.h); 0: stopped as
+  // above. Off by default until standby hvdruns adopt (issue 32).
+  std::chrono::milliseconds adopt_grace{0};
   std::vector<std::string> command;
 
   // Elastic mode (on with a discovery script or --min-np).

@@ -121,7 +121,9 @@ Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
          {std::pair{!config.rendezvous_endpoint.empty(),
                     "--rendezvous-endpoint"},
           std::pair{!config.job_id.empty(), "--job-id"},
-          std::pair{!config.job_secret_file.empty(), "--job-secret-file"}}) {
+          std::pair{!config.job_secret_file.empty(), "--job-secret-file"},
+          std::pair{v.adopt_grace_seconds > 0, "--adopt-grace-seconds"},
+          std::pair{config.standby, "--standby"}}) {
       if (given) {
         return Status::InvalidArgument(
             std::string(name) +
@@ -129,6 +131,19 @@ Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
       }
     }
     return Status::Ok();
+  }
+  if (config.standby &&
+      (config.job_id.empty() || config.job_secret_file.empty())) {
+    return Status::InvalidArgument(
+        "--standby needs the job's --job-id and --job-secret-file: it takes "
+        "over that job, and reads what its leader sealed with that secret");
+  }
+  config.adopt_grace = std::chrono::seconds(v.adopt_grace_seconds);
+  if (config.adopt_grace.count() > 0 && config.launcher == Launcher::kSlurm) {
+    return Status::InvalidArgument(
+        "--adopt-grace-seconds: Slurm ends a worker step whose srun is "
+        "gone, so no step can wait to be adopted; run the workers over ssh "
+        "(--launcher ssh) to keep them past hvdrun");
   }
   if (config.rendezvous_endpoint.empty()) {
     return Status::InvalidArgument(

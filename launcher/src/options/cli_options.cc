@@ -111,6 +111,17 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                  "one hvdrun leads a job of that name at a time; default: a "
                  "new name per run")
       ->group(etcd_group);
+  app.add_flag("--standby", v.config.standby,
+               "Stand by for the job --job-id names: when its leading "
+               "hvdrun is gone, lead it, adopting its workers (the same "
+               "command line, with --job-secret-file)")
+      ->group(etcd_group);
+  app.add_option("--adopt-grace-seconds", v.adopt_grace_seconds,
+                 "How long a remote worker whose hvdrun is gone or silent "
+                 "keeps running for the hvdrun that leads the job next "
+                 "(workers over ssh; default 0: it is stopped)")
+      ->check(CLI::Range(0, 3600))
+      ->group(etcd_group);
   app.add_option("--job-secret-file", v.config.job_secret_file,
                  "The job's secret is this file's content, made if missing "
                  "(mode 0600; it must be private to you): the hvdruns of one "

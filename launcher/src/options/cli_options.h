@@ -22,6 +22,7 @@ struct OptionValues {
   double start_timeout = kDefaultStartTimeout.count();
   double elastic_timeout = kDefaultElasticTimeout.count();
   std::optional<double> discovery_interval;
+  int adopt_grace_seconds = 0;
   std::vector<int> cooldown;
   std::vector<std::string> exports;  // -x
   bool show_version = false, check_build = false, gloo = false;

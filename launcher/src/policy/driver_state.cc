@@ -134,7 +134,8 @@ std::string EncodeDriverState(const DriverState& state) {
                        {"joined_rank", w.joined_rank},
                        {"stopping", w.stopping},
                        {"pid", w.pid},
-                       {"notify", w.notify}});
+                       {"notify", w.notify},
+                       {"adoptable", w.adoptable}});
   }
   json hosts = json::array();
   for (const HostTable::SavedHost& h : state.hosts) {
@@ -190,6 +191,7 @@ common::Result<DriverState> DecodeDriverState(std::string_view text) {
       worker.stopping = Flag(w, "stopping");
       worker.pid = Int(w, "pid");
       worker.notify = Text(w, "notify");
+      worker.adoptable = Flag(w, "adoptable");
       state.workers.push_back(std::move(worker));
     }
     for (const json& h : Array(parsed, "hosts")) {

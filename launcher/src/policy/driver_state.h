@@ -35,9 +35,11 @@ struct SavedWorker {
   int joined_rank = 0;
   bool stopping = false;  // the driver told it to stop
   // The driver's, not the policy's: 0 and "" until the worker reported its
-  // pid and registered its notification server.
+  // pid and registered its notification server; whether its guard waits
+  // for an adopter when hvdrun is gone (remote/adoptable_guard.h).
   int64_t pid = 0;
   std::string notify;
+  bool adoptable = false;
 };
 
 struct DriverState {

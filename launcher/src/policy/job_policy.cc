@@ -16,16 +16,6 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-// "name#rank" for every slot: two generations with equal keys give every
-// worker the same rank.
-std::set<std::string> Key(const rendezvous::GenerationPlan& plan) {
-  std::set<std::string> key;
-  for (const auto& [name, a] : plan.slots) {
-    key.insert(name + "#" + std::to_string(a.layout.rank));
-  }
-  return key;
-}
-
 // The hosts of `slots` (in rank order, a host's ranks contiguous) with
 // their slot counts: "a:2", "b:2".
 std::vector<std::string> HostsOf(const std::vector<SlotAssignment>& slots) {
@@ -48,6 +38,15 @@ void Earliest(std::optional<TimePoint>& best, std::optional<TimePoint> t) {
 }
 
 }  // namespace
+
+std::set<std::string> JobPolicy::PlanKey(
+    const rendezvous::GenerationPlan& plan) {
+  std::set<std::string> key;
+  for (const auto& [name, a] : plan.slots) {
+    key.insert(name + "#" + std::to_string(a.layout.rank));
+  }
+  return key;
+}
 
 std::string SlotNameOf(const SlotAssignment& slot) {
   return rendezvous::SlotName(slot.host, SlotIndex(slot));
@@ -257,18 +256,19 @@ void JobPolicy::OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
   if (it == workers_.end() || !it->second.alive()) return;
   Worker& w = it->second;
   w.state = Worker::State::kExited;
+  const std::string what =
+      event.adopting ? "could not be adopted" : "could not be started";
   if (!config_.elastic) {
-    out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, 0,
-                               "could not be started: " + event.message, 1, 0});
+    out.push_back(WorkerFailed{w.id, w.slot, w.host, w.start_rank, w.joined,
+                               what + ": " + event.message, 1, 0});
     AddSuspect(w.host, true);
     Stop(now, event.message, 1, out);
     return;
   }
   if (stopping_) return;
   const Failed failed =
-      FailWorker(now, w, "could not be started: " + event.message, 1, 0, out);
-  Reassign(now,
-           "slot " + w.slot + " could not be started; " + failed.blacklisted,
+      FailWorker(now, w, what + ": " + event.message, 1, 0, out);
+  Reassign(now, "slot " + w.slot + " " + what + "; " + failed.blacklisted,
            failed.broke, out);
 }
 
@@ -289,7 +289,7 @@ void JobPolicy::OnBoard(TimePoint now, const BoardChanged& event,
   if (board_.missing.empty() && complete_ != plan_.generation) {
     completed = true;
     complete_ = plan_.generation;
-    complete_key_ = Key(plan_);
+    complete_key_ = PlanKey(plan_);
     holders_.clear();
     for (const auto& [name, a] : plan_.slots) {
       if (Worker* w = RunningIn(name)) holders_.insert(w->id);
@@ -527,7 +527,7 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     }
     return;
   }
-  bool anything_new = Key(plan_) != complete_key_;
+  bool anything_new = PlanKey(plan_) != complete_key_;
   for (const auto& [id, w] : workers_) {
     if (w.active() && w.joined > 0) {
       push.slots.push_back(w.slot);

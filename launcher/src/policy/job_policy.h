@@ -139,6 +139,9 @@ struct WorkerExited {
 struct WorkerLaunchFailed {
   WorkerId worker = 0;
   std::string message;
+  // A worker the last leader ran, which this hvdrun could not take over
+  // (JobPolicy::Resume): it is lost.
+  bool adopting = false;
 };
 // The rendezvous board now: its newest generation, the slots of it that
 // have not checked in, and the slots asking for a generation after it.
@@ -247,6 +250,12 @@ class JobPolicy {
 
   // The first actions: the first generation, or waiting for slots.
   Actions Start(TimePoint now);
+  // Instead of Start, in an hvdrun that took the job over: the policy as
+  // `state` says the last leader left it (job_policy_state.cc). Its workers
+  // run, their generation goes on, their hosts passed their checks; a
+  // worker the driver cannot adopt is reported as exited, as any.
+  Actions Resume(TimePoint now, const DriverState& state,
+                 const WallClockAnchor& clock);
   Actions OnEvent(TimePoint now, const Event& event);
 
   // When OnEvent(Tick) must run next at the latest; nullopt: only events.
@@ -289,6 +298,10 @@ class JobPolicy {
     std::optional<TimePoint> next_probe;
     int misses = 0;
   };
+
+  // "name#rank" for every slot: two generations with equal keys give
+  // every worker the same rank.
+  static std::set<std::string> PlanKey(const rendezvous::GenerationPlan& plan);
 
   // Handlers, one per event.
   void OnHosts(TimePoint now, const HostsDiscovered& event, Actions& out);

@@ -1,5 +1,9 @@
-// JobPolicy::Save: the policy's part of DriverState (driver_state.h).
+// JobPolicy::Save and Resume: the policy's part of DriverState
+// (driver_state.h), written by one leader and taken up by the next.
 #include "policy/job_policy.h"
+
+#include <algorithm>
+#include <cstdlib>
 
 namespace hvd::launcher {
 
@@ -30,6 +34,57 @@ DriverState JobPolicy::Save(const WallClockAnchor& clock) const {
     }
   }
   return state;
+}
+
+Actions JobPolicy::Resume(TimePoint now, const DriverState& state,
+                          const WallClockAnchor& clock) {
+  Actions out;
+  cooldowns_checked_ = now;
+  if (config_.elastic) {
+    table_ = HostTable::Restore(config_.cooldown, state.hosts, clock);
+  }
+  plan_ = state.plan;
+  board_ = BoardChanged{plan_.generation, {}, {}};
+  complete_ = state.complete_generation;
+  if (complete_ == plan_.generation) complete_key_ = PlanKey(plan_);
+  holders_.insert(state.holders.begin(), state.holders.end());
+  // Only how many generations were joined counts (resets(), and whether
+  // any worker ever checked in): the newest one and as many before it.
+  int64_t newest = 0;
+  for (const SavedWorker& saved : state.workers) {
+    newest = std::max(newest, saved.joined);
+  }
+  if (newest > 0) {
+    for (int64_t g = newest - state.resets; g <= newest; ++g) {
+      joined_.insert(g);
+    }
+  }
+  next_id_ = state.next_worker_id;
+  for (const SavedWorker& saved : state.workers) {
+    Worker w;
+    w.id = saved.id;
+    w.slot = saved.slot;
+    w.host = saved.host;
+    const size_t colon = saved.slot.rfind(':');
+    w.index = colon == std::string::npos
+                  ? 0
+                  : std::atoi(saved.slot.c_str() + colon + 1);
+    w.start_rank = saved.start_rank;
+    w.started = now;
+    w.state =
+        saved.stopping ? Worker::State::kStopping : Worker::State::kRunning;
+    w.joined = saved.joined;
+    w.joined_rank = saved.joined_rank;
+    w.told = saved.joined;
+    workers_[w.id] = w;
+    // Its host passed its check under the last leader.
+    checks_[w.host].state = HostCheckState::kPassed;
+    next_id_ = std::max(next_id_, w.id + 1);
+  }
+  if (config_.elastic) RequestChecks(now, out);
+  UpdateLateness(now);
+  MaybeFinish(out);
+  return out;
 }
 
 }  // namespace hvd::launcher

@@ -103,17 +103,19 @@ int GuardMain(int argc, char** argv) {
   // hvdrun, which forwards it exactly once.
   setpgid(0, 0);
 
-  sigset_t handled;
-  sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-  sigprocmask(SIG_BLOCK, &handled, nullptr);
-  int signals = signalfd(-1, &handled, SFD_CLOEXEC);
-
+  // Before any descriptor is made: without a launch message (an adopting
+  // end's) the launch descriptor is not open, and must not be taken for
+  // one made here.
   std::string launch;
   if (remote) {
     launch = ReadAll(kGuardLaunchFd);
     close(kGuardLaunchFd);
   }
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
+  int signals = signalfd(-1, &handled, SFD_CLOEXEC);
   int stdin_pipe[2] = {-1, -1};
   if (remote && pipe2(stdin_pipe, O_CLOEXEC) != 0) return 1;
   const pid_t guard = getpid();

@@ -1,6 +1,7 @@
 #include "process/remote_launch.h"
 
 #include <map>
+#include <optional>
 
 #include "hvd/common/env_vars.h"
 
@@ -11,7 +12,7 @@ using common::Status;
 
 namespace {
 
-constexpr char kTag[] = "hvd-remote-launch 1";
+constexpr char kTag[] = "hvd-remote-launch 2";
 
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -32,6 +33,8 @@ std::string EncodeRemoteLaunch(const RemoteLaunch& launch) {
   };
   field(kTag);
   field(launch.working_dir);
+  field(launch.adopt_name);
+  field(std::to_string(launch.adopt_grace_ms));
   field(std::to_string(launch.env.size()));
   for (const auto& [name, value] : launch.env) field(name + "=" + value);
   for (const std::string& word : launch.argv) field(word);
@@ -48,32 +51,45 @@ Result<RemoteLaunch> DecodeRemoteLaunch(std::string_view payload) {
     fields.push_back(payload.substr(0, end));
     payload.remove_prefix(end + 1);
   }
-  if (fields.size() < 3 || fields[0] != kTag) {
+  if (fields.size() < 5 || fields[0] != kTag) {
     return Status::InvalidArgument(
         "launch message: not hvdrun's format (hvdrun differs between "
         "hosts? install the same hvd on every host)");
   }
-  size_t count = 0;
-  for (char c : fields[2]) {
-    if (c < '0' || c > '9' || count > fields.size()) {
-      return Status::InvalidArgument("launch message: bad variable count");
+  // A decimal number up to `bound`, or nullopt.
+  auto number = [](std::string_view text,
+                   size_t bound) -> std::optional<size_t> {
+    size_t value = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9' || value > bound) return std::nullopt;
+      value = value * 10 + static_cast<size_t>(c - '0');
     }
-    count = count * 10 + static_cast<size_t>(c - '0');
+    if (text.empty() || value > bound) return std::nullopt;
+    return value;
+  };
+  RemoteLaunch launch;
+  launch.working_dir = fields[1];
+  launch.adopt_name = fields[2];
+  auto grace = number(fields[3], 24 * 3600 * 1000);
+  if (!grace) return Status::InvalidArgument("launch message: bad grace");
+  launch.adopt_grace_ms = static_cast<int64_t>(*grace);
+  auto variables = number(fields[4], fields.size());
+  if (!variables) {
+    return Status::InvalidArgument("launch message: bad variable count");
   }
-  if (fields[2].empty() || fields.size() <= 3 + count) {
+  const size_t count = *variables;
+  if (fields.size() <= 5 + count) {
     return Status::InvalidArgument(
         "launch message: no command after the variables");
   }
-  RemoteLaunch launch;
-  launch.working_dir = fields[1];
-  for (size_t i = 3; i < 3 + count; ++i) {
+  for (size_t i = 5; i < 5 + count; ++i) {
     size_t eq = fields[i].find('=');
     if (eq == 0 || eq == std::string_view::npos) {
       return Status::InvalidArgument("launch message: a variable has no name");
     }
     launch.env.emplace_back(fields[i].substr(0, eq), fields[i].substr(eq + 1));
   }
-  for (size_t i = 3 + count; i < fields.size(); ++i) {
+  for (size_t i = 5 + count; i < fields.size(); ++i) {
     launch.argv.emplace_back(fields[i]);
   }
   return launch;

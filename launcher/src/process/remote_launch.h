@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,11 +25,17 @@ struct RemoteLaunch {
   std::string working_dir;
   EnvList env;  // set over the remote login's environment
   std::vector<std::string> argv;
+  // With a name: the worker outlives hvdrun's link for `adopt_grace_ms`,
+  // while its guard waits on the socket of that name for the hvdrun that
+  // leads the job next (remote/adopt_socket.h). Empty: it does not.
+  std::string adopt_name;
+  int64_t adopt_grace_ms = 0;
 };
 
 // "<payload bytes>\n<payload>": the payload is NUL-terminated fields (a
-// tag with the format's version, the directory, the count of variables,
-// each as NAME=VALUE, then the command's words).
+// tag with the format's version, the directory, the adoption's socket
+// name and grace, the count of variables, each as NAME=VALUE, then the
+// command's words).
 std::string EncodeRemoteLaunch(const RemoteLaunch& launch);
 // The payload after the length line. kInvalidArgument names what is wrong.
 common::Result<RemoteLaunch> DecodeRemoteLaunch(std::string_view payload);

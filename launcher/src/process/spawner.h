@@ -19,6 +19,9 @@ struct WorkerProcess {
   int control_fd = -1;  // write one byte per signal to forward
   int stdout_fd = -1;   // read ends of the worker's output
   int stderr_fd = -1;
+  // Its remote guard keeps it for an hvdrun that leads the job next
+  // (--adopt-grace-seconds; remote/adoptable_guard.h).
+  bool adoptable = false;
 };
 
 // fork + exec of `argv` with this process's environment plus `env` (which

@@ -15,10 +15,13 @@
 #include <map>
 #include <optional>
 
+#include "hvd/common/network_interfaces.h"
 #include "job/worker_env.h"
 #include "policy/exit_status.h"
 #include "process/process_group.h"
 #include "process/remote_launch.h"
+#include "remote/adopt_socket.h"
+#include "remote/adoptable_guard.h"
 
 extern char** environ;
 
@@ -37,15 +40,9 @@ std::vector<std::string> RemoteGuardArgv(
 
 namespace {
 
-std::string HostName() {
-  char name[256] = {0};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
-
 [[noreturn]] void Die(const std::string& message) {
-  std::fprintf(stderr, "hvdrun (remote guard on %s): %s\n", HostName().c_str(),
-               message.c_str());
+  std::fprintf(stderr, "hvdrun (remote guard on %s): %s\n",
+               common::ThisHostName().c_str(), message.c_str());
   std::exit(1);
 }
 
@@ -136,6 +133,16 @@ int RemoteGuardMain(int argc, char** argv) {
   for (auto& s : launch.argv) args.push_back(s.data());
   args.push_back(nullptr);
 
+  // An adoptable worker's output comes through the guard, which outlives
+  // the ssh link it is written to (adoptable_guard.h).
+  const bool adoptable = !launch.adopt_name.empty();
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (adoptable &&
+      (!IsAdoptSocketName(launch.adopt_name) ||
+       pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)) {
+    Die("cannot make the adoptable worker's output pipes (" +
+        launch.adopt_name + ")");
+  }
   const pid_t guard = getpid();
   pid_t worker = fork();
   if (worker < 0) Die(std::string("fork: ") + std::strerror(errno));
@@ -148,13 +155,25 @@ int RemoteGuardMain(int argc, char** argv) {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
+    if (adoptable) {
+      dup2(out_pipe[1], STDOUT_FILENO);
+      dup2(err_pipe[1], STDERR_FILENO);
+    }
     environ = envp.data();  // execvp searches the worker's PATH
     execvp(args[0], args.data());
     std::fprintf(stderr, "hvdrun: cannot run '%s' on %s: %s\n", args[0],
-                 HostName().c_str(), std::strerror(errno));
+                 common::ThisHostName().c_str(), std::strerror(errno));
     _exit(127);
   }
   setpgid(worker, worker);
+  if (adoptable) {
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    RunAdoptableGuard({worker, out_pipe[0], err_pipe[0], signals, control,
+                       AdoptSocketFolder() + "/" + launch.adopt_name,
+                       std::chrono::milliseconds(launch.adopt_grace_ms), grace,
+                       silence});
+  }
 
   bool input_open = true;
   Clock::time_point heard = Clock::now();
@@ -164,7 +183,7 @@ int RemoteGuardMain(int argc, char** argv) {
   auto stop = [&](const char* why) {
     std::fprintf(stderr,
                  "hvdrun (remote guard on %s): %s: stopping the worker\n",
-                 HostName().c_str(), why);
+                 common::ThisHostName().c_str(), why);
     SignalGroup(worker, SIGTERM);
     kill_at = Clock::now() + grace;
   };

@@ -11,7 +11,9 @@
 // grace. So no remote worker outlives its driver, its connection, or a
 // partition longer than the bound; and none outlives the remote guard
 // itself (DieWithGuard). It exits with the worker's exit code or
-// 128 + its signal, which ssh hands back.
+// 128 + its signal, which ssh hands back. A worker whose job can be
+// adopted (the message names a socket) is kept instead when the link
+// ends, for the hvdrun that leads the job next (adoptable_guard.h).
 #pragma once
 
 #include <chrono>

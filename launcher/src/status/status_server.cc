@@ -1,5 +1,6 @@
 #include "status/status_server.h"
 
+#include "hvd/common/network_interfaces.h"
 #include "hvd/common/secret_file.h"
 #include "status/status_page.h"
 
@@ -82,8 +83,8 @@ common::Result<std::unique_ptr<StatusServer>> StatusServer::Start(
 std::string StatusServer::url() const {
   std::string host = options_.bind_host;
   if (host == "0.0.0.0" || host == "::") {
-    char name[256] = {};
-    if (gethostname(name, sizeof(name) - 1) == 0) host = name;
+    const std::string name = common::ThisHostName();
+    if (!name.empty()) host = name;
   } else if (host.find(':') != std::string::npos) {
     host = "[" + host + "]";
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "hvd/rendezvous/client.h"
+#include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::runtime {
 
@@ -18,6 +19,20 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
   options.host = config.rendezvous_addr;
   options.port = config.rendezvous_port;
   options.secret = config.secret;
+  // With etcd, the server is the leading hvdrun's, which may have moved
+  // since this worker started (a standby took the job over).
+  if (config.etcd) {
+    rendezvous::EtcdClient etcd(*config.etcd);
+    auto found = rendezvous::LeadingDriverAddress(etcd, config.secret,
+                                                  config.etcd_prefix);
+    if (found.ok()) {
+      options.host = found->first;
+      options.port = found->second;
+    } else {
+      spdlog::debug("the leading hvdrun's address in etcd: {}",
+                    found.status().ToString());
+    }
+  }
   rendezvous::RendezvousClient client(options);
   const std::string slot =
       rendezvous::SlotName(config.hostname, config.layout.local_rank);
@@ -41,6 +56,8 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
       joined.reason = assignment->reason;
       joined.hosts = assignment->hosts;
       joined.config = config;
+      joined.config.rendezvous_addr = options.host;
+      joined.config.rendezvous_port = options.port;
       joined.config.layout = assignment->layout;
       spdlog::info("slot {} joined generation {} as rank {} of {}", slot,
                    joined.generation, assignment->layout.rank,

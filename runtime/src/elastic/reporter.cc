@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "hvd/common/http_client.h"
+#include "hvd/rendezvous/etcd_seal.h"
 #include "hvd/rendezvous/protocol.h"
 #include "hvd/rendezvous/worker_assignment.h"
 
@@ -28,6 +29,16 @@ std::optional<ReporterOptions> ReporterOptions::For(
       rendezvous::SlotName(config.hostname, config.layout.local_rank);
   options.worker_id = config.worker_id;
   options.interval = config.report_interval;
+  if (config.etcd) {
+    options.find_driver = [etcd = *config.etcd, secret = config.secret,
+                           prefix = config.etcd_prefix]()
+        -> std::optional<std::pair<std::string, int>> {
+      rendezvous::EtcdClient client(etcd);
+      auto found = rendezvous::LeadingDriverAddress(client, secret, prefix);
+      if (!found.ok()) return std::nullopt;
+      return *found;
+    };
+  }
   return options;
 }
 
@@ -36,7 +47,8 @@ class Reporter::Impl {
   Impl(ReporterOptions options, std::shared_ptr<WorkerStats> stats)
       : options_(std::move(options)),
         stats_(std::move(stats)),
-        client_(ClientOptions(options_)),
+        client_(std::make_unique<common::HttpClient>(
+            ClientOptions(options_.host, options_.port, options_))),
         pid_(getpid()) {}
 
   void StartThread() {
@@ -68,10 +80,12 @@ class Reporter::Impl {
   int64_t attempted() const { return attempted_; }
 
  private:
-  static common::HttpClientOptions ClientOptions(const ReporterOptions& o) {
+  static common::HttpClientOptions ClientOptions(const std::string& host,
+                                                 int port,
+                                                 const ReporterOptions& o) {
     common::HttpClientOptions client;
-    client.host = o.host;
-    client.port = o.port;
+    client.host = host;
+    client.port = port;
     client.secret = o.secret;
     client.connect_timeout = o.timeout;
     client.read_timeout = o.timeout;
@@ -105,10 +119,11 @@ class Reporter::Impl {
     report.worker = options_.worker_id;
     report.pid = pid_;
     ++attempted_;
-    auto answer = client_.Send("POST", rendezvous::protocol::kReportPath,
-                               rendezvous::EncodeReport(report));
+    auto answer = client_->Send("POST", rendezvous::protocol::kReportPath,
+                                rendezvous::EncodeReport(report));
     if (!answer.ok()) {
       spdlog::debug("progress report dropped: {}", answer.status().ToString());
+      FollowDriver();
       return false;
     }
     if (answer->status != 200) {
@@ -120,9 +135,22 @@ class Reporter::Impl {
     return true;
   }
 
+  // After an unanswered report: the server of the hvdrun that leads now,
+  // if it moved.
+  void FollowDriver() {
+    if (!options_.find_driver) return;
+    auto found = options_.find_driver();
+    if (!found || *found == driver_) return;
+    driver_ = *found;
+    client_ = std::make_unique<common::HttpClient>(
+        ClientOptions(found->first, found->second, options_));
+  }
+
   const ReporterOptions options_;
   const std::shared_ptr<WorkerStats> stats_;
-  common::HttpClient client_;  // used by the thread only
+  // Used by the thread only, as is the server they talk to.
+  std::unique_ptr<common::HttpClient> client_;
+  std::pair<std::string, int> driver_{options_.host, options_.port};
   const int64_t pid_;
   std::mutex mu_;
   std::condition_variable changed_;

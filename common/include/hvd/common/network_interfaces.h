@@ -24,6 +24,9 @@ struct NetworkInterface {
 // order (getifaddrs).
 std::vector<NetworkInterface> LocalInterfaces();
 
+// This machine's host name (gethostname), for messages; "" if unknown.
+std::string ThisHostName();
+
 // "eth0,eth1" -> {"eth0", "eth1"}; empty names are dropped.
 std::vector<std::string> SplitInterfaceList(const std::string& list);
 

@@ -45,6 +45,11 @@ class ElasticBoard {
   // Makes `plan` the newest generation; numbers start at 1 and must grow.
   // Waiters of older generations move on to it.
   common::Status Publish(GenerationPlan plan);
+  // Publish on a new board for a generation that is already running: the
+  // board of an hvdrun that took the job over. Every slot of `plan` has
+  // checked in, with the notification addresses in `notify`.
+  common::Status Resume(GenerationPlan plan,
+                        std::map<std::string, std::string> notify);
 
   // Checks `slot` in for the newest generation after `after` and waits up
   // to `wait` until every slot of it has checked in. kNotFound: the slot is

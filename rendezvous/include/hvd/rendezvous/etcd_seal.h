@@ -7,8 +7,10 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "hvd/common/status.h"
+#include "hvd/rendezvous/etcd_client.h"
 
 namespace hvd::rendezvous {
 
@@ -19,5 +21,11 @@ std::string SealEtcdValue(std::string_view secret, std::string_view key,
 common::Result<std::string> OpenEtcdValue(std::string_view secret,
                                           std::string_view key,
                                           std::string_view sealed);
+
+// The rendezvous server of the hvdrun that leads the job, as it keeps it
+// at <prefix>driver: (host, port), its seal checked. Workers look there
+// when the server they knew stops answering: a new leader's is elsewhere.
+common::Result<std::pair<std::string, int>> LeadingDriverAddress(
+    EtcdClient& etcd, std::string_view secret, const std::string& prefix);
 
 }  // namespace hvd::rendezvous

@@ -23,9 +23,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "hvd/runtime/config.h"
 #include "hvd/runtime/owner_process.h"
@@ -45,6 +47,10 @@ struct ReporterOptions {
   std::chrono::milliseconds interval{1000};
   // Bound on connecting and on the answer of one report.
   std::chrono::milliseconds timeout{1000};
+  // With the etcd backend: where the leading hvdrun's server is now, asked
+  // after a report the server did not answer (a new leader's is
+  // elsewhere); empty: the server stays where it was.
+  std::function<std::optional<std::pair<std::string, int>>()> find_driver;
 
   // The options of a worker hvdrun started, from its configuration; nullopt
   // when it runs alone (no rendezvous server) or reports are off
