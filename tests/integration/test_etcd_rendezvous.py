@@ -215,3 +215,43 @@ def test_a_reset_waits_for_etcd_and_goes_on_once_it_is_back(
              if r["event"] == "batch" and r["size"] == 2]
     assert after and min(after) > resumed, (min(after), resumed)
     assert "hvdrun: leads job 'back' in etcd again" in result.stderr
+
+
+def test_no_worker_starts_while_hvdrun_is_not_sure_it_leads(
+        hvdrun, etcd, tmp_path):
+    """A host joins while etcd is paused past the lease: another hvdrun may
+    lead the job by then, so this one holds the new workers' start back,
+    and starts them once it leads again."""
+    s = Scenario(tmp_path, "localhost:2\n", epochs=40, batches=10,
+                 sleep=0.05)
+    child = hvdrun.start([*etcd_args(etcd, "unsure"), "-np", "2",
+                          "--min-np", "2", "--max-np", "4",
+                          "--host-discovery-script", str(s.discover),
+                          "--discovery-interval", "0.3", *s.command()])
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "batch"}) == 2,
+               "both workers training")
+    etcd.proc.send_signal(signal.SIGSTOP)
+    try:
+        child.wait_for_line(lambda l: "hvdrun: lost the lead of job "
+                            "'unsure'" in l, "hvdrun losing the lead",
+                            stream="stderr", timeout=20)
+        s.hosts_file.write_text("localhost:2\n127.0.0.1:2\n")
+        child.wait_for_line(
+            lambda l: "hvdrun: holds back the start of slot 127.0.0.1:0 "
+            "while it is not sure it leads job 'unsure' (etcd out of "
+            "reach)" in l, "hvdrun holding the start back", stream="stderr",
+            timeout=20)
+        assert not [r for r in s.records()
+                    if r["slot"].startswith("127.0.0.1")], s.records()
+    finally:
+        etcd.proc.send_signal(signal.SIGCONT)
+    child.wait_for_line(lambda l: "hvdrun: leads job 'unsure' in etcd "
+                        "again" in l, "hvdrun leading again",
+                        stream="stderr", timeout=30)
+    wait_until(lambda: [r for r in s.records() if r["event"] == "batch" and
+                        r["slot"].startswith("127.0.0.1")],
+               "the held-back workers training", timeout=60)
+    result = child.finish(120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)

@@ -10,6 +10,8 @@
 #include <memory>
 #include <thread>
 
+#include <unistd.h>
+
 #include "etcd_member.h"
 #include "hvd/rendezvous/etcd_seal.h"
 
@@ -159,6 +161,98 @@ TEST_F(EtcdJobTest, PublishedGenerationsDropTheKeysOfAllButThePrevious) {
       << ::testing::PrintToString(Keys("/hvd/jobs/j/gloo/"));
   (*job)->Finish();
   EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
+}
+
+// --standby: waits while another hvdrun leads, then reads what it left.
+class EtcdStandbyTest : public EtcdJobTest {
+ protected:
+  void SetUp() override {
+    EtcdJobTest::SetUp();
+    ASSERT_EQ(pipe(quiet_), 0);  // no signal ever comes
+    config_.standby = true;
+  }
+  void TearDown() override {
+    close(quiet_[0]);
+    close(quiet_[1]);
+  }
+  common::Result<std::unique_ptr<EtcdJob>> Standby(const std::string& secret,
+                                                   std::string& state) {
+    int signal = 0;
+    return EtcdJob::Standby(config_, secret, quiet_[0], state, signal);
+  }
+  // Revokes the leading hvdrun's lease: its leader key goes, its job's
+  // keys stay.
+  void CrashLeader() {
+    auto leader = etcd_->Range("/hvd/jobs/j/leader");
+    ASSERT_TRUE(leader.ok() && leader->size() == 1u);
+    ASSERT_TRUE(etcd_->RevokeLease((*leader)[0].lease).ok());
+  }
+  int quiet_[2] = {-1, -1};
+};
+
+TEST_F(EtcdStandbyTest, TakesOverWithTheStateTheLeaderLeft) {
+  auto leader = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+  (*leader)->SaveState("the state");
+  (*leader)->Run([](const LeadChange&) {});
+  std::string state;
+  std::thread resign([&] {
+    // Once the state is in etcd, the leader's lease ends without its
+    // job's keys going, as when its machine crashes.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (Keys("/hvd/jobs/j/state").empty() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    CrashLeader();
+  });
+  auto standby = Standby(kSecret, state);
+  resign.join();
+  ASSERT_TRUE(standby.ok()) << standby.status().ToString();
+  EXPECT_EQ(state, "the state");
+  auto status = (*standby)->StatusJson();
+  ASSERT_TRUE(status.contains("takeover")) << status.dump();
+  EXPECT_NE(status["takeover"]["from"].get<std::string>().find(
+                "hvdrun pid " + std::to_string(getpid())),
+            std::string::npos)
+      << status.dump();
+  EXPECT_LE(status["takeover"]["detected_ms"].get<int64_t>(),
+            status["takeover"]["elected_ms"].get<int64_t>());
+}
+
+TEST_F(EtcdStandbyTest, RefusesAnotherSecretAnEndedJobAndAnotherCommand) {
+  auto leader = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+  CrashLeader();
+  std::string state;
+  auto wrong = Standby(std::string(64, 't'), state);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find(
+                "are sealed with another secret than --job-secret-file's"),
+            std::string::npos)
+      << wrong.status().message();
+  config_.command = {"python3", "other.py"};
+  auto other = Standby(kSecret, state);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(
+      other.status().message().find("runs another command than this standby's"),
+      std::string::npos)
+      << other.status().message();
+  config_.command = {"python3", "train.py"};
+  auto no_state = Standby(kSecret, state);
+  ASSERT_FALSE(no_state.ok());
+  EXPECT_NE(no_state.status().message().find("left no driver state"),
+            std::string::npos)
+      << no_state.status().message();
+  // A job that ended deleted its keys: nothing to take over.
+  ASSERT_TRUE(etcd_->Delete("/hvd/jobs/j/", true).ok());
+  auto ended = Standby(kSecret, state);
+  ASSERT_FALSE(ended.ok());
+  EXPECT_NE(ended.status().message().find("has no settings in etcd at " +
+                                          config_.rendezvous_endpoint +
+                                          ": it ended (or never started)"),
+            std::string::npos)
+      << ended.status().message();
 }
 
 TEST_F(EtcdJobTest, AnUnreachableEtcdIsSaidAtOnceNamingIt) {

@@ -290,6 +290,24 @@ TEST(StatusViewsTest, TheLeaderLineSaysWhoLeadsOrWhyItIsNotSure) {
                                "ago\n"),
             std::string::npos)
       << StatusText(s);
+  // A takeover's phases, each after the one before.
+  json with_takeover = s;
+  with_takeover["leader"]["takeover"] = {{"from", "hvdrun pid 3 on n0"},
+                                         {"detected_ms", 1000000},
+                                         {"elected_ms", 1000250},
+                                         {"rebuilt_ms", 1000300},
+                                         {"adopted_ms", 1001300},
+                                         {"adopted", 4},
+                                         {"workers", 4}};
+  const std::string text = StatusText(with_takeover);
+  EXPECT_NE(text.find("takeover: from hvdrun pid 3 on n0, detected at "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", elected +0.25 s, rebuilt +0.05 s, adopted +1.00 s "
+                      "(4 of 4 workers)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(StatusText(s).find("takeover:"), std::string::npos);
   s["leader"]["leading"] = false;
   s["leader"]["changes"] = {{{"leading", false}, {"reason", "lease ran out"}}};
   EXPECT_NE(StatusText(s).find("is not sure it leads job 'j' in etcd at "

@@ -78,6 +78,8 @@ int Driver::Run(int signals) {
         inbox_.Post(LeadTaken{change.reason + " (" + change.holder + ")"});
       } else if (change.leading) {
         common::Announce("hvdrun: leads " + job + " in etcd again");
+        regained_ = true;
+        inbox_.Wake();
       } else {
         common::Announce("hvdrun: lost the lead of " + job + " in etcd (" +
                          change.reason +
@@ -136,6 +138,7 @@ int Driver::Run(int signals) {
       Execute(now, policy_.OnEvent(now, event));
       if (policy_.finished()) break;
     }
+    if (regained_.exchange(false) && !policy_.finished()) Replay();
     if (etcd_ != nullptr && !policy_.finished()) SaveState();
     if (snapshots_.wanted()) PublishSnapshot();
   }
@@ -211,105 +214,145 @@ void Driver::Execute(TimePoint now, const Actions& actions) {
     record_.OnReports(server_.reports().Latest());
   }
   record_.OnActions(now, actions);
+  // Not sure it leads (etcd out of reach past the lease): another hvdrun
+  // may lead now, so no worker starts and no word goes to the workers
+  // until this one leads again (Replay), or learns that another does
+  // (LeadTaken). Its own board still publishes: workers that reach etcd
+  // find the leading hvdrun's server there, and those that cannot need
+  // etcd to meet anyway, which bounds their wait (the elastic timeout).
+  const bool sure = etcd_ == nullptr || etcd_->leading();
   for (const Action& action : actions) {
-    std::visit(
-        [&](const auto& a) {
-          using T = std::decay_t<decltype(a)>;
-          if constexpr (std::is_same_v<T, StartWorker>) {
-            Start(a);
-          } else if constexpr (std::is_same_v<T, SignalWorker>) {
-            Signal(a.worker, a.signal);
-          } else if constexpr (std::is_same_v<T, PublishGeneration>) {
-            RefreshAddresses();
-            common::Status published = server_.board().Publish(a.plan);
-            if (!published.ok()) {
-              spdlog::error("hvdrun: {}", published.message());
-            }
-            server_.set_generation(a.plan.generation);
-            ForgetGlooGenerations(a.plan.generation);
-          } else if constexpr (std::is_same_v<T, PushHostsUpdated>) {
-            RefreshAddresses();
-            notify::HostsUpdated message;
-            message.generation = a.generation;
-            message.sequence = ++sequence_;
-            message.added = a.added;
-            message.removed = a.removed;
-            for (const std::string& slot : a.slots) {
-              auto address = addresses_.find(slot);
-              if (address == addresses_.end()) continue;
-              errands_.Run([slot, address = address->second, message,
-                            secret = launch_.endpoint.secret] {
-                common::Status sent = notify::SendHostsUpdated(
-                    address, secret, message, std::chrono::milliseconds(2000));
-                if (!sent.ok()) {
-                  // A worker that just died cannot be told; its exit is
-                  // handled.
-                  spdlog::info("hvdrun: could not notify slot {}: {}", slot,
-                               sent.message());
-                }
-              });
-            }
-          } else if constexpr (std::is_same_v<T, PushAbort>) {
-            RefreshAddresses();
-            notify::Abort abort{a.generation, a.reason};
-            for (const std::string& slot : a.slots) {
-              auto address = addresses_.find(slot);
-              if (address == addresses_.end()) continue;
-              errands_.Run([slot, address = address->second, abort,
-                            secret = launch_.endpoint.secret] {
-                common::Status sent = notify::SendAbort(
-                    address, secret, abort, std::chrono::milliseconds(1000));
-                if (!sent.ok()) {
-                  spdlog::info("hvdrun: abort to slot {}: {}", slot,
-                               sent.message());
-                }
-              });
-            }
-          } else if constexpr (std::is_same_v<T, ProbeWorker>) {
-            RefreshAddresses();
-            auto address = addresses_.find(a.slot);
-            if (address == addresses_.end()) {
-              inbox_.Post(WorkerProbed{a.worker, false, false});
-              return;
-            }
-            errands_.Run([this, worker = a.worker, slot = a.slot,
-                          address = address->second,
-                          secret = launch_.endpoint.secret] {
-              common::Status alive = notify::Ping(
-                  address, secret, std::chrono::milliseconds(1500));
-              if (!alive.ok()) {
-                spdlog::warn("hvdrun: slot {} did not answer: {}", slot,
-                             alive.message());
-              }
-              inbox_.Post(
-                  WorkerProbed{worker, alive.ok(),
-                               alive.code() == common::Code::kTransport});
-            });
-          } else if constexpr (std::is_same_v<T, CheckHost>) {
-            errands_.Run([this, host = a.host] {
-              auto interfaces = RunHostCheck(host, launch_.hvdrun_path, config_,
-                                             cancel_errands_.fd());
-              HostChecked checked{host, interfaces.ok(), "", {}};
-              if (interfaces.ok()) {
-                checked.interfaces = std::move(*interfaces);
-              } else {
-                checked.message = interfaces.status().message();
-              }
-              inbox_.Post(std::move(checked));
-            });
-          } else if constexpr (std::is_same_v<T, WorkerFailed>) {
-            // Told to the job record above.
-          } else if constexpr (std::is_same_v<T, Say>) {
-            common::Announce("hvdrun: " + a.line);
-          } else if constexpr (std::is_same_v<T, Finish>) {
-            exit_code_ = a.exit_code;
-            if (a.exit_code != 0 && config_.launcher == Launcher::kSlurm &&
-                !a.suspect_hosts.empty()) {
-              ExplainThroughSlurm(a.suspect_hosts);
-            }
+    if (!sure && Withhold(action)) continue;
+    Carry(action);
+  }
+}
+
+void Driver::Carry(const Action& action) {
+  std::visit(
+      [&](const auto& a) {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, StartWorker>) {
+          Start(a);
+        } else if constexpr (std::is_same_v<T, SignalWorker>) {
+          Signal(a.worker, a.signal);
+        } else if constexpr (std::is_same_v<T, PublishGeneration>) {
+          RefreshAddresses();
+          common::Status published = server_.board().Publish(a.plan);
+          if (!published.ok()) {
+            spdlog::error("hvdrun: {}", published.message());
           }
-        },
-        action);
+          server_.set_generation(a.plan.generation);
+          ForgetGlooGenerations(a.plan.generation);
+        } else if constexpr (std::is_same_v<T, PushHostsUpdated>) {
+          RefreshAddresses();
+          notify::HostsUpdated message;
+          message.generation = a.generation;
+          message.sequence = ++sequence_;
+          message.added = a.added;
+          message.removed = a.removed;
+          for (const std::string& slot : a.slots) {
+            auto address = addresses_.find(slot);
+            if (address == addresses_.end()) continue;
+            errands_.Run([slot, address = address->second, message,
+                          secret = launch_.endpoint.secret] {
+              common::Status sent = notify::SendHostsUpdated(
+                  address, secret, message, std::chrono::milliseconds(2000));
+              if (!sent.ok()) {
+                // A worker that just died cannot be told; its exit is
+                // handled.
+                spdlog::info("hvdrun: could not notify slot {}: {}", slot,
+                             sent.message());
+              }
+            });
+          }
+        } else if constexpr (std::is_same_v<T, PushAbort>) {
+          RefreshAddresses();
+          notify::Abort abort{a.generation, a.reason};
+          for (const std::string& slot : a.slots) {
+            auto address = addresses_.find(slot);
+            if (address == addresses_.end()) continue;
+            errands_.Run([slot, address = address->second, abort,
+                          secret = launch_.endpoint.secret] {
+              common::Status sent = notify::SendAbort(
+                  address, secret, abort, std::chrono::milliseconds(1000));
+              if (!sent.ok()) {
+                spdlog::info("hvdrun: abort to slot {}: {}", slot,
+                             sent.message());
+              }
+            });
+          }
+        } else if constexpr (std::is_same_v<T, ProbeWorker>) {
+          RefreshAddresses();
+          auto address = addresses_.find(a.slot);
+          if (address == addresses_.end()) {
+            inbox_.Post(WorkerProbed{a.worker, false, false});
+            return;
+          }
+          errands_.Run([this, worker = a.worker, slot = a.slot,
+                        address = address->second,
+                        secret = launch_.endpoint.secret] {
+            common::Status alive =
+                notify::Ping(address, secret, std::chrono::milliseconds(1500));
+            if (!alive.ok()) {
+              spdlog::warn("hvdrun: slot {} did not answer: {}", slot,
+                           alive.message());
+            }
+            inbox_.Post(WorkerProbed{worker, alive.ok(),
+                                     alive.code() == common::Code::kTransport});
+          });
+        } else if constexpr (std::is_same_v<T, CheckHost>) {
+          errands_.Run([this, host = a.host] {
+            auto interfaces = RunHostCheck(host, launch_.hvdrun_path, config_,
+                                           cancel_errands_.fd());
+            HostChecked checked{host, interfaces.ok(), "", {}};
+            if (interfaces.ok()) {
+              checked.interfaces = std::move(*interfaces);
+            } else {
+              checked.message = interfaces.status().message();
+            }
+            inbox_.Post(std::move(checked));
+          });
+        } else if constexpr (std::is_same_v<T, WorkerFailed>) {
+          // Told to the job record above.
+        } else if constexpr (std::is_same_v<T, Say>) {
+          common::Announce("hvdrun: " + a.line);
+        } else if constexpr (std::is_same_v<T, Finish>) {
+          exit_code_ = a.exit_code;
+          if (a.exit_code != 0 && config_.launcher == Launcher::kSlurm &&
+              !a.suspect_hosts.empty()) {
+            ExplainThroughSlurm(a.suspect_hosts);
+          }
+        }
+      },
+      action);
+}
+
+bool Driver::Withhold(const Action& action) {
+  std::string what;
+  if (auto* start = std::get_if<StartWorker>(&action)) {
+    what = "the start of slot " + SlotNameOf(start->slot);
+  } else if (std::holds_alternative<PushAbort>(action) ||
+             std::holds_alternative<PushHostsUpdated>(action)) {
+    what = "a message to the workers";
+  } else {
+    return false;
+  }
+  withheld_.push_back(action);
+  common::Announce("hvdrun: holds back " + what +
+                   " while it is not sure it leads job '" + config_.job_id +
+                   "' (etcd out of reach); it carries it out once it leads "
+                   "again");
+  return true;
+}
+
+void Driver::Replay() {
+  std::vector<Action> withheld;
+  withheld.swap(withheld_);
+  for (const Action& action : withheld) {
+    auto* start = std::get_if<StartWorker>(&action);
+    // A start the policy has given up on meanwhile stays undone.
+    if (start != nullptr && !policy_.Alive(start->worker)) continue;
+    Carry(action);
   }
 }
 

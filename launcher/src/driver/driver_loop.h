@@ -60,8 +60,15 @@ class Driver {
     std::unique_ptr<OutputRelay> relay;
   };
 
-  // Hands `actions` to the job record, then carries them out.
+  // Hands `actions` to the job record, then carries them out, or holds
+  // back worker starts and pushes while this hvdrun is not sure it leads.
   void Execute(TimePoint now, const Actions& actions);
+  void Carry(const Action& action);
+  // Keeps `action` for Replay if it is one to hold back; returns whether.
+  bool Withhold(const Action& action);
+  // This hvdrun leads again: the withheld starts (of workers the policy
+  // still has) and messages are carried out, in order.
+  void Replay();
   void Start(const StartWorker& action);
   // Takes over the job the last leader left in `resumed_`: its board, its
   // policy, and each of its workers through AdoptWorker; a worker that
@@ -111,7 +118,9 @@ class Driver {
   Inbox inbox_;
   StatusSnapshots snapshots_;
   std::atomic<bool> board_changed_{false};
-  Cancellation cancel_errands_;  // before errands_: they use its fd
+  std::atomic<bool> regained_{false};  // the lead came back (EtcdJob's thread)
+  std::vector<Action> withheld_;       // starts and messages held back
+  Cancellation cancel_errands_;        // before errands_: they use its fd
   Errands errands_;
   std::map<WorkerId, Running> workers_;
   std::map<pid_t, WorkerId> pids_;

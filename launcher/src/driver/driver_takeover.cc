@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -24,6 +23,7 @@ void Driver::Resume(TimePoint now) {
     server_.set_generation(state.plan.generation);
   }
   Execute(now, policy_.Resume(now, state, clock_));
+  etcd_->TakeoverPhase({{"rebuilt_ms", common::WallClockMs()}});
   int adopted = 0;
   for (const SavedWorker& w : state.workers) {
     SlotAssignment slot;
@@ -34,10 +34,7 @@ void Driver::Resume(TimePoint now) {
     } else {
       slot.layout.rank = w.start_rank;
     }
-    const size_t colon = w.slot.rfind(':');
-    if (colon != std::string::npos) {
-      slot.index = std::atoi(w.slot.c_str() + colon + 1);
-    }
+    slot.index = w.index;
     if (!w.adoptable) {
       inbox_.Post(WorkerLaunchFailed{
           w.id,
@@ -54,6 +51,10 @@ void Driver::Resume(TimePoint now) {
     Keep(w.id, slot, state.plan.generation, *process);
     ++adopted;
   }
+  etcd_->TakeoverPhase({{"adopted_ms", common::WallClockMs()},
+                        {"generation", state.plan.generation},
+                        {"adopted", adopted},
+                        {"workers", state.workers.size()}});
   common::Announce("hvdrun: took job '" + config_.job_id + "' over at " +
                    (state.plan.generation > 0
                         ? "generation " + std::to_string(state.plan.generation)

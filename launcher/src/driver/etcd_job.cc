@@ -132,9 +132,13 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
   if (!connected.ok()) return connected.status();
   std::unique_ptr<EtcdJob> job = std::move(*connected);
   std::string told;
+  int64_t detected_ms = 0;  // when the leader key was first seen gone
   for (;;) {
     job->leadership_.Poll();
     const LeadershipPolicy& policy = job->leadership_.policy();
+    if (policy.holder().empty() && detected_ms == 0) {
+      detected_ms = common::WallClockMs();
+    }
     if (policy.role() == LeaderRole::kLeader) break;
     if (!policy.holder().empty() && policy.holder() != told) {
       told = policy.holder();
@@ -158,6 +162,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
   }
   common::Announce("hvdrun: leads " + job_name + " in " + where +
                    " now; taking it over");
+  const int64_t elected_ms = common::WallClockMs();
   // The lead is ours; what the last leader left decides what follows. A
   // job that ended deleted its keys, settings first.
   auto fail = [&](Status status) {
@@ -188,6 +193,14 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
         parsed.value("command", nlohmann::json()).dump() +
         "): a standby takes the same command line as the job"));
   }
+  // The hvdrun that started the job, unless this one saw another lead.
+  if (told.empty() && parsed.contains("leader") &&
+      parsed["leader"].is_string()) {
+    told = parsed["leader"].get<std::string>();
+  }
+  job->TakeoverPhase({{"from", told.empty() ? "" : DescribeLeader(told)},
+                      {"detected_ms", detected_ms},
+                      {"elected_ms", elected_ms}});
   auto kept = job->ReadSealed("state");
   if (!kept.ok()) {
     return fail(kept.status().WithContext(
@@ -195,6 +208,13 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
         ", so its workers cannot be found"));
   }
   state = std::move(*kept);
+  // The next standby's `from` is this hvdrun.
+  parsed["leader"] = job->identity_;
+  auto written =
+      job->leadership_.FencedWrite({job->SealedPut("settings", parsed.dump())});
+  if (!written.ok()) {
+    return fail(written.status().WithContext("taking " + job_name + " over"));
+  }
   return job;
 }
 
@@ -240,7 +260,8 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
                                  {"num_proc", config.num_proc},
                                  {"min_np", config.min_np},
                                  {"max_np", config.max_np},
-                                 {"elastic", config.elastic}}
+                                 {"elastic", config.elastic},
+                                 {"leader", job->identity_}}
                       .dump());
   EtcdOp no_state;
   no_state.kind = EtcdOp::Kind::kDelete;
@@ -364,12 +385,26 @@ void EtcdJob::Tell(const LeadChange& change) {
   on_change_(change);
 }
 
+bool EtcdJob::leading() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leading_;
+}
+
 nlohmann::json EtcdJob::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {{"job_id", job_id_},   {"etcd", endpoints_},
-          {"prefix", prefix_},   {"this_hvdrun", DescribeLeader(identity_)},
-          {"leading", leading_}, {"since_ms", since_ms_},
-          {"changes", changes_}};
+  nlohmann::json status = {
+      {"job_id", job_id_},   {"etcd", endpoints_},
+      {"prefix", prefix_},   {"this_hvdrun", DescribeLeader(identity_)},
+      {"leading", leading_}, {"since_ms", since_ms_},
+      {"changes", changes_}};
+  if (!takeover_.is_null()) status["takeover"] = takeover_;
+  return status;
+}
+
+void EtcdJob::TakeoverPhase(const nlohmann::json& fields) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (takeover_.is_null()) takeover_ = nlohmann::json::object();
+  takeover_.update(fields);
 }
 
 void EtcdJob::Finish() {

@@ -82,10 +82,16 @@ class EtcdJob {
   void Finish();
 
   const std::string& prefix() const { return prefix_; }
+  // Whether this hvdrun is sure it leads now. Thread-safe.
+  bool leading() const;
   // The status page's account (`leader` of status.json): the job id, etcd,
-  // this hvdrun, whether it leads now and since when (wall-clock ms), and
-  // its last 20 changes of lead. Thread-safe.
+  // this hvdrun, whether it leads now and since when (wall-clock ms), its
+  // last 20 changes of lead and, in an hvdrun that took the job over, the
+  // takeover's phases. Thread-safe.
   nlohmann::json StatusJson() const;
+  // A phase of this hvdrun's takeover ("rebuilt_ms", "adopted_ms", ...)
+  // and what came with it, for StatusJson's `takeover`. Thread-safe.
+  void TakeoverPhase(const nlohmann::json& fields);
 
  private:
   // Keeps `change` for StatusJson and hands it on.
@@ -119,6 +125,7 @@ class EtcdJob {
   bool leading_ = true;
   int64_t since_ms_ = 0;
   nlohmann::json changes_ = nlohmann::json::array();  // the last 20
+  nlohmann::json takeover_;  // null: this hvdrun started the job
   bool stop_ = false;
   int64_t published_ = -1;     // the newest generation published
   int64_t forgotten_ = 0;      // generations below it have no keys left

@@ -129,6 +129,7 @@ std::string EncodeDriverState(const DriverState& state) {
     workers.push_back({{"id", w.id},
                        {"slot", w.slot},
                        {"host", w.host},
+                       {"index", w.index},
                        {"start_rank", w.start_rank},
                        {"joined", w.joined},
                        {"joined_rank", w.joined_rank},
@@ -185,6 +186,7 @@ common::Result<DriverState> DecodeDriverState(std::string_view text) {
       worker.id = Int(w, "id");
       worker.slot = Text(w, "slot");
       worker.host = Text(w, "host");
+      worker.index = SmallInt(w, "index");
       worker.start_rank = SmallInt(w, "start_rank");
       worker.joined = Int(w, "joined");
       worker.joined_rank = SmallInt(w, "joined_rank");

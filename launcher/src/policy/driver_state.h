@@ -30,6 +30,7 @@ inline constexpr size_t kMaxDriverStateBytes = 1 << 20;
 struct SavedWorker {
   int64_t id = 0;  // hvdrun's worker id (HVD_WORKER_ID)
   std::string slot, host;
+  int index = 0;  // the slot's on its host
   int start_rank = 0;
   int64_t joined = 0;  // the newest generation it checked in to; 0: none
   int joined_rank = 0;

@@ -261,6 +261,11 @@ class JobPolicy {
   // When OnEvent(Tick) must run next at the latest; nullopt: only events.
   std::optional<TimePoint> NextDeadline() const;
   bool finished() const { return finished_; }
+  // Whether worker `id`'s process may still run, as the policy sees it.
+  bool Alive(WorkerId id) const {
+    auto it = workers_.find(id);
+    return it != workers_.end() && it->second.alive();
+  }
   int64_t generation() const { return plan_.generation; }
   int resets() const;
   // Every host of the job and its state at `now` (static jobs: the hosts

@@ -3,7 +3,6 @@
 #include "policy/job_policy.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace hvd::launcher {
 
@@ -20,6 +19,7 @@ DriverState JobPolicy::Save(const WallClockAnchor& clock) const {
     saved.id = id;
     saved.slot = worker.slot;
     saved.host = worker.host;
+    saved.index = worker.index;
     saved.start_rank = worker.start_rank;
     saved.joined = worker.joined;
     saved.joined_rank = worker.joined_rank;
@@ -65,10 +65,7 @@ Actions JobPolicy::Resume(TimePoint now, const DriverState& state,
     w.id = saved.id;
     w.slot = saved.slot;
     w.host = saved.host;
-    const size_t colon = saved.slot.rfind(':');
-    w.index = colon == std::string::npos
-                  ? 0
-                  : std::atoi(saved.slot.c_str() + colon + 1);
+    w.index = saved.index;
     w.start_rank = saved.start_rank;
     w.started = now;
     w.state =

@@ -108,7 +108,10 @@ function render(s) {
   $("updated").textContent = clock(now);
   $("command").textContent = (job.elastic ? "elastic, " + job.min_np + ".." + (job.max_np || "any") + " ranks: " : "") + job.command;
   const lead = s.leader;
-  $("leader").textContent = lead ? lead.this_hvdrun + (lead.leading ? " leads" : " is not sure it leads") + " job '" + lead.job_id + "' in etcd at " + lead.etcd + ", since " + duration(now - lead.since_ms) + " ago" : "";
+  const took = lead && lead.takeover;
+  const phase = (from, to, name) => to ? ", " + name + " +" + duration(to - from) : "";
+  $("leader").textContent = (lead ? lead.this_hvdrun + (lead.leading ? " leads" : " is not sure it leads") + " job '" + lead.job_id + "' in etcd at " + lead.etcd + ", since " + duration(now - lead.since_ms) + " ago" : "") +
+    (took ? "; took it over from " + took.from + ": detected at " + clock(took.detected_ms) + phase(took.detected_ms, took.elected_ms, "elected") + phase(took.elected_ms, took.rebuilt_ms, "rebuilt") + phase(took.rebuilt_ms, took.adopted_ms, "adopted") + (took.workers !== undefined ? " (" + took.adopted + " of " + took.workers + " workers)" : "") : "");
 
   fill($("hosts").tBodies[0], s.hosts.map((h) => {
     let note = "";

@@ -72,7 +72,32 @@ std::string LeaderLine(const json& leader, double now_ms) {
       changes.back().is_object()) {
     line += " (" + Str(changes.back().value("reason", json())) + ")";
   }
-  return line + "\n";
+  line += "\n";
+  // An hvdrun that took the job over: from whom, and each phase's time
+  // after the last one (detect, elect, rebuild, adopt).
+  const json& takeover = leader.value("takeover", json());
+  if (takeover.is_object()) {
+    line += "takeover: from " + Str(takeover.value("from", json())) +
+            ", detected at " + ClockTime(takeover.value("detected_ms", json()));
+    double last = takeover.value("detected_ms", 0.0);
+    for (auto [key, name] : {std::pair{"elected_ms", "elected"},
+                             std::pair{"rebuilt_ms", "rebuilt"},
+                             std::pair{"adopted_ms", "adopted"}}) {
+      const json& at = takeover.value(key, json());
+      if (!at.is_number()) break;
+      char step[48];
+      std::snprintf(step, sizeof(step), ", %s +%.2f s", name,
+                    (at.get<double>() - last) / 1000.0);
+      line += step;
+      last = at.get<double>();
+    }
+    if (takeover.contains("adopted")) {
+      line += " (" + Str(takeover.value("adopted", json())) + " of " +
+              Str(takeover.value("workers", json())) + " workers)";
+    }
+    line += "\n";
+  }
+  return line;
 }
 
 // Columns padded to the widest cell.
