@@ -31,27 +31,39 @@ std::string Octal(mode_t mode) {
 Result<std::string> SecretFromFile(const std::string& path,
                                    const SecretFileRules& rules) {
   const std::string where = rules.flag + " " + path;
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
+  // O_NONBLOCK: a FIFO in its place must not wait for a writer.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) {
+    // Made whole under another name, then linked into place: a reader
+    // never sees it half written, and of two hvdruns making it at once
+    // one links and the other reads what that one made.
+    const std::string draft = path + ".new-" + std::to_string(getpid());
+    int out =
+        open(draft.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0) {
+      return Status::InvalidArgument(
+          where + ": cannot create it: " + std::strerror(errno));
+    }
     auto secret = NewJobSecret();
-    bool written = secret.ok() && write(fd, secret->data(), secret->size()) ==
+    bool written = secret.ok() && write(out, secret->data(), secret->size()) ==
                                       static_cast<ssize_t>(secret->size());
-    const int error = errno;
-    close(fd);
+    int error = errno;
+    close(out);
+    const bool linked = written && link(draft.c_str(), path.c_str()) == 0;
+    if (written && !linked) error = errno;
+    unlink(draft.c_str());
     if (!secret.ok()) return secret.status();
     if (!written) {
-      unlink(path.c_str());
       return Status::InvalidArgument(where + ": cannot write a new " +
                                      rules.noun + ": " + std::strerror(error));
     }
-    return *secret;
+    if (linked) return *secret;
+    if (error != EEXIST) {
+      return Status::InvalidArgument(
+          where + ": cannot create it: " + std::strerror(error));
+    }
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   }
-  if (errno != EEXIST) {
-    return Status::InvalidArgument(
-        where + ": cannot create it: " + std::strerror(errno));
-  }
-  // O_NONBLOCK: a FIFO in its place must not wait for a writer.
-  fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     return Status::InvalidArgument(where +
                                    ": cannot read it: " + std::strerror(errno));

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace hvd::common {
@@ -52,6 +54,14 @@ TEST_F(SecretFileTest, AMissingFileIsMadePrivateAndReadBackTheSame) {
   auto again = SecretFromFile(path, rules_);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *made);
+  // It was linked into place whole: no draft is left beside it.
+  std::string listing = "ls -A '" + folder_ + "' > '" + folder_ + ".ls'";
+  ASSERT_EQ(std::system(listing.c_str()), 0);
+  std::ifstream names(folder_ + ".ls");
+  std::string all((std::istreambuf_iterator<char>(names)),
+                  std::istreambuf_iterator<char>());
+  std::remove((folder_ + ".ls").c_str());
+  EXPECT_EQ(all, "job.secret\n");
 }
 
 TEST_F(SecretFileTest, SurroundingWhiteSpaceIsNotPartOfIt) {

@@ -28,7 +28,8 @@ struct SecretFileRules {
 // The secret in `path`: its content without surrounding white space,
 // `min_chars` to `max_chars` characters a URL carries as they are
 // (letters, digits, '-', '.', '_', '~'). A missing file is made, mode
-// 0600, with a new random secret. Errors name the flag, the file and what
+// 0600, with a new random secret, and appears whole (written under
+// another name, then linked into place). Errors name the flag, the file and what
 // to do.
 Result<std::string> SecretFromFile(const std::string& path,
                                    const SecretFileRules& rules);
