@@ -89,6 +89,7 @@ class EtcdMember {
   }
 
   int client_port() const { return client_port_; }
+  pid_t pid() const { return pid_; }
 
   // Options for a client of this member (TLS files included, if any).
   rendezvous::EtcdOptions ClientOptions(

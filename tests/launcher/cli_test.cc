@@ -622,6 +622,12 @@ TEST(CliTest, EtcdRendezvousOptionsAndTorchrunsSpellings) {
   ASSERT_TRUE(adopting.config);
   EXPECT_EQ(adopting.config->adopt_grace.count(), 45000);
   EXPECT_FALSE(adopting.config->standby);
+  EXPECT_EQ(adopting.config->leader_lease, kDefaultLeaderLease);
+  CliOutcome leased =
+      Parse({"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+             "--leader-lease-seconds", "12", "-np", "2", "cmd"});
+  ASSERT_TRUE(leased.config);
+  EXPECT_EQ(leased.config->leader_lease.count(), 12000);
   CliOutcome standby =
       Parse({"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
              "--standby", "--job-id", "j", "--job-secret-file", "/s", "-np",
@@ -653,6 +659,11 @@ TEST(CliTest, EtcdOptionsThatCannotWorkAreUsageErrors) {
       {{"--adopt-grace-seconds", "30"},
        "--adopt-grace-seconds names etcd's side of a job"},
       {{"--standby"}, "--standby names etcd's side of a job"},
+      {{"--leader-lease-seconds", "5"},
+       "--leader-lease-seconds names etcd's side of a job"},
+      {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
+        "--leader-lease-seconds", "1"},
+       "--leader-lease-seconds"},
       {{"--rendezvous-backend", "etcd", "--rendezvous-endpoint", "e1:2379",
         "--standby", "--job-id", "j"},
        "--standby needs the job's --job-id and --job-secret-file"},

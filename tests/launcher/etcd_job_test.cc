@@ -255,6 +255,30 @@ TEST_F(EtcdStandbyTest, RefusesAnotherSecretAnEndedJobAndAnotherCommand) {
       << ended.status().message();
 }
 
+// A leader whose etcd stops answering is no longer sure it leads once its
+// lease could have expired, however long its thread stays in calls that
+// time out one after another (writes waiting behind the renewal): its
+// side effects stop before any standby can lead.
+TEST_F(EtcdJobTest, AStalledEtcdEndsTheLeadBeforeTheLeaseCouldExpire) {
+  config_.leader_lease = 3000ms;
+  auto job = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  (*job)->Run([](const LeadChange&) {});
+  EXPECT_TRUE((*job)->leading());
+  const auto stalled = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(member_.pid(), SIGSTOP), 0);
+  for (int n = 0;
+       std::chrono::steady_clock::now() < stalled + config_.leader_lease; ++n) {
+    (*job)->SaveState("state " + std::to_string(n));
+    (*job)->SaveDriverAddress("h:" + std::to_string(n));
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_FALSE((*job)->leading());
+  EXPECT_FALSE((*job)->StatusJson()["leading"].get<bool>());
+  ASSERT_EQ(kill(member_.pid(), SIGCONT), 0);
+  (*job)->Finish();
+}
+
 TEST_F(EtcdJobTest, AnUnreachableEtcdIsSaidAtOnceNamingIt) {
   config_.rendezvous_endpoint =
       "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());

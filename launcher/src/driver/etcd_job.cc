@@ -35,10 +35,11 @@ std::string UtcTime(int64_t ms) {
   return text;
 }
 
-// The lease, and the deadline of one etcd call: a third of the lease at
-// most, so a leader blocked in a call still renews in time.
-constexpr std::chrono::milliseconds kLease{5000};
-constexpr std::chrono::milliseconds kCallDeadline{1500};
+// The deadline of one etcd call: a third of the lease at most, so a leader
+// blocked in a call still renews in time.
+std::chrono::milliseconds CallDeadline(std::chrono::milliseconds lease) {
+  return std::min(std::chrono::milliseconds(1500), lease / 3);
+}
 
 EtcdOp DeletePrefix(std::string key) {
   EtcdOp op;
@@ -74,7 +75,8 @@ EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
     : prefix_(EtcdJobPrefix(config.job_id)),
       etcd_(std::move(options)),
       leadership_(&etcd_, prefix_, identity,
-                  LeadershipSettings{kLease, std::chrono::milliseconds(500)}),
+                  LeadershipSettings{config.leader_lease,
+                                     std::chrono::milliseconds(500)}),
       job_id_(config.job_id),
       endpoints_(config.rendezvous_endpoint),
       identity_(std::move(identity)),
@@ -96,8 +98,9 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Connect(const LaunchConfig& config,
   auto options =
       rendezvous::EtcdOptionsFromEnvironment(config.rendezvous_endpoint);
   if (!options.ok()) return options.status().WithContext(where);
-  options->deadline = kCallDeadline;
-  options->connect_timeout = std::min(options->connect_timeout, kCallDeadline);
+  options->deadline = CallDeadline(config.leader_lease);
+  options->connect_timeout =
+      std::min(options->connect_timeout, options->deadline);
   std::unique_ptr<EtcdJob> job(new EtcdJob(
       config, *options,
       LeaderIdentity(common::ThisHostName(), getpid(), common::WallClockMs()),
@@ -236,8 +239,8 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
           job_name + " already has a leader in " + where + ": " +
           DescribeLeader(policy.holder()) +
           ". Give this job another --job-id; if that hvdrun is gone, its "
-          "lead ends when its lease does (" +
-          std::to_string(kLease.count() / 1000) + " s)");
+          "lead ends when its lease does (its --leader-lease-seconds, " +
+          std::to_string(kDefaultLeaderLease.count()) + " s by default)");
     }
     if (Clock::now() >= deadline) {
       return Status::Timeout("could not take the lead of " + job_name + " in " +
@@ -278,6 +281,10 @@ EtcdJob::~EtcdJob() { Finish(); }
 
 void EtcdJob::Run(std::function<void(const LeadChange&)> on_change) {
   on_change_ = std::move(on_change);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    sure_until_ = leadership_.policy().sure_until();
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -321,8 +328,18 @@ void EtcdJob::Loop() {
     const int64_t keep_from = FirstGlooGenerationKept(published_);
     const std::string state = state_;
     const std::string driver = driver_;
+    // Calls blocked past the lease's sure end: the driver has seen
+    // leading() false meanwhile, and held its side effects back.
+    const bool lapsed =
+        leading_ && std::chrono::steady_clock::now() >= sure_until_;
     lock.unlock();
-    for (const LeaderAction& notice : leadership_.Poll()) {
+    const auto notices = leadership_.Poll();
+    const LeadershipPolicy& policy = leadership_.policy();
+    {
+      std::lock_guard<std::mutex> sure(mu_);
+      sure_until_ = policy.sure_until();
+    }
+    for (const LeaderAction& notice : notices) {
       if (notice.kind == LeaderAction::Kind::kStepDown) {
         Tell({false, notice.reason, ""});
       } else if (notice.kind == LeaderAction::Kind::kLead && !leading_) {
@@ -330,7 +347,9 @@ void EtcdJob::Loop() {
         Tell({true, "", ""});
       }
     }
-    const LeadershipPolicy& policy = leadership_.policy();
+    // A renewal answered late, in time: sure again, so the driver carries
+    // out what it held back.
+    if (lapsed && leading_) on_change_({true, "", ""});
     // A key of its own that it could not take back yet is no other leader.
     if (!leading_ && !policy.holder().empty() && policy.holder() != identity_ &&
         policy.holder() != told_holder) {
@@ -387,15 +406,18 @@ void EtcdJob::Tell(const LeadChange& change) {
 
 bool EtcdJob::leading() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return leading_;
+  return leading_ && std::chrono::steady_clock::now() < sure_until_;
 }
 
 nlohmann::json EtcdJob::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json status = {
-      {"job_id", job_id_},   {"etcd", endpoints_},
-      {"prefix", prefix_},   {"this_hvdrun", DescribeLeader(identity_)},
-      {"leading", leading_}, {"since_ms", since_ms_},
+      {"job_id", job_id_},
+      {"etcd", endpoints_},
+      {"prefix", prefix_},
+      {"this_hvdrun", DescribeLeader(identity_)},
+      {"leading", leading_ && std::chrono::steady_clock::now() < sure_until_},
+      {"since_ms", since_ms_},
       {"changes", changes_}};
   if (!takeover_.is_null()) status["takeover"] = takeover_;
   return status;

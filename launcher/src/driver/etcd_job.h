@@ -12,6 +12,7 @@
 // written is never written: one transaction carries the newest).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -82,7 +83,10 @@ class EtcdJob {
   void Finish();
 
   const std::string& prefix() const { return prefix_; }
-  // Whether this hvdrun is sure it leads now. Thread-safe.
+  // Whether this hvdrun is sure it leads now: it leads, and the lease it
+  // last renewed cannot have expired yet, even while this thread is
+  // blocked on an unreachable etcd and has not stepped down yet.
+  // Thread-safe.
   bool leading() const;
   // The status page's account (`leader` of status.json): the job id, etcd,
   // this hvdrun, whether it leads now and since when (wall-clock ms), its
@@ -123,6 +127,9 @@ class EtcdJob {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool leading_ = true;
+  // Until when the lease this hvdrun last renewed surely lives
+  // (LeadershipPolicy::sure_until), as of this thread's last Poll.
+  std::chrono::steady_clock::time_point sure_until_{};
   int64_t since_ms_ = 0;
   nlohmann::json changes_ = nlohmann::json::array();  // the last 20
   nlohmann::json takeover_;  // null: this hvdrun started the job

@@ -41,40 +41,49 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                    const LaunchConfig& config) {
   EnvList env = WorkerEnvironment(slot, context.endpoint, config);
   env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
-  Result<WorkerProcess> worker = Status::Internal("not started");
+  const bool adoptable = config.adopt_grace.count() > 0;
   const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
-  if (backend->RunsHere(slot.host)) {
+  const bool here = backend->RunsHere(slot.host);
+  Result<WorkerProcess> worker = Status::Internal("not started");
+  if (here && !adoptable) {
     worker = SpawnGuard(slot,
                         GuardCommand(context.hvdrun_path, config.stop_grace,
                                      GuardMode::kLocal, config.command),
                         env);
   } else {
+    // An adoptable worker here runs under the remote guard too, without
+    // ssh (guard.h), so it outlives this hvdrun as a remote one does.
     const std::vector<std::string> guard = RemoteGuardArgv(
         context.hvdrun_path, config.stop_grace, config.remote_silence,
         std::chrono::duration_cast<std::chrono::milliseconds>(
             config.start_timeout));
-    auto remote = backend->Command(slot.host, guard, kWorkerStepName);
+    auto remote = here ? Result<std::vector<std::string>>(guard)
+                       : backend->Command(slot.host, guard, kWorkerStepName);
     if (!remote.ok()) {
       worker = remote.status();
     } else {
       // The remote worker's environment, directory and command go to the
       // remote guard in the launch message; ssh or srun itself gets
-      // hvdrun's own environment, without the secret.
-      std::vector<std::string> here;
+      // hvdrun's own environment, without the secret. The guard here has
+      // that environment already.
+      std::vector<std::string> environment;
       for (char** entry = environ; *entry != nullptr; ++entry) {
-        here.emplace_back(*entry);
+        environment.emplace_back(*entry);
       }
-      RemoteLaunch launch{context.working_dir, ForwardedEnvironment(here, env),
+      RemoteLaunch launch{context.working_dir,
+                          here ? env : ForwardedEnvironment(environment, env),
                           config.command, "", 0};
-      if (config.adopt_grace.count() > 0) {
+      if (adoptable) {
         launch.adopt_name = AdoptSocketName(config.job_id, worker_id);
         launch.adopt_grace_ms = config.adopt_grace.count();
       }
-      worker = SpawnGuard(slot,
-                          GuardCommand(context.hvdrun_path, config.stop_grace,
-                                       GuardMode::kRemote, *remote),
-                          {}, EncodeRemoteLaunch(launch));
-      if (worker.ok()) worker->adoptable = !launch.adopt_name.empty();
+      worker = SpawnGuard(
+          slot,
+          GuardCommand(context.hvdrun_path, config.stop_grace,
+                       here ? GuardMode::kAdoptableHere : GuardMode::kRemote,
+                       *remote),
+          {}, EncodeRemoteLaunch(launch));
+      if (worker.ok()) worker->adoptable = adoptable;
     }
   }
   if (!worker.ok()) {
@@ -89,10 +98,12 @@ Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot, int64_t worker_id,
                                   const LaunchContext& context,
                                   const LaunchConfig& config) {
   const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
-  auto remote = backend->Command(slot.host,
-                                 {context.hvdrun_path, kAdoptFlag,
-                                  AdoptSocketName(config.job_id, worker_id)},
-                                 kWorkerStepName);
+  const std::vector<std::string> adopt = {
+      context.hvdrun_path, kAdoptFlag,
+      AdoptSocketName(config.job_id, worker_id)};
+  auto remote = backend->RunsHere(slot.host)
+                    ? Result<std::vector<std::string>>(adopt)
+                    : backend->Command(slot.host, adopt, kWorkerStepName);
   Result<WorkerProcess> worker = remote.status();
   if (remote.ok()) {
     // No launch message: the adopting end passes control bytes only.

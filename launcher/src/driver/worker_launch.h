@@ -23,15 +23,18 @@ common::Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint);
 
 // Starts the worker of `slot`, hvdrun's process number `worker_id`
 // (HVD_WORKER_ID), under a guard: locally, or over ssh under a remote guard.
+// With --adopt-grace-seconds a worker here runs under the remote guard as
+// well (without ssh), so it too can outlive this hvdrun and be adopted.
 common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                            int64_t worker_id,
                                            const LaunchContext& context,
                                            const LaunchConfig& config);
 
 // Takes over the worker `worker_id` of `slot` that the last leader
-// started on a remote host (adoptable): a guard here runs `ssh host hvdrun
-// --hvd-internal-adopt NAME` (remote/adopt_client.h), which stands for the
-// remote guard from now on.
+// started (adoptable): a guard here runs `ssh host hvdrun
+// --hvd-internal-adopt NAME` (remote/adopt_client.h), without ssh when the
+// worker runs on this machine, which stands for the worker's guard from
+// now on.
 common::Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot,
                                           int64_t worker_id,
                                           const LaunchContext& context,

@@ -17,6 +17,11 @@ namespace hvd::launcher {
 // workers' environment (HOROVOD_START_TIMEOUT) and ssh's ConnectTimeout
 // take whole seconds; --elastic-timeout stays in hvdrun, in milliseconds.
 inline constexpr std::chrono::seconds kDefaultStartTimeout{30};
+// --leader-lease-seconds: how long the lead of a job outlives its holder's
+// silence (the etcd backend), and its bounds.
+inline constexpr std::chrono::seconds kDefaultLeaderLease{5};
+inline constexpr int kMinLeaderLeaseSeconds = 2;
+inline constexpr int kMaxLeaderLeaseSeconds = 60;
 using common::kDefaultElasticTimeout;
 
 struct HostSlots {
@@ -94,6 +99,10 @@ struct LaunchConfig {
   // --standby: wait to lead the job, then take it over from the state the
   // last leader left in etcd (driver/etcd_job.h).
   bool standby = false;
+  // --leader-lease-seconds: the lease through which this hvdrun leads or
+  // stands by; a standby leads at most this long after its leader fell
+  // silent.
+  std::chrono::milliseconds leader_lease{kDefaultLeaderLease};
   // --job-secret-file: the job's secret is this file's content, made (a
   // new random secret, mode 0600) if it does not exist, so that every
   // hvdrun of the job can read what the leader seals in etcd; empty: a new
@@ -149,10 +158,9 @@ struct LaunchConfig {
   // this long (HVD_REMOTE_SILENCE_SECONDS): a partitioned host's workers
   // end by themselves.
   std::chrono::milliseconds remote_silence{5000};
-  // --adopt-grace-seconds (etcd backend, workers over ssh): a remote
-  // worker whose hvdrun is gone or silent is kept this long for the hvdrun
-  // that leads the job next (remote/adoptable_guard.h); 0: stopped as
-  // above. Off by default until standby hvdruns adopt (issue 32).
+  // --adopt-grace-seconds (etcd backend, not under Slurm): a worker whose
+  // hvdrun is gone or silent is kept this long for the hvdrun that leads
+  // the job next (remote/adoptable_guard.h); 0: stopped as above.
   std::chrono::milliseconds adopt_grace{0};
   std::vector<std::string> command;
 

@@ -123,6 +123,8 @@ Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
           std::pair{!config.job_id.empty(), "--job-id"},
           std::pair{!config.job_secret_file.empty(), "--job-secret-file"},
           std::pair{v.adopt_grace_seconds > 0, "--adopt-grace-seconds"},
+          std::pair{v.leader_lease_seconds.has_value(),
+                    "--leader-lease-seconds"},
           std::pair{config.standby, "--standby"}}) {
       if (given) {
         return Status::InvalidArgument(
@@ -139,6 +141,9 @@ Status ResolveRendezvous(const OptionValues& v, LaunchConfig& config) {
         "over that job, and reads what its leader sealed with that secret");
   }
   config.adopt_grace = std::chrono::seconds(v.adopt_grace_seconds);
+  if (v.leader_lease_seconds) {
+    config.leader_lease = std::chrono::seconds(*v.leader_lease_seconds);
+  }
   if (config.adopt_grace.count() > 0 && config.launcher == Launcher::kSlurm) {
     return Status::InvalidArgument(
         "--adopt-grace-seconds: Slurm ends a worker step whose srun is "

@@ -116,10 +116,17 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
                "hvdrun is gone, lead it, adopting its workers (the same "
                "command line, with --job-secret-file)")
       ->group(etcd_group);
+  app.add_option("--leader-lease-seconds", v.leader_lease_seconds,
+                 "The lease through which one hvdrun leads the job: a "
+                 "standby leads at most this long after the leader fell "
+                 "silent (default " +
+                     std::to_string(kDefaultLeaderLease.count()) + ")")
+      ->check(CLI::Range(kMinLeaderLeaseSeconds, kMaxLeaderLeaseSeconds))
+      ->group(etcd_group);
   app.add_option("--adopt-grace-seconds", v.adopt_grace_seconds,
-                 "How long a remote worker whose hvdrun is gone or silent "
-                 "keeps running for the hvdrun that leads the job next "
-                 "(workers over ssh; default 0: it is stopped)")
+                 "How long a worker whose hvdrun is gone or silent keeps "
+                 "running for the hvdrun that leads the job next (default "
+                 "0: it is stopped)")
       ->check(CLI::Range(0, 3600))
       ->group(etcd_group);
   app.add_option("--job-secret-file", v.config.job_secret_file,

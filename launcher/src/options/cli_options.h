@@ -23,6 +23,7 @@ struct OptionValues {
   double elastic_timeout = kDefaultElasticTimeout.count();
   std::optional<double> discovery_interval;
   int adopt_grace_seconds = 0;
+  std::optional<int> leader_lease_seconds;
   std::vector<int> cooldown;
   std::vector<std::string> exports;  // -x
   bool show_version = false, check_build = false, gloo = false;

@@ -25,9 +25,11 @@ std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
                                       GuardMode mode,
                                       const std::vector<std::string>& command) {
+  const char* mode_word = "-";
+  if (mode == GuardMode::kRemote) mode_word = "remote";
+  if (mode == GuardMode::kAdoptableHere) mode_word = "adoptable";
   std::vector<std::string> argv = {
-      hvdrun_path, kGuardFlag, std::to_string(grace.count()),
-      mode == GuardMode::kRemote ? "remote" : "-", "--"};
+      hvdrun_path, kGuardFlag, std::to_string(grace.count()), mode_word, "--"};
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
@@ -98,7 +100,9 @@ int GuardMain(int argc, char** argv) {
     return 2;
   }
   const auto grace = std::chrono::milliseconds(std::atoi(argv[2]));
-  const bool remote = std::strcmp(argv[3], "remote") == 0;
+  // The child outlives this guard when the driver dies (guard.h).
+  const bool lets_go = std::strcmp(argv[3], "adoptable") == 0;
+  const bool remote = lets_go || std::strcmp(argv[3], "remote") == 0;
   // Out of hvdrun's process group, so a terminal's Ctrl-C reaches only
   // hvdrun, which forwards it exactly once.
   setpgid(0, 0);
@@ -197,6 +201,10 @@ int GuardMain(int argc, char** argv) {
         // The driver is gone: stop the worker, locally or by closing what
         // the remote guard reads.
         driver_alive = false;
+        if (lets_go) {
+          remote_input->Close();
+          _exit(0);
+        }
         if (remote) {
           remote_input->Close();
         } else {

@@ -21,6 +21,13 @@
 // worker, ssh ends, and the guard kills ssh if it has not ended within the
 // grace. The guard exits with ssh's status: the remote worker's exit code,
 // 128 + its signal, or 255 when ssh lost the host.
+//
+// Adoptable worker on this machine: the guard's child is the remote guard
+// itself, run here without ssh, in adoptable mode. It differs from a
+// remote worker's in one thing: when the driver dies, the guard closes
+// the remote guard's input and exits at once, leaving it to wait for an
+// adopter (the remote guard clears the death signal DieWithGuard set), so
+// the worker outlives hvdrun as a remote one does.
 #pragma once
 
 #include <chrono>
@@ -36,7 +43,7 @@ inline constexpr char kGuardFlag[] = "--hvd-internal-guard";
 inline constexpr int kGuardControlFd = 3;
 inline constexpr int kGuardLaunchFd = 4;
 
-enum class GuardMode { kLocal, kRemote };
+enum class GuardMode { kLocal, kRemote, kAdoptableHere };
 
 // The guard's command line: hvdrun_path kGuardFlag <grace ms> <mode> --
 // command... (kRemote: the command is ssh or srun).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,6 +144,8 @@ int RemoteGuardMain(int argc, char** argv) {
     Die("cannot make the adoptable worker's output pipes (" +
         launch.adopt_name + ")");
   }
+  // Run here by a local guard (guard.h), this guard must outlive it.
+  if (adoptable) prctl(PR_SET_PDEATHSIG, 0);
   const pid_t guard = getpid();
   pid_t worker = fork();
   if (worker < 0) Die(std::string("fork: ") + std::strerror(errno));
