@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -218,6 +222,66 @@ TEST_F(EtcdStandbyTest, TakesOverWithTheStateTheLeaderLeft) {
       << status.dump();
   EXPECT_LE(status["takeover"]["detected_ms"].get<int64_t>(),
             status["takeover"]["elected_ms"].get<int64_t>());
+}
+
+// While it stands by, a standby tells its status server who leads and
+// where the leader's page is, as the leader published it in etcd; then
+// that it takes the job over.
+TEST_F(EtcdStandbyTest, TellsWhoLeadsAndWhereItsStatusPageIs) {
+  auto leader = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+  (*leader)->SaveState("the state");
+  LeaderPage page;
+  page.kind = LeaderPage::Kind::kUrl;
+  page.url = "http://n1:9100";
+  page.host = "n1";
+  (*leader)->SaveStatusPage(page);
+  (*leader)->Run([](const LeadChange&) {});
+  std::mutex mu;
+  std::condition_variable told;
+  std::vector<StandbyView> views;
+  auto watch = [&](const StandbyView& view) {
+    std::lock_guard<std::mutex> lock(mu);
+    views.push_back(view);
+    told.notify_all();
+  };
+  std::thread crash([&] {
+    // Once the standby knows the page, the leader's lease ends.
+    std::unique_lock<std::mutex> lock(mu);
+    told.wait_for(lock, 10s,
+                  [&] { return !views.empty() && views.back().page; });
+    lock.unlock();
+    CrashLeader();
+  });
+  std::string state;
+  int signal = 0;
+  auto standby =
+      EtcdJob::Standby(config_, kSecret, quiet_[0], state, signal, watch);
+  crash.join();
+  ASSERT_TRUE(standby.ok()) << standby.status().ToString();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(views.size(), 3u);
+  // First: standing by, no leader known yet.
+  EXPECT_EQ(views.front().job_id, "j");
+  EXPECT_EQ(views.front().pid, getpid());
+  EXPECT_EQ(views.front().leader, "");
+  // Then the leader and its page (a view may say between them that no
+  // hvdrun leads: the lease ended, and the standby has not won yet).
+  auto with_page = std::find_if(views.rbegin(), views.rend(),
+                                [](const StandbyView& v) { return v.page; });
+  ASSERT_NE(with_page, views.rend());
+  const StandbyView& knew = *with_page;
+  EXPECT_EQ(knew.page->url, "http://n1:9100");
+  EXPECT_EQ(knew.page->kind, LeaderPage::Kind::kUrl);
+  EXPECT_EQ(knew.leader.rfind("hvdrun pid " + std::to_string(getpid()), 0), 0u)
+      << knew.leader;
+  EXPECT_EQ(knew.leader_since_ms, knew.page->since_ms);
+  EXPECT_GT(knew.leader_since_ms, 0);
+  EXPECT_EQ(RedirectLocation(knew, "/", "/?token=t"),
+            "http://n1:9100/?token=t");
+  // Last: this standby leads and takes the job over.
+  EXPECT_TRUE(views.back().taking_over);
+  EXPECT_EQ(RedirectLocation(views.back(), "/", "/"), std::nullopt);
 }
 
 TEST_F(EtcdStandbyTest, RefusesAnotherSecretAnEndedJobAndAnotherCommand) {

@@ -22,6 +22,7 @@
 #include "driver/discovery_loop.h"
 #include "driver/driver_threads.h"
 #include "driver/etcd_job.h"
+#include "driver/job_status.h"
 #include "driver/worker_launch.h"
 #include "hvd/common/env.h"
 #include "hvd/common/hmac.h"
@@ -35,9 +36,7 @@
 #include "remote/host_address.h"
 #include "remote/host_check_run.h"
 #include "slurm/slurm_jobs.h"
-#include "status/job_file.h"
 #include "status/job_record.h"
-#include "status/status_server.h"
 #include "status/status_snapshots.h"
 
 namespace hvd::launcher {
@@ -51,41 +50,10 @@ sigset_t DriverSignals() {
   return set;
 }
 
-// --status-bind: "ADDR:PORT", "ADDR", ":PORT", "[V6]:PORT".
-common::Result<StatusServerOptions> StatusBind(const std::string& bind) {
-  StatusServerOptions options;
-  std::string host = bind, port;
-  if (!bind.empty() && bind[0] == '[') {
-    const size_t close = bind.find(']');
-    if (close == std::string::npos) {
-      return common::Status::InvalidArgument("--status-bind " + bind +
-                                             ": no ']' after the address");
-    }
-    host = bind.substr(1, close - 1);
-    if (close + 1 < bind.size() && bind[close + 1] == ':') {
-      port = bind.substr(close + 2);
-    }
-  } else if (std::count(bind.begin(), bind.end(), ':') == 1) {
-    host = bind.substr(0, bind.find(':'));
-    port = bind.substr(bind.find(':') + 1);
-  }
-  if (!host.empty()) options.bind_host = host;
-  if (!port.empty()) {
-    auto number = common::ParseInt(port, "--status-bind port", 0, 65535);
-    if (!number.ok()) return number.status();
-    options.port = static_cast<int>(*number);
-  }
-  return options;
-}
-
 int Fail(const std::string& message) {
   common::Announce("hvdrun: " + message);
   return 1;
 }
-
-// Runs the driver beside the status server (--status-bind, not none).
-int RunWithStatusServer(const LaunchConfig& config, Driver& driver,
-                        int signals);
 
 }  // namespace
 
@@ -119,10 +87,22 @@ int RunJob(const LaunchConfig& given) {
   if (!secret.ok()) return Fail(secret.status().message());
   std::unique_ptr<EtcdJob> etcd;
   std::optional<DriverState> resumed;
+  // The status server: a standby's from the start (it says who leads and
+  // sends readers there), the same one the driver's once it leads.
+  const bool with_status = config.status_bind != kNoStatusServer;
+  std::unique_ptr<JobStatus> status;
   if (config.rendezvous_backend == RendezvousBackend::kEtcd && config.standby) {
+    if (with_status) {
+      auto started = JobStatus::Start(config, *secret);
+      if (!started.ok()) return Fail(started.status().message());
+      status = std::move(*started);
+    }
     std::string text;
     int signal = 0;
-    auto standby = EtcdJob::Standby(config, *secret, signals, text, signal);
+    auto standby = EtcdJob::Standby(config, *secret, signals, text, signal,
+                                    [&status](const StandbyView& view) {
+                                      if (status) status->Follow(view);
+                                    });
     if (!standby.ok()) {
       if (signal != 0) return 128 + signal;
       return Fail(standby.status().message());
@@ -177,58 +157,23 @@ int RunJob(const LaunchConfig& given) {
   Driver driver(config, **server, *launch, hosts, etcd.get(),
                 std::move(resumed));
 
-  int code = 0;
-  if (config.status_bind == kNoStatusServer) {
-    code = driver.Run(signals);
-  } else {
-    code = RunWithStatusServer(config, driver, signals);
+  if (with_status && !status) {
+    auto started = JobStatus::Start(config, *secret);
+    if (!started.ok()) return Fail(started.status().message());
+    status = std::move(*started);
   }
+  if (status) status->Lead(driver);
+  if (etcd) {
+    LeaderPage off;
+    off.host = common::ThisHostName();
+    etcd->SaveStatusPage(status ? status->Page() : off);
+  }
+
+  const int code = driver.Run(signals);
+  // Before the driver goes: the server's handlers read its snapshots.
+  status.reset();
   (*server)->Stop();
   return code;
 }
-
-namespace {
-
-int RunWithStatusServer(const LaunchConfig& config, Driver& driver,
-                        int signals) {
-  auto bind = StatusBind(config.status_bind);
-  if (!bind.ok()) return Fail(bind.status().message());
-  // A second secret, unrelated to the job's.
-  auto token = config.status_token_file.empty()
-                   ? common::NewJobSecret()
-                   : StatusTokenFrom(config.status_token_file);
-  if (!token.ok()) return Fail(token.status().message());
-  bind->token = *token;
-  // Before the driver's loop runs, a reader sees a job starting.
-  auto starting = std::make_shared<const nlohmann::json>(
-      nlohmann::json{{"job", {{"state", "starting"}}},
-                     {"hosts", nlohmann::json::array()},
-                     {"ranks", nlohmann::json::array()},
-                     {"generations", nlohmann::json::array()},
-                     {"failures", nlohmann::json::array()},
-                     {"recoveries", nlohmann::json::array()},
-                     {"messages", nlohmann::json::array()}});
-  auto status_server = StatusServer::Start(*bind, [&driver, starting] {
-    using namespace std::chrono_literals;
-    auto snapshot = driver.snapshots().Get(1000ms, 1000ms);
-    return snapshot ? snapshot : starting;
-  });
-  if (!status_server.ok()) return Fail(status_server.status().message());
-  const std::string url = (*status_server)->url();
-  common::Announce("hvdrun: status page: " + url);
-  auto job_file = WriteJobFile({getpid(), url, FactsOf(config).command,
-                                common::WallClockMs(), OwnProcessStart()});
-  if (!job_file.ok()) {
-    spdlog::warn("hvdrun: `hvdrun status` will not find this job: {}",
-                 job_file.status().message());
-  }
-
-  int code = driver.Run(signals);
-  if (job_file.ok()) RemoveJobFile(*job_file);
-  (*status_server)->Stop();
-  return code;
-}
-
-}  // namespace
 
 }  // namespace hvd::launcher

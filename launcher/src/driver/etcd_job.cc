@@ -124,11 +124,9 @@ Result<std::string> EtcdJob::ReadSealed(const std::string& name) {
   return rendezvous::OpenEtcdValue(secret_, key, (*kvs)[0].value);
 }
 
-Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
-                                                  const std::string& secret,
-                                                  int signals,
-                                                  std::string& state,
-                                                  int& signal) {
+Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
+    const LaunchConfig& config, const std::string& secret, int signals,
+    std::string& state, int& signal, const StandbyWatch& watch) {
   const std::string where = "etcd at " + config.rendezvous_endpoint;
   const std::string job_name = "job '" + config.job_id + "'";
   auto connected = Connect(config, secret);
@@ -136,6 +134,19 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
   std::unique_ptr<EtcdJob> job = std::move(*connected);
   std::string told;
   int64_t detected_ms = 0;  // when the leader key was first seen gone
+  StandbyView view;
+  view.job_id = config.job_id;
+  view.etcd = config.rendezvous_endpoint;
+  view.this_hvdrun = DescribeLeader(job->identity_);
+  view.pid = getpid();
+  view.host = common::ThisHostName();
+  view.since_ms = common::WallClockMs();
+  if (watch) watch(view);
+  std::string seen = "-";  // the holder `view` describes
+  // The leader publishes its status page once it has started it: until
+  // then (or for good, from an older hvdrun) look again every second.
+  constexpr std::chrono::milliseconds kPageRead{1000};
+  Clock::time_point next_page_read = Clock::now();
   for (;;) {
     job->leadership_.Poll();
     const LeadershipPolicy& policy = job->leadership_.policy();
@@ -148,9 +159,44 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
       common::Announce("hvdrun: standby for " + job_name + " in " + where +
                        ", led by " + DescribeLeader(told));
     }
+    bool changed = false;
+    if (policy.holder() != seen) {
+      seen = policy.holder();
+      view.leader = seen.empty() ? "" : DescribeLeader(seen);
+      view.leader_since_ms = common::WallClockMs();
+      view.page.reset();
+      view.page_error.clear();
+      next_page_read = Clock::now();
+      changed = true;
+    }
+    const bool page_wanted = !seen.empty() && !view.page;
+    if (page_wanted && Clock::now() >= next_page_read) {
+      next_page_read = Clock::now() + kPageRead;
+      std::string error;
+      auto text = job->ReadSealed("status");
+      if (text.ok()) {
+        auto page = ParseLeaderPage(*text);
+        if (!page.ok()) {
+          error = page.status().message();
+        } else if (page->leader == seen) {
+          view.page = *page;
+          view.leader_since_ms = page->since_ms;
+          changed = true;
+        }  // else the last leader's: this one has not published yet
+      } else if (text.status().code() != common::Code::kNotFound) {
+        error = text.status().message();
+      }
+      if (error != view.page_error) {
+        view.page_error = error;
+        changed = true;
+      }
+    }
+    if (changed && watch) watch(view);
     pollfd fd{signals, POLLIN, 0};
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
-        job->leadership_.NextDeadline() - Clock::now());
+    auto until = job->leadership_.NextDeadline();
+    if (!seen.empty() && !view.page) until = std::min(until, next_page_read);
+    const auto wait =
+        std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
     if (poll(&fd, 1, static_cast<int>(std::max<int64_t>(0, wait.count()))) >
         0) {
       signalfd_siginfo info;
@@ -163,9 +209,22 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(const LaunchConfig& config,
       }
     }
   }
+  if (watch) {
+    view.leader = view.this_hvdrun;
+    view.leader_since_ms = common::WallClockMs();
+    view.page.reset();
+    view.page_error.clear();
+    view.taking_over = true;
+    watch(view);
+  }
   common::Announce("hvdrun: leads " + job_name + " in " + where +
                    " now; taking it over");
   const int64_t elected_ms = common::WallClockMs();
+  {
+    // It leads since now, not since it began to stand by.
+    std::lock_guard<std::mutex> lock(job->mu_);
+    job->since_ms_ = elected_ms;
+  }
   // The lead is ours; what the last leader left decides what follows. A
   // job that ended deleted its keys, settings first.
   auto fail = [&](Status status) {
@@ -297,11 +356,37 @@ void EtcdJob::GenerationPublished(int64_t generation) {
 }
 
 void EtcdJob::SaveDriverAddress(const std::string& address) {
+  SaveValue("driver", address);
+}
+
+void EtcdJob::SaveStatusPage(LeaderPage page) {
+  page.leader = identity_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    driver_ = address;
+    page.since_ms = since_ms_;
+  }
+  SaveValue("status", EncodeLeaderPage(page));
+}
+
+void EtcdJob::SaveValue(const std::string& name, std::string value) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_[name] = std::move(value);
   }
   wake_.notify_one();
+}
+
+bool EtcdJob::ValuesPending(
+    const std::map<std::string, std::string>& taken) const {
+  for (const auto& [name, value] : values_) {
+    auto written = values_written_.find(name);
+    auto was = taken.find(name);
+    if ((written == values_written_.end() || written->second != value) &&
+        (was == taken.end() || was->second != value)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void EtcdJob::SaveState(std::string state) {
@@ -327,7 +412,7 @@ void EtcdJob::Loop() {
   while (!stop_) {
     const int64_t keep_from = FirstGlooGenerationKept(published_);
     const std::string state = state_;
-    const std::string driver = driver_;
+    const std::map<std::string, std::string> values = values_;
     // Calls blocked past the lease's sure end: the driver has seen
     // leading() false meanwhile, and held its side effects back.
     const bool lapsed =
@@ -367,15 +452,20 @@ void EtcdJob::Loop() {
       }
       if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
     }
-    // state_written_ and driver_written_ are this thread's alone too.
+    // state_written_ and values_written_ are this thread's alone too.
     if (leading_ && state != state_written_) {
       if (leadership_.FencedWrite({SealedPut("state", state)}).ok()) {
         state_written_ = state;
       }
     }
-    if (leading_ && driver != driver_written_) {
-      if (leadership_.FencedWrite({SealedPut("driver", driver)}).ok()) {
-        driver_written_ = driver;
+    for (const auto& [name, value] : values) {
+      auto written = values_written_.find(name);
+      if (!leading_ ||
+          (written != values_written_.end() && written->second == value)) {
+        continue;
+      }
+      if (leadership_.FencedWrite({SealedPut(name, value)}).ok()) {
+        values_written_[name] = value;
       }
     }
     lock.lock();
@@ -384,7 +474,7 @@ void EtcdJob::Loop() {
       return stop_ ||
              (leading_ && ((kept > forgotten_ && kept != keep_from) ||
                            (state_ != state_written_ && state_ != state) ||
-                           (driver_ != driver_written_ && driver_ != driver)));
+                           ValuesPending(values)));
     });
   }
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@
 #include "hvd/rendezvous/etcd_client.h"
 #include "job/launch_config.h"
 #include "leader/etcd_leadership.h"
+#include "status/standby_status.h"
 
 namespace hvd::launcher {
 
@@ -49,6 +51,11 @@ class EtcdJob {
       const LaunchConfig& config, const std::string& secret,
       std::chrono::milliseconds timeout);
 
+  // What a standby knows while it stands by, each time that changes:
+  // who leads, since when, and where the leader's status page is
+  // (<prefix>status). Called on Standby's thread.
+  using StandbyWatch = std::function<void(const StandbyView&)>;
+
   // --standby: waits until this hvdrun leads `config.job_id`, however
   // long, then reads what the last leader left: the job's settings (their
   // seal proves the secret is the job's; their command must be this
@@ -56,10 +63,11 @@ class EtcdJob {
   // text). A signal on `signals` (a signalfd) ends the wait: kAborted, with
   // the signal in `signal`. Fails, saying why, when etcd cannot be reached,
   // when the job has ended (no settings: nothing to take over) or left no
-  // state, or when the secret or the command differ.
+  // state, or when the secret or the command differ. `watch`, when given,
+  // hears what the standby sees (for its status server).
   static common::Result<std::unique_ptr<EtcdJob>> Standby(
       const LaunchConfig& config, const std::string& secret, int signals,
-      std::string& state, int& signal);
+      std::string& state, int& signal, const StandbyWatch& watch = {});
   ~EtcdJob();
   EtcdJob(const EtcdJob&) = delete;
   EtcdJob& operator=(const EtcdJob&) = delete;
@@ -78,6 +86,10 @@ class EtcdJob {
   // to <prefix>driver, where workers look for it when the server they
   // knew stops answering (a new leader's).
   void SaveDriverAddress(const std::string& address);
+  // This hvdrun's status page is `page` (its kind, URL and host): written
+  // to <prefix>status with this hvdrun's identity and the time it took
+  // the lead, for standbys to send readers there (standby_status.h).
+  void SaveStatusPage(LeaderPage page);
   // The job is over: deletes its keys, gives up the lead and stops the
   // thread, within the client's deadline.
   void Finish();
@@ -112,6 +124,11 @@ class EtcdJob {
   rendezvous::EtcdOp SealedPut(const std::string& name,
                                const std::string& value) const;
   void Loop();
+  // Keeps `value` for <prefix><name>, written by Loop.
+  void SaveValue(const std::string& name, std::string value);
+  // Whether a kept value changed since Loop took `taken` and etcd does not
+  // hold it yet. Loop's thread only, under mu_.
+  bool ValuesPending(const std::map<std::string, std::string>& taken) const;
   void Write(const std::vector<rendezvous::EtcdOp>& ops, const char* what);
 
   const std::string prefix_;
@@ -138,8 +155,10 @@ class EtcdJob {
   int64_t forgotten_ = 0;      // generations below it have no keys left
   std::string state_;          // the newest driver state
   std::string state_written_;  // the one etcd holds
-  std::string driver_;         // the same for the driver's address
-  std::string driver_written_;
+  // The newest value of each key Loop keeps whole (driver, status) and
+  // what etcd holds (Loop's thread only).
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> values_written_;
   std::thread thread_;
 };
 

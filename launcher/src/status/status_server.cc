@@ -1,5 +1,6 @@
 #include "status/status_server.h"
 
+#include "hvd/common/hmac.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/common/secret_file.h"
 #include "status/status_page.h"
@@ -36,6 +37,13 @@ common::Result<std::string> StatusTokenFrom(const std::string& path) {
   return common::SecretFromFile(path, rules);
 }
 
+std::string StatusTokenFromJobSecret(const std::string& secret) {
+  // A label no other HMAC under the secret uses: a seal's message starts
+  // "hvd etcd store\n", a request's signature covers a method, a target, a
+  // time, a nonce and a digest, each line ended by '\n'.
+  return common::HmacSha256Hex(secret, "hvd status page read token");
+}
+
 const nlohmann::json& StatusField(const nlohmann::json& object,
                                   const char* key) {
   static const nlohmann::json kNull;
@@ -45,7 +53,16 @@ const nlohmann::json& StatusField(const nlohmann::json& object,
 }
 
 StatusServer::StatusServer(StatusServerOptions options, Source source)
-    : options_(std::move(options)), source_(std::move(source)) {}
+    : options_(std::move(options)),
+      starting_(std::make_shared<const nlohmann::json>(
+          nlohmann::json{{"job", {{"state", "starting"}}},
+                         {"hosts", nlohmann::json::array()},
+                         {"ranks", nlohmann::json::array()},
+                         {"generations", nlohmann::json::array()},
+                         {"failures", nlohmann::json::array()},
+                         {"recoveries", nlohmann::json::array()},
+                         {"messages", nlohmann::json::array()}})),
+      source_(std::move(source)) {}
 
 StatusServer::~StatusServer() { Stop(); }
 
@@ -81,6 +98,10 @@ common::Result<std::unique_ptr<StatusServer>> StatusServer::Start(
 }
 
 std::string StatusServer::url() const {
+  return base_url() + "/?token=" + options_.token;
+}
+
+std::string StatusServer::base_url() const {
   std::string host = options_.bind_host;
   if (host == "0.0.0.0" || host == "::") {
     const std::string name = common::ThisHostName();
@@ -88,25 +109,77 @@ std::string StatusServer::url() const {
   } else if (host.find(':') != std::string::npos) {
     host = "[" + host + "]";
   }
-  return "http://" + host + ":" + std::to_string(port()) +
-         "/?token=" + options_.token;
+  return "http://" + host + ":" + std::to_string(port());
+}
+
+void StatusServer::Follow(StandbyView view) {
+  auto shared = std::make_shared<const StandbyView>(std::move(view));
+  std::lock_guard<std::mutex> lock(mode_mu_);
+  standby_ = std::move(shared);
+}
+
+void StatusServer::Lead(Source source) {
+  std::lock_guard<std::mutex> lock(mode_mu_);
+  source_ = std::move(source);
+  standby_.reset();
+}
+
+HttpAnswer StatusServer::StandbyRoute(const StandbyView& view,
+                                      const common::HttpRequest& request) {
+  const int64_t now = common::WallClockMs();
+  if (request.path == "/metrics") {
+    return HttpAnswer{200,
+                      "text/plain; version=0.0.4; charset=utf-8",
+                      StandbyMetricsText(view),
+                      {{"Cache-Control", "no-store"}}};
+  }
+  const bool page = request.path == "/" || request.path == "/index.html";
+  if (!page && request.path != "/status.json") {
+    return HttpAnswer::Error(
+        Status::NotFound("no page " + common::Printable(request.path) +
+                         " here: try /, /status.json or /metrics"));
+  }
+  // The leader changes: nothing of this answer may be kept.
+  auto location = RedirectLocation(view, request.path, request.target);
+  if (location) {
+    // The body says where to and why, for a reader that does not follow.
+    return HttpAnswer{307,
+                      "application/json",
+                      Dump(StandbyJson(view, now)),
+                      {{"Location", *location}, {"Cache-Control", "no-store"}}};
+  }
+  if (page) {
+    return HttpAnswer{200, "text/html; charset=utf-8",
+                      StandbyPageHtml(view, now), kPageHeaders};
+  }
+  HttpAnswer answer = HttpAnswer::Json(Dump(StandbyJson(view, now)));
+  answer.headers = {{"Cache-Control", "no-store"}};
+  return answer;
 }
 
 HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
+  Source source;
+  std::shared_ptr<const StandbyView> standby;
+  {
+    std::lock_guard<std::mutex> lock(mode_mu_);
+    source = source_;
+    standby = standby_;
+  }
+  if (standby) return StandbyRoute(*standby, request);
   if (request.path == "/" || request.path == "/index.html") {
     HttpAnswer page{200, "text/html; charset=utf-8", StatusPageHtml(),
                     kPageHeaders};
     return page;
   }
   if (request.path == "/status.json") {
-    HttpAnswer answer = HttpAnswer::Json(Rendered(false));
+    HttpAnswer answer = HttpAnswer::Json(Rendered(source, false));
     answer.headers = {{"Cache-Control", "no-store"}};
     return answer;
   }
   if (request.path == "/metrics") {
     return HttpAnswer{200,
                       "text/plain; version=0.0.4; charset=utf-8",
-                      Rendered(true),
+                      Rendered(source, true),
                       {{"Cache-Control", "no-store"}}};
   }
   return HttpAnswer::Error(
@@ -114,8 +187,9 @@ HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
                        " here: try /, /status.json or /metrics"));
 }
 
-std::string StatusServer::Rendered(bool metrics) {
-  std::shared_ptr<const nlohmann::json> status = source_();
+std::string StatusServer::Rendered(const Source& source, bool metrics) {
+  std::shared_ptr<const nlohmann::json> status = source ? source() : nullptr;
+  if (!status) status = starting_;
   std::lock_guard<std::mutex> lock(cache_mu_);
   if (cached_for_[metrics] != status) {
     cached_[metrics] = metrics ? MetricsText(*status) : Dump(*status);

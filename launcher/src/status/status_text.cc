@@ -136,6 +136,13 @@ std::string StatusText(const json& status) {
   std::ostringstream out;
   const json& job = StatusField(status, "job");
   const double now_ms = Number(StatusField(job, "now_ms"));
+  // A standby's own answer, or (`hvdrun status` followed its redirect) the
+  // leader's with what the standby said.
+  const json& standby = StatusField(status, "standby");
+  if (StatusField(job, "state") == "standby") {
+    return StandbyText(standby, now_ms);
+  }
+  out << StandbyText(standby, now_ms);
   out << "job: " << Str(StatusField(job, "state")) << ", generation "
       << Str(StatusField(job, "generation")) << ", "
       << Counted(StatusField(job, "world_size"), "rank") << ", "
