@@ -24,6 +24,46 @@ def batches(s):
     return [r for r in s.records() if r["event"] == "batch"]
 
 
+def check_adopted_finish(result, s, killed, took_over):
+    """The standby's job ended as a fault-free one: the exact model, no
+    reset, training while no hvdrun led, and every rank's output."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)
+    records = s.records()
+    assert not [r for r in records if r["event"] == "reset"], records
+    assert [r for r in records if r["event"] == "batch" and
+            killed < r["time"] < took_over], (killed, took_over)
+    for rank in range(4):
+        assert "done" in rank_lines(result.stdout, rank), result.stdout
+    assert ("hvdrun: every rank of the last generation finished; job "
+            "succeeded after 0 resets") in untimed(result.stderr), \
+        result.stderr
+
+
+def leader_on(host, args, s, slots, hvdrun, tmp_path, job, extra=()):
+    """(leader, standby): hvdrun started over ssh on bed host `host` with
+    `args`, once its `slots` workers train, and a standby beside the
+    test. The leader's output comes over ssh, which outlives a cut (no
+    keepalive here): what it writes meanwhile arrives once the link is
+    back."""
+    leader = Child(subprocess.Popen(
+        ["ssh", host, str(HVDRUN), *extra, *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=tmp_path), "the leader")
+    try:
+        wait_until(lambda: leader.proc.poll() is not None or
+                   len({r["slot"] for r in batches(s)}) == slots,
+                   "every worker training", timeout=90)
+        assert leader.proc.poll() is None, leader.text("stderr")
+        standby = hvdrun.start(["--standby", *args], cwd=tmp_path)
+        standby.wait_for_line(
+            lambda l: f"hvdrun: standby for job '{job}'" in l,
+            "the standby waiting", stream="stderr", timeout=30)
+    except BaseException:
+        leader.proc.kill()
+        raise
+    return leader, standby
+
+
 def test_a_standby_takes_a_killed_leaders_job_over_without_a_reset(
         bed, bed_etcd, hvdrun, tmp_path):
     _, endpoints = bed_etcd
@@ -68,21 +108,7 @@ def test_a_standby_takes_a_killed_leaders_job_over_without_a_reset(
     assert killed * 1000 < took["detected_ms"] <= took["elected_ms"] <= \
         took["rebuilt_ms"] <= took["adopted_ms"] <= took_over * 1000, \
         (killed, took, took_over)
-    result = standby.finish(timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    check_consistent_finish(s, 4)
-    records = s.records()
-    assert not [r for r in records if r["event"] == "reset"], \
-        [r for r in records if r["event"] == "reset"]
-    # The workers trained while no hvdrun led.
-    assert [r for r in records if r["event"] == "batch" and
-            killed < r["time"] < took_over], (killed, took_over)
-    # The adopted workers' output reached the standby, under their ranks.
-    for rank in range(4):
-        assert "done" in rank_lines(result.stdout, rank), result.stdout
-    assert ("hvdrun: every rank of the last generation finished; job "
-            "succeeded after 0 resets") in untimed(result.stderr), \
-        result.stderr
+    check_adopted_finish(standby.finish(timeout=180), s, killed, took_over)
     listed = etcdctl(endpoints, "get", "--prefix", "--keys-only",
                      "/hvd/jobs/takeover/")
     assert listed.returncode == 0 and listed.stdout.strip() == "", \
@@ -106,18 +132,9 @@ def test_a_crash_of_the_leaders_host_that_ran_workers_is_a_failure(
             str(tmp_path / "job.secret"), "--adopt-grace-seconds", "60",
             "-np", "6", "--min-np", "2",
             "-H", hosts_arg([leader_host, *workers]), *s.command()]
-    leader = Child(subprocess.Popen(
-        ["ssh", leader_host, str(HVDRUN), *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, cwd=tmp_path), "the leader")
+    leader, standby = leader_on(leader_host, args, s, 6, hvdrun, tmp_path,
+                                "crash")
     try:
-        wait_until(lambda: leader.proc.poll() is not None or
-                   len({r["slot"] for r in batches(s)}) == 6,
-                   "every worker training", timeout=90)
-        assert leader.proc.poll() is None, leader.text("stderr")
-        standby = hvdrun.start(["--standby", *args], cwd=tmp_path)
-        standby.wait_for_line(
-            lambda l: "hvdrun: standby for job 'crash'" in l,
-            "the standby waiting", stream="stderr", timeout=30)
         bed.ctl("crash", leader_host)
         standby.wait_for_line(
             lambda l: "hvdrun: took job 'crash' over at generation 1: "
@@ -196,22 +213,10 @@ def test_a_partitioned_leader_changes_nothing_once_its_lease_is_gone(
             str(tmp_path / "job.secret"), "--adopt-grace-seconds", "60",
             "-np", "4", "--min-np", "2", "-H", hosts_arg(workers),
             *s.command()]
-    # Its output comes over ssh, which outlives the cut (no keepalive
-    # here): what it writes meanwhile arrives once the link is back. At
-    # the info level it logs each worker it starts.
-    leader = Child(subprocess.Popen(
-        ["ssh", leader_host, str(HVDRUN), "--log-level", "info", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, cwd=tmp_path), "the leader")
+    # At the info level the leader logs each worker it starts.
+    leader, standby = leader_on(leader_host, args, s, 4, hvdrun, tmp_path,
+                                "cut", extra=("--log-level", "info"))
     try:
-        wait_until(lambda: leader.proc.poll() is not None or
-                   len({r["slot"] for r in batches(s)}) == 4,
-                   "every worker training", timeout=90)
-        assert leader.proc.poll() is None, leader.text("stderr")
-        standby = hvdrun.start(["--standby", *args], cwd=tmp_path)
-        standby.wait_for_line(
-            lambda l: "hvdrun: standby for job 'cut'" in l,
-            "the standby waiting", stream="stderr", timeout=30)
         cut_at = revision(endpoints)
         bed.ctl("partition", leader_host)
         cut = time.time()

@@ -10,10 +10,11 @@ import json
 import os
 import time
 
-from conftest import rank_lines, untimed, wait_until
-from test_elastic import Scenario, check_consistent_finish
+from conftest import wait_until
+from test_elastic import Scenario
 from test_adopt_bed import socket_name
 from test_etcd_driver_state import opened
+from test_takeover_bed import check_adopted_finish
 
 
 def etcd_args(etcd, tmp_path, job, grace):
@@ -76,19 +77,7 @@ def test_a_standby_adopts_the_killed_leaders_own_workers(
         "adopting 4 of 4 workers" in l, "the standby taking over",
         stream="stderr", timeout=30)
     took_over = time.time()
-    result = standby.finish(timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    check_consistent_finish(s, 4)
-    records = s.records()
-    assert not [r for r in records if r["event"] == "reset"], records
-    assert [r for r in records if r["event"] == "batch" and
-            killed < r["time"] < took_over], (killed, took_over)
-    # The adopted workers' output reached the standby, under their ranks.
-    for rank in range(4):
-        assert "done" in rank_lines(result.stdout, rank), result.stdout
-    assert ("hvdrun: every rank of the last generation finished; job "
-            "succeeded after 0 resets") in untimed(result.stderr), \
-        result.stderr
+    check_adopted_finish(standby.finish(timeout=180), s, killed, took_over)
 
 
 def test_the_leaders_own_workers_stop_when_nobody_adopts_them(
