@@ -3,10 +3,11 @@ an elastic job of four workers over real ssh on two bed hosts, etcd as
 three members on three other hosts (scripts/cluster/etcd-up.sh), hvdrun in
 the root namespace. etcd loses one member; loses its quorum for longer
 than hvdrun's lease, then gets it back; loses a member while a worker is
-killed, so that the new generation meets through the two left. Every job
-ends with the model a fault-free run computes, each step's samples
+killed, so that the new generation meets through the two left. Every
+such job ends with the model a fault-free run computes, each step's samples
 applied exactly once (test_elastic's check_consistent_finish), and no key
-of the job left in etcd."""
+of the job left in etcd. A job whose etcd lost its quorum while a worker
+died fails after the elastic timeout, naming etcd."""
 
 import json
 import os
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from conftest import Child, etcd_endpoint, etcdctl, wait_until
+from conftest import Child, etcd_endpoint, etcdctl, rank_lines, wait_until
 from test_bed_jobs import hosts_arg
 from test_elastic import Scenario, check_consistent_finish
 
@@ -26,7 +27,7 @@ def batches(s):
     return [r for r in s.records() if r["event"] == "batch"]
 
 
-def start_job(bed, hvdrun, tmp_path, endpoints, job):
+def start_job(bed, hvdrun, tmp_path, endpoints, job, extra=()):
     """The job on two new hosts, once each of its four workers trained;
     returns (Child, Scenario, worker hosts). About 30 s of training: room
     for the faults, which never wait for the job to end."""
@@ -35,7 +36,7 @@ def start_job(bed, hvdrun, tmp_path, endpoints, job):
     child = hvdrun.start(["--rendezvous-backend", "etcd",
                           "--rendezvous-endpoint", endpoints,
                           "--job-id", job, "-np", "4", "--min-np", "2",
-                          "-H", hosts_arg(workers), *s.command()],
+                          *extra, "-H", hosts_arg(workers), *s.command()],
                          cwd=tmp_path)
     wait_until(lambda: child.poll() is not None or
                len({r["slot"] for r in batches(s)}) == 4,
@@ -112,6 +113,44 @@ def test_quorum_lost_past_the_lease_the_workers_train_on(
     finish(child, s, endpoints, "quorum", 4)
 
 
+def kill_worker(bed, s, host):
+    """SIGKILLs the worker of slot host:0: it names its pid in its log's
+    name, and the bed says that pid runs on `host`."""
+    (log,) = s.log.glob(f"{host}:0.*.jsonl")
+    victim = int(log.name.split(".")[-2])
+    assert victim in bed.job_pids(host)
+    os.kill(victim, signal.SIGKILL)
+
+
+def test_quorum_lost_while_a_change_is_needed_fails_naming_etcd(
+        bed, bed_etcd, hvdrun, tmp_path):
+    """etcd has no quorum and a worker dies: the survivors cannot meet
+    (their next generation's rendezvous is in etcd), so once the elastic
+    timeout passes without quorum the job fails, saying etcd is why."""
+    hosts, endpoints = bed_etcd
+    child, s, (a, b) = start_job(bed, hvdrun, tmp_path, endpoints, "stuck",
+                                 extra=("--elastic-timeout", "20"))
+    bed.ctl("crash", hosts[0])
+    bed.ctl("crash", hosts[1])
+    child.wait_for_line(lambda l: "hvdrun: lost the lead of job 'stuck'"
+                        in l, "hvdrun losing the lead", stream="stderr",
+                        timeout=30)
+    kill_worker(bed, s, b)
+    killed = time.monotonic()
+    result = child.finish(timeout=120)
+    assert result.returncode == 1, result.stderr
+    # Not before the elastic timeout: etcd could have come back until then.
+    assert time.monotonic() - killed >= 20, result.stderr
+    for rank in (0, 1):
+        assert ("could not rejoin the job within the elastic timeout "
+                "(20 s); the last attempt: connecting Gloo context g2/") \
+            in "\n".join(rank_lines(result.stderr, rank, "stderr")), \
+            result.stderr
+    assert (f"hvdrun: etcd at {endpoints} stopped answering this hvdrun "
+            "(its lead lapsed ") in result.stderr, result.stderr
+    assert "the workers need etcd to form a generation" in result.stderr
+
+
 def test_a_worker_killed_while_a_member_is_down_recovers_through_etcd(
         bed, bed_etcd, hvdrun, tmp_path):
     hosts, endpoints = bed_etcd
@@ -126,12 +165,7 @@ def test_a_worker_killed_while_a_member_is_down_recovers_through_etcd(
         stderr=subprocess.PIPE, text=True, errors="backslashreplace"),
         "etcdctl watch")
     try:
-        # The worker names its pid in its log's name; the bed says that
-        # pid runs on host b.
-        (log,) = s.log.glob(f"{b}:0.*.jsonl")
-        victim = int(log.name.split(".")[-2])
-        assert victim in bed.job_pids(b)
-        os.kill(victim, signal.SIGKILL)
+        kill_worker(bed, s, b)
         watch.wait_for_line(
             lambda l: re.match(r"/hvd/jobs/kill/gloo/g[1-9]\d*/", l),
             "a later generation's rendezvous in etcd", timeout=60)

@@ -13,8 +13,8 @@ import json
 import subprocess
 import time
 
-from conftest import (HVDRUN, Child, etcdctl, rank_lines, untimed,
-                      wait_until)
+from conftest import (HVDRUN, HVDRUN_TIME, Child, etcdctl, rank_lines,
+                      untimed, wait_until)
 from test_bed_jobs import hosts_arg
 from test_elastic import Scenario, check_consistent_finish
 from test_status import get, status_url
@@ -184,9 +184,8 @@ def watched(endpoints, prefix, since, until):
 def logged_at(line):
     """The wall-clock time of an hvdrun log line ("[YYYY-mm-dd HH:MM:SS.f]
     ..."), in seconds since the epoch."""
-    stamp = line[1:line.index("]")]
     return datetime.datetime.strptime(
-        stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        HVDRUN_TIME.match(line).group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
 def revision(endpoints):
