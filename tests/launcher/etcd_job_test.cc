@@ -308,15 +308,43 @@ TEST_F(EtcdStandbyTest, RefusesAnotherSecretAnEndedJobAndAnotherCommand) {
   EXPECT_NE(no_state.status().message().find("left no driver state"),
             std::string::npos)
       << no_state.status().message();
-  // A job that ended deleted its keys: nothing to take over.
+  // A job that ended deleted its keys: nothing to take over, once the
+  // start timeout has passed without a leader starting it.
   ASSERT_TRUE(etcd_->Delete("/hvd/jobs/j/", true).ok());
+  config_.start_timeout = 1s;
   auto ended = Standby(kSecret, state);
   ASSERT_FALSE(ended.ok());
-  EXPECT_NE(ended.status().message().find("has no settings in etcd at " +
-                                          config_.rendezvous_endpoint +
-                                          ": it ended (or never started)"),
+  EXPECT_NE(ended.status().message().find(
+                "has no settings in etcd at " + config_.rendezvous_endpoint +
+                " within 1 s (--start-timeout): it ended, or its leader "
+                "never started it"),
             std::string::npos)
       << ended.status().message();
+  EXPECT_EQ(Keys("/hvd/jobs/j/"), std::vector<std::string>{});
+}
+
+// A standby started before its leader has claimed the job waits for the
+// job to start instead of taking a lead there is nothing to lead with:
+// the leader's claim succeeds, and the standby stands by for it.
+TEST_F(EtcdStandbyTest, AStandbyStartedFirstWaitsForItsLeader) {
+  std::string state;
+  common::Result<std::unique_ptr<EtcdJob>> standby =
+      common::Status::Internal("not yet");
+  std::thread waiting([&] { standby = Standby(kSecret, state); });
+  std::this_thread::sleep_for(700ms);  // the standby polls, unanswered
+  auto leader = EtcdJob::Claim(config_, kSecret, 5000ms);
+  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+  (*leader)->SaveState("the state");
+  (*leader)->Run([](const LeadChange&) {});
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (Keys("/hvd/jobs/j/state").empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  CrashLeader();
+  waiting.join();
+  ASSERT_TRUE(standby.ok()) << standby.status().ToString();
+  EXPECT_EQ(state, "the state");
 }
 
 // A leader whose etcd stops answering is no longer sure it leads once its

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 #include "hvd/common/build_info.h"
 #include "hvd/common/hmac.h"
@@ -132,6 +133,47 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
   auto connected = Connect(config, secret);
   if (!connected.ok()) return connected.status();
   std::unique_ptr<EtcdJob> job = std::move(*connected);
+  auto stopped_by = [&](int wait_ms) -> std::optional<Status> {
+    pollfd fd{signals, POLLIN, 0};
+    if (poll(&fd, 1, std::max(0, wait_ms)) <= 0) return std::nullopt;
+    signalfd_siginfo info;
+    if (read(signals, &info, sizeof(info)) != sizeof(info) ||
+        info.ssi_signo == SIGCHLD) {
+      return std::nullopt;
+    }
+    signal = static_cast<int>(info.ssi_signo);
+    job->leadership_.Resign();
+    return Status::Aborted("the standby for " + job_name +
+                           " stopped on signal " + std::to_string(signal));
+  };
+  // A standby started beside its leader must not win the lead of a job
+  // that has not started: it campaigns only once the job's settings are in
+  // etcd, waiting for them up to --start-timeout. One sealed with another
+  // secret is refused at once.
+  const auto settings_by = Clock::now() + config.start_timeout;
+  for (;;) {
+    auto settings = job->ReadSealed("settings");
+    if (settings.ok()) break;
+    if (settings.status().code() == common::Code::kUnauthenticated) {
+      return Status::Unauthenticated(
+          job_name + "'s keys in " + where +
+          " are sealed with another secret than --job-secret-file's: give "
+          "the standby the file its leader was started with");
+    }
+    if (Clock::now() >= settings_by) {
+      if (settings.status().code() != common::Code::kNotFound) {
+        return settings.status().WithContext("reading " + job_name);
+      }
+      return Status::NotFound(
+          job_name + " has no settings in " + where + " within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                             config.start_timeout)
+                             .count()) +
+          " s (--start-timeout): it ended, or its leader never started it; "
+          "there is nothing to take over");
+    }
+    if (auto stopped = stopped_by(250)) return *stopped;
+  }
   std::string told;
   int64_t detected_ms = 0;  // when the leader key was first seen gone
   StandbyView view;
@@ -192,21 +234,13 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
       }
     }
     if (changed && watch) watch(view);
-    pollfd fd{signals, POLLIN, 0};
     auto until = job->leadership_.NextDeadline();
     if (!seen.empty() && !view.page) until = std::min(until, next_page_read);
     const auto wait =
         std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
-    if (poll(&fd, 1, static_cast<int>(std::max<int64_t>(0, wait.count()))) >
-        0) {
-      signalfd_siginfo info;
-      if (read(signals, &info, sizeof(info)) == sizeof(info) &&
-          info.ssi_signo != SIGCHLD) {
-        signal = static_cast<int>(info.ssi_signo);
-        job->leadership_.Resign();
-        return Status::Aborted("the standby for " + job_name +
-                               " stopped on signal " + std::to_string(signal));
-      }
+    if (auto stopped = stopped_by(
+            static_cast<int>(std::min<int64_t>(wait.count(), 3600 * 1000)))) {
+      return *stopped;
     }
   }
   if (watch) {

@@ -56,7 +56,7 @@ def wait(predicate, what, timeout):
     sys.exit(f"{what}: not within {timeout} s")
 
 
-def first_line(path, text):
+def appeared(path, text):
     """Whether `text` has appeared in file `path`."""
     with open(path, errors="replace") as f:
         return text in f.read()
@@ -96,12 +96,12 @@ def main():
     standby = subprocess.Popen(["ssh", standby_host, HVDRUN, "--standby",
                                 *args], stdout=subprocess.DEVNULL,
                                stderr=open(standby_err, "w"), cwd=run)
-    wait(lambda: first_line(standby_err, "hvdrun: standby for job"),
+    wait(lambda: appeared(standby_err, "hvdrun: standby for job"),
          "the standby standing by", 60)
     time.sleep(2)  # steady steps before the crash, for the median
     crashed = time.time()
     cluster("ctl.sh", "crash", leader_host)
-    wait(lambda: first_line(standby_err, f"hvdrun: took job '{job}' over"),
+    wait(lambda: appeared(standby_err, f"hvdrun: took job '{job}' over"),
          "the standby taking over", 60)
     adopted = time.time()
     code = standby.wait(timeout=300)
