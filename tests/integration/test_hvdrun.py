@@ -218,12 +218,21 @@ def test_sigkill_of_hvdrun_leaves_no_process(hvdrun, tmp_path):
                f"the workers and their children {pids} to die with hvdrun")
 
 
-def test_sigint_reaches_every_worker(hvdrun, tmp_path):
+# hvdrun started as a shell script's background job: SIGINT ignored.
+IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
+                   "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                   "os.execv(sys.argv[1], sys.argv[1:])", str(HVDRUN)]
+
+
+@pytest.mark.parametrize("started", ["plainly", "ignoring SIGINT"])
+def test_sigint_reaches_every_worker(hvdrun, tmp_path, started):
     marker = tmp_path / "got"
     script = (f"trap 'echo $HOROVOD_RANK >> {marker}; exit 0' INT; "
               f"echo $$ > {tmp_path}/pid.$HOROVOD_RANK; "
               "while true; do sleep 0.1; done")
-    job = hvdrun.start(["-np", "2", "sh", "-c", script])
+    args = ["-np", "2", "sh", "-c", script]
+    job = hvdrun.start(args, program=None if started == "plainly" else
+                       IGNORING_SIGINT)
     # Each shell sets its trap before it writes its pid file.
     wait_until(lambda: all((tmp_path / f"pid.{r}").exists()
                            for r in range(2)), "the workers' pid files")

@@ -131,12 +131,7 @@ int GuardMain(int argc, char** argv) {
   if (child == 0) {
     DieWithGuard(guard);
     setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);  // hvdrun ignores it; the worker must not
-    // The worker starts with no signal blocked, whatever hvdrun's mask was:
-    // SIGTERM and SIGINT must reach it.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ResetWorkerSignals();
     if (remote) dup2(stdin_pipe[0], STDIN_FILENO);
     close(kGuardControlFd);
     execvp(argv[5], argv + 5);

@@ -14,6 +14,13 @@ void SignalGroup(pid_t leader, int sig) {
   if (sig != SIGKILL && sig != SIGCONT) kill(-leader, SIGCONT);
 }
 
+void ResetWorkerSignals() {
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 void DieWithGuard(pid_t guard) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The guard may have died between fork and prctl.

@@ -13,6 +13,14 @@ namespace hvd::launcher {
 // SIGKILL and SIGCONT, as a shell's kill does.
 void SignalGroup(pid_t leader, int sig);
 
+// In a worker's process before exec: no signal blocked, and SIGPIPE,
+// SIGINT and SIGTERM at their default action, whatever hvdrun inherited. A
+// shell ignores SIGINT in what it starts in the background (`hvdrun ... &`
+// in a script), and a process cannot catch a signal ignored when it
+// started, so without this neither the signals hvdrun passes on (SIGINT:
+// Python's KeyboardInterrupt) nor a shell's trap would reach the worker.
+void ResetWorkerSignals();
+
 // In a guard's child between fork and exec: the kernel kills this process
 // (SIGKILL) when `guard` dies, even by SIGKILL (the OOM killer's choice),
 // which leaves no one to stop it; ends at once if `guard` is already gone.

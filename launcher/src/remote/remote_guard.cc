@@ -152,10 +152,7 @@ int RemoteGuardMain(int argc, char** argv) {
   if (worker == 0) {
     DieWithGuard(guard);
     setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ResetWorkerSignals();
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
     if (adoptable) {
