@@ -14,6 +14,7 @@ from conftest import wait_until
 from test_elastic import Scenario
 from test_adopt_bed import socket_name
 from test_etcd_driver_state import opened
+from test_status import get, status_url
 from test_takeover_bed import check_adopted_finish
 
 
@@ -53,6 +54,24 @@ def worker_pids(etcd, tmp_path, job):
     return wait_until(saved, "the workers' pids in etcd")
 
 
+def check_page_right_after_takeover(url, saved):
+    """The new leader's status.json, read once as soon as it says it took
+    the job over: every adopted worker is a rank there already, from the
+    state the last leader saved, not from a report it has yet to get."""
+    code, body = get(url, "/status.json")
+    assert code == 200, body
+    status = json.loads(body)
+    ranks = status["ranks"]
+    assert sorted(r["rank"] for r in ranks) == [0, 1, 2, 3], body
+    assert {r["slot"] for r in ranks} == {
+        "localhost:0", "localhost:1", "127.0.0.1:0", "127.0.0.1:1"}, body
+    assert all(r["adopted_ms"] is not None for r in ranks), body
+    assert {r["worker"]: r["worker_pid"] for r in ranks} == saved, body
+    newest = status["generations"][-1]
+    assert newest["generation"] == 1 and newest["taken_over"], body
+    assert status["job"]["generation"] == 1, body
+
+
 def test_a_standby_adopts_the_killed_leaders_own_workers(
         hvdrun, etcd, tmp_path):
     s = Scenario(tmp_path, "", epochs=6, batches=20, sleep=0.1, print=True)
@@ -62,8 +81,10 @@ def test_a_standby_adopts_the_killed_leaders_own_workers(
     wait_until(lambda: leader.poll() is not None or training(s, 4),
                "every worker training", timeout=90)
     assert leader.poll() is None, leader.finish().stderr
-    pids = worker_pids(etcd, tmp_path, "here").values()
+    saved = worker_pids(etcd, tmp_path, "here")
+    pids = saved.values()
     standby = hvdrun.start(["--standby", *args], cwd=tmp_path)
+    url = status_url(standby)
     standby.wait_for_line(
         lambda l: f"led by hvdrun pid {leader.proc.pid} on " in l,
         "the standby waiting", stream="stderr", timeout=30)
@@ -77,6 +98,7 @@ def test_a_standby_adopts_the_killed_leaders_own_workers(
         "adopting 4 of 4 workers" in l, "the standby taking over",
         stream="stderr", timeout=30)
     took_over = time.time()
+    check_page_right_after_takeover(url, saved)
     check_adopted_finish(standby.finish(timeout=180), s, killed, took_over)
 
 

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <set>
+
 #include "status/status_server.h"
 
 namespace hvd::launcher {
@@ -26,6 +29,32 @@ class Job {
                 kT0, kWall0) {}
 
   Actions Start() { return Run(policy_.Start(now_)); }
+  // This job's hvdrun takes over the job `state` describes, as
+  // Driver::Resume does: the record first, then the policy; every worker
+  // but those in `lost` is adopted (its guard here is pid 5000 + its id),
+  // the others fail to be.
+  Actions Resume(const DriverState& state, std::set<WorkerId> lost = {}) {
+    record_.OnResumed(now_, state);
+    Actions actions = Run(policy_.Resume(now_, state, {kT0, kWall0}));
+    for (const SavedWorker& saved : state.workers) {
+      slots_[saved.slot] = saved.id;
+      if (lost.count(saved.id)) continue;
+      record_.OnWorkerProcess(saved.id, 5000 + saved.id,
+                              std::make_shared<OutputTail>());
+    }
+    for (WorkerId id : lost) {
+      Actions failed = On(WorkerLaunchFailed{id, "no guard waits", true});
+      actions.insert(actions.end(), failed.begin(), failed.end());
+    }
+    return actions;
+  }
+  // The state this job's policy would leave in etcd, each worker with the
+  // pid it reported on its host: 7000 + its id.
+  DriverState Save() const {
+    DriverState state = policy_.Save({kT0, kWall0});
+    for (SavedWorker& w : state.workers) w.pid = 7000 + w.id;
+    return state;
+  }
   Actions On(const Event& event) {
     record_.OnEvent(now_, event);
     return Run(policy_.OnEvent(now_, event));
@@ -222,6 +251,191 @@ TEST(JobRecordTest, AFailureKeepsItsPidAndOutputAfterItsWorkerIsForgotten) {
     }
   }
   for (const json& rank : s["ranks"]) EXPECT_NE(rank["host"], "b");
+}
+
+const json* HostIn(const json& s, const std::string& host) {
+  for (const json& h : s["hosts"]) {
+    if (h["host"] == host) return &h;
+  }
+  return nullptr;
+}
+
+TEST(JobRecordTest, ATakeoverListsTheAdoptedWorkersAndTheirGeneration) {
+  Job leader(Elastic(), {{"a", 2}, {"b", 2}});
+  leader.Start();
+  leader.AllCheckIn();
+  const DriverState state = leader.Save();
+  ASSERT_EQ(state.workers.size(), 4u);
+
+  // The standby's record knows nothing of the job until it takes it over:
+  // then, before any worker reports, it has every rank.
+  Job standby(Elastic(), {{"a", 2}, {"b", 2}});
+  standby.Advance(20s);
+  EXPECT_TRUE(standby.Snapshot()["ranks"].empty());
+  standby.Resume(state);
+  standby.Advance(100ms);
+  json s = standby.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "running") << s.dump(1);
+  EXPECT_EQ(s["job"]["generation"], 1);
+  EXPECT_EQ(s["job"]["world_size"], 4);
+  EXPECT_EQ(s["job"]["resets"], 0);
+  ASSERT_EQ(s["ranks"].size(), 4u) << s.dump(1);
+  const char* slots[] = {"a:0", "a:1", "b:0", "b:1"};
+  for (int rank = 0; rank < 4; ++rank) {
+    const json& r = s["ranks"][rank];
+    const WorkerId id = leader.WorkerIn(slots[rank]);
+    EXPECT_EQ(r["rank"], rank);
+    EXPECT_EQ(r["slot"], slots[rank]);
+    EXPECT_EQ(r["host"], std::string(slots[rank], 1));
+    EXPECT_EQ(r["local_rank"], rank % 2);
+    EXPECT_EQ(r["worker"], id);
+    EXPECT_EQ(r["worker_pid"], 7000 + id);  // the saved one
+    EXPECT_EQ(r["pid"], 5000 + id);         // its adopting guard here
+    EXPECT_TRUE(r["checked_in"]);
+    EXPECT_EQ(r["adopted_ms"], kWall0 + 20000);
+    EXPECT_TRUE(r["started_ms"].is_null());  // under the last leader
+    EXPECT_TRUE(r["report"].is_null());
+  }
+  ASSERT_EQ(s["generations"].size(), 1u);
+  const json& g = s["generations"][0];
+  EXPECT_EQ(g["generation"], 1);
+  EXPECT_EQ(g["cause"], "start");
+  EXPECT_EQ(g["reason"], state.plan.reason);
+  EXPECT_EQ(g["size"], 4);
+  EXPECT_TRUE(g["taken_over"]);
+  EXPECT_EQ(g["complete_ms"], kWall0 + 20000);
+  EXPECT_TRUE(g["missing"].empty());
+  // Its formation was timed by the last leader, not here.
+  const json& phases = s["recoveries"][0]["phases"];
+  EXPECT_TRUE(phases["decide_ms"].is_null());
+  EXPECT_TRUE(phases["rendezvous_ms"].is_null());
+  EXPECT_TRUE(s["recoveries"][0]["triggered_ms"].is_null());
+  for (const char* host : {"a", "b"}) {
+    const json* h = HostIn(s, host);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ((*h)["state"], "running");
+    EXPECT_EQ((*h)["workers"], 2);
+  }
+}
+
+TEST(JobRecordTest, AnAdoptedWorkerReportsAndFailsAsAStartedOne) {
+  Job leader(Elastic(), {{"a", 2}, {"b", 2}});
+  leader.Start();
+  leader.AllCheckIn();
+  Job standby(Elastic(), {{"a", 2}, {"b", 2}});
+  standby.Advance(20s);
+  standby.Resume(leader.Save());
+  const WorkerId victim = standby.WorkerIn("b:1");
+
+  rendezvous::WorkerReport report = Report("b:1", victim, kT0 + 21s, 40);
+  report.pid = 8123;  // its reports say where it runs now
+  standby.record().OnReports({{"b:1", report}});
+  standby.record().OnReports({{"b:1", Report("b:1", victim, kT0 + 22s, 60)}});
+  standby.Advance(2500ms);
+  json s = standby.Snapshot();
+  const json& rank = s["ranks"][3];
+  EXPECT_EQ(rank["slot"], "b:1");
+  EXPECT_EQ(rank["worker_pid"], 8123);
+  EXPECT_EQ(rank["report"]["steps"], 60);
+  EXPECT_DOUBLE_EQ(rank["report"]["step_rate"], 20.0);
+
+  standby.On(WorkerExited{victim, SIGKILL});
+  standby.Advance(50ms);
+  standby.AllCheckIn();
+  s = standby.Snapshot();
+  ASSERT_EQ(s["failures"].size(), 1u) << s.dump(1);
+  const json& failure = s["failures"][0];
+  EXPECT_EQ(failure["slot"], "b:1");
+  EXPECT_EQ(failure["rank"], 3);
+  EXPECT_EQ(failure["generation"], 1);
+  EXPECT_EQ(failure["pid"], 5000 + victim);
+  EXPECT_EQ(failure["worker_pid"], 8123);
+  EXPECT_EQ(failure["signal"], "SIGKILL");
+  // The recovery is this hvdrun's own: timed, and a reset by failure.
+  EXPECT_EQ(s["job"]["generation"], 2);
+  EXPECT_EQ(s["job"]["resets_by_cause"]["failure"], 1);
+  const json& recovery = s["recoveries"].back();
+  EXPECT_EQ(recovery["cause"], "failure");
+  EXPECT_DOUBLE_EQ(recovery["phases"]["detect_ms"], 500.0);  // 22 s -> 22.5
+  EXPECT_DOUBLE_EQ(recovery["phases"]["rendezvous_ms"], 50.0);
+  EXPECT_FALSE(s["generations"].back()["taken_over"]);
+}
+
+TEST(JobRecordTest, AWorkerTheStandbyCannotAdoptIsAFailure) {
+  Job leader(Elastic(), {{"a", 2}, {"b", 2}});
+  leader.Start();
+  leader.AllCheckIn();
+  Job standby(Elastic(), {{"a", 2}, {"b", 2}});
+  const WorkerId lost = leader.WorkerIn("a:1");
+  Actions actions = standby.Resume(leader.Save(), {lost});
+  ASSERT_TRUE(std::any_of(actions.begin(), actions.end(), [](auto& a) {
+    return std::holds_alternative<WorkerFailed>(a);
+  }));
+  json s = standby.Snapshot();
+  ASSERT_EQ(s["failures"].size(), 1u) << s.dump(1);
+  const json& failure = s["failures"][0];
+  EXPECT_EQ(failure["slot"], "a:1");
+  EXPECT_EQ(failure["rank"], 1);
+  EXPECT_EQ(failure["worker"], lost);
+  EXPECT_EQ(failure["worker_pid"], 7000 + lost);
+  EXPECT_TRUE(failure["pid"].is_null());  // no guard of its ran here
+  EXPECT_EQ(s["job"]["failures"], 1);
+  // No process of it runs: a is not counted its worker.
+  const json* a = HostIn(s, "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE((*a)["workers"], 2);
+}
+
+TEST(JobRecordTest, AGenerationTakenOverBeforeItCompletedWaitsForItsSlots) {
+  PolicyConfig config = Elastic();
+  Job leader(config, {{"a", 2}, {"b", 2}, {"c", 2}});
+  leader.Start();  // a and b; c is spare
+  leader.AllCheckIn();
+  const WorkerId b0 = leader.WorkerIn("b:0"), b1 = leader.WorkerIn("b:1");
+  leader.On(WorkerExited{b0, SIGKILL});
+  leader.On(WorkerExited{b1, SIGTERM});
+  leader.AllCheckIn();  // generation 2, on a and c: one reset
+  leader.On(WorkerExited{leader.WorkerIn("c:1"), SIGKILL});
+  const DriverState state = leader.Save();  // generation 3, not joined
+  ASSERT_EQ(state.resets, 1);
+  ASSERT_EQ(state.complete_generation, 2);
+  ASSERT_EQ(state.plan.generation, 3);
+
+  Job standby(config, {{"a", 2}, {"b", 2}, {"c", 2}});
+  standby.Resume(state);
+  json s = standby.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "recovering") << s.dump(1);
+  EXPECT_EQ(s["job"]["generation"], 3);
+  EXPECT_EQ(s["job"]["resets"], 1);  // the last leader's
+  const json& g = s["generations"].back();
+  EXPECT_EQ(g["cause"], "other");  // etcd keeps its reason, not its cause
+  EXPECT_EQ(g["reason"], state.plan.reason);
+  EXPECT_TRUE(g["complete_ms"].is_null());
+  EXPECT_EQ(g["missing"].size(), state.plan.slots.size());
+  for (const json& rank : s["ranks"]) EXPECT_FALSE(rank["checked_in"]);
+
+  standby.Advance(1s);
+  standby.AllCheckIn();
+  s = standby.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "running");
+  EXPECT_EQ(s["job"]["resets"], 2);
+  EXPECT_EQ(s["generations"].back()["complete_ms"], kWall0 + 1000);
+}
+
+TEST(JobRecordTest, AStaticJobTakenOverIsItsOneGeneration) {
+  PolicyConfig config;
+  config.num_proc = 3;
+  Job leader(config, {{"localhost", 3}});
+  leader.Start();
+  Job standby(config, {{"localhost", 3}});
+  standby.Resume(leader.Save());
+  json s = standby.Snapshot();
+  EXPECT_EQ(s["job"]["state"], "running") << s.dump(1);
+  EXPECT_EQ(s["job"]["generation"], 1);
+  ASSERT_EQ(s["ranks"].size(), 3u);
+  EXPECT_EQ(s["ranks"][2]["slot"], "localhost:2");
+  EXPECT_EQ(s["ranks"][2]["local_rank"], 2);
+  EXPECT_EQ(s["ranks"][2]["worker_pid"], 7000 + leader.WorkerIn("localhost:2"));
 }
 
 TEST(JobRecordTest, KeepsBoundedHistories) {

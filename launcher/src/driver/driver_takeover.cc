@@ -22,6 +22,9 @@ void Driver::Resume(TimePoint now) {
     if (!resumed.ok()) spdlog::error("hvdrun: {}", resumed.message());
     server_.set_generation(state.plan.generation);
   }
+  // The page shows the adopted workers and their generation at once, not
+  // only as the workers' next reports arrive.
+  record_.OnResumed(now, state);
   Execute(now, policy_.Resume(now, state, clock_));
   etcd_->TakeoverPhase({{"rebuilt_ms", common::WallClockMs()}});
   int adopted = 0;
@@ -55,12 +58,14 @@ void Driver::Resume(TimePoint now) {
                         {"generation", state.plan.generation},
                         {"adopted", adopted},
                         {"workers", state.workers.size()}});
-  common::Announce("hvdrun: took job '" + config_.job_id + "' over at " +
-                   (state.plan.generation > 0
-                        ? "generation " + std::to_string(state.plan.generation)
-                        : std::string("its start")) +
-                   ": adopting " + std::to_string(adopted) + " of " +
-                   std::to_string(state.workers.size()) + " workers");
+  // A Say, so that the page's "hvdrun says" has it too.
+  Execute(Clock::now(),
+          {Say{"took job '" + config_.job_id + "' over at " +
+               (state.plan.generation > 0
+                    ? "generation " + std::to_string(state.plan.generation)
+                    : std::string("its start")) +
+               ": adopting " + std::to_string(adopted) + " of " +
+               std::to_string(state.workers.size()) + " workers"}});
 }
 
 void Driver::ReleaseAdoptable() {

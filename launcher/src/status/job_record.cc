@@ -77,6 +77,10 @@ void JobRecord::OnEvent(TimePoint now, const Event& event) {
       it->second.exited = now;
       it->second.wait_status = exited->wait_status;
     }
+  } else if (auto* lost = std::get_if<WorkerLaunchFailed>(&event)) {
+    // No process runs for it: one that could not be started, or adopted.
+    auto it = workers_.find(lost->worker);
+    if (it != workers_.end() && !it->second.exited) it->second.exited = now;
   } else if (auto* board = std::get_if<BoardChanged>(&event)) {
     for (Generation& g : generations_) {
       if (g.number != board->generation || g.complete) continue;
@@ -129,10 +133,11 @@ void JobRecord::OnActions(TimePoint now, const Actions& actions) {
       KeepNewest(generations_, kMaxGenerations);
     } else if (auto* failed = std::get_if<WorkerFailed>(&action)) {
       ++failures_total_;
-      Failure failure{now, *failed, 0, nullptr};
+      Failure failure{now, *failed, 0, 0, nullptr};
       auto w = workers_.find(failed->worker);
       if (w != workers_.end()) {
         failure.pid = w->second.pid;
+        failure.worker_pid = w->second.worker_pid;
         failure.tail = w->second.tail;
       }
       failures_.push_back(std::move(failure));
@@ -177,6 +182,68 @@ void JobRecord::AddStaticRank(TimePoint now, const StartWorker& start) {
     g.complete = now;
 }
 
+void JobRecord::OnResumed(TimePoint now, const DriverState& state) {
+  resets_taken_over_ = state.resets;
+  for (const SavedWorker& saved : state.workers) {
+    Worker& w = workers_[saved.id];
+    w.id = saved.id;
+    w.slot = saved.slot;
+    w.host = saved.host;
+    // A worker of the plan has the local rank it joined with; any other
+    // (a spare, one being stopped) its slot's index, as it started.
+    auto planned = state.plan.slots.find(saved.slot);
+    w.local_rank = planned != state.plan.slots.end()
+                       ? planned->second.layout.local_rank
+                       : saved.index;
+    w.worker_pid = saved.pid;
+    w.started = now;
+    w.adopted = now;
+  }
+  ResumeGeneration(now, state);
+}
+
+void JobRecord::ResumeGeneration(TimePoint now, const DriverState& state) {
+  Generation g;
+  g.taken_over = true;
+  g.triggered = g.published = now;
+  if (state.plan.generation > 0) {
+    g.number = state.plan.generation;
+    g.reason = state.plan.reason;
+    g.plan = state.plan;
+    // The saved state keeps no cause, only the reason; a first generation
+    // can have had no other than the start.
+    g.cause = g.number == 1 ? "start" : "other";
+    for (const auto& [slot, a] : g.plan.slots) {
+      const bool joined = std::any_of(
+          state.workers.begin(), state.workers.end(), [&](const auto& w) {
+            return w.slot == slot && w.joined >= g.number;
+          });
+      if (!joined) g.missing.insert(slot);
+    }
+    if (state.complete_generation == g.number) g.missing.clear();
+  } else if (!facts_.elastic && !state.workers.empty()) {
+    // A static job's one generation, of the workers still running: they
+    // met in Gloo's rendezvous under the last leader.
+    g.number = 1;
+    g.reason = g.cause = "start";
+    g.plan.generation = 1;
+    g.plan.reason = g.reason;
+    for (const SavedWorker& saved : state.workers) {
+      rendezvous::WorkerAssignment a;
+      a.generation = 1;
+      a.layout.rank = saved.start_rank;
+      a.layout.local_rank = saved.index;
+      a.sync = false;
+      g.plan.slots[saved.slot] = a;
+      g.plan.workers[saved.slot] = saved.id;
+    }
+  } else {
+    return;  // taken over before its first generation
+  }
+  if (g.missing.empty()) g.complete = now;
+  generations_.push_back(std::move(g));
+}
+
 void JobRecord::OnWorkerProcess(WorkerId worker, pid_t pid,
                                 std::shared_ptr<OutputTail> tail) {
   auto it = workers_.find(worker);
@@ -200,6 +267,7 @@ void JobRecord::OnReports(
       w.commit_rate = (report.commits - w.report->commits) / seconds;
     }
     w.report = report;
+    if (report.pid > 0) w.worker_pid = report.pid;
     if (!report.recovery) continue;
     for (Generation& g : generations_) {
       if (g.number == report.recovery->generation && g.plan.slots.count(slot)) {
@@ -210,15 +278,15 @@ void JobRecord::OnReports(
 }
 
 json JobRecord::GenerationJson(const Generation& g) const {
-  json out{
-      {"generation", g.number},
-      {"reason", g.reason},
-      {"cause", g.cause},
-      {"size", g.plan.slots.size()},
-      {"published_ms", WallMs(g.published)},
-      {"complete_ms", nullptr},
-      {"missing", g.missing},
-      {"sync", !g.plan.slots.empty() && g.plan.slots.begin()->second.sync}};
+  json out{{"generation", g.number},
+           {"reason", g.reason},
+           {"cause", g.cause},
+           {"size", g.plan.slots.size()},
+           {"published_ms", WallMs(g.published)},
+           {"complete_ms", nullptr},
+           {"missing", g.missing},
+           {"sync", !g.plan.slots.empty() && g.plan.slots.begin()->second.sync},
+           {"taken_over", g.taken_over}};
   if (g.complete) out["complete_ms"] = WallMs(*g.complete);
   return out;
 }
@@ -227,8 +295,11 @@ json JobRecord::RecoveryJson(const Generation& g) const {
   // Phases the driver sees; the workers' (connect, state sync, first step)
   // are added from their reports.
   json phases{{"detect_ms", nullptr},
-              {"decide_ms", Ms(g.triggered, g.published)},
+              {"decide_ms", nullptr},
               {"rendezvous_ms", nullptr}};
+  // A generation taken over was formed under another hvdrun, whose times
+  // are gone; its workers' own phases still come with their reports.
+  if (!g.taken_over) phases["decide_ms"] = Ms(g.triggered, g.published);
   if (g.detect_ms) phases["detect_ms"] = *g.detect_ms;
   // The slowest rank's phases: the generation trains once all have.
   phases["connect_ms"] = phases["sync_ms"] = phases["first_step_ms"] = nullptr;
@@ -243,11 +314,14 @@ json JobRecord::RecoveryJson(const Generation& g) const {
       }
     }
   }
-  if (g.complete) phases["rendezvous_ms"] = Ms(g.published, *g.complete);
+  if (g.complete && !g.taken_over) {
+    phases["rendezvous_ms"] = Ms(g.published, *g.complete);
+  }
   return {{"generation", g.number},
           {"cause", g.cause},
           {"reason", g.reason},
-          {"triggered_ms", WallMs(g.triggered)},
+          {"triggered_ms",
+           g.taken_over ? json(nullptr) : json(WallMs(g.triggered))},
           {"reported_ranks", g.marks.size()},
           {"phases", phases}};
 }
@@ -305,7 +379,7 @@ json JobRecord::Snapshot(TimePoint now,
     resets[cause] = count;
     resets_total += count;
   }
-  job["resets"] = resets_total;
+  job["resets"] = resets_taken_over_ + resets_total;
   job["resets_by_cause"] = resets;
 
   // Workers running now, by host.
@@ -348,7 +422,9 @@ json JobRecord::Snapshot(TimePoint now,
                  {"checked_in", newest->missing.count(slot) == 0},
                  {"worker", nullptr},
                  {"pid", nullptr},
+                 {"worker_pid", nullptr},
                  {"started_ms", nullptr},
+                 {"adopted_ms", nullptr},
                  {"report", nullptr}};
       auto id = newest->plan.workers.find(slot);
       if (id != newest->plan.workers.end()) {
@@ -356,7 +432,14 @@ json JobRecord::Snapshot(TimePoint now,
         auto w = workers_.find(id->second);
         if (w != workers_.end()) {
           if (w->second.pid > 0) entry["pid"] = w->second.pid;
-          entry["started_ms"] = WallMs(w->second.started);
+          if (w->second.worker_pid > 0) {
+            entry["worker_pid"] = w->second.worker_pid;
+          }
+          if (w->second.adopted) {
+            entry["adopted_ms"] = WallMs(*w->second.adopted);
+          } else {
+            entry["started_ms"] = WallMs(w->second.started);
+          }
           entry["host"] = w->second.host;
           entry["report"] = ReportJson(w->second);
         }
@@ -384,9 +467,11 @@ json JobRecord::Snapshot(TimePoint now,
                {"exit_code", f.what.exit_code},
                {"signal", nullptr},
                {"pid", nullptr},
+               {"worker_pid", nullptr},
                {"output_tail", json::array()}};
     if (f.what.signal > 0) entry["signal"] = SignalName(f.what.signal);
     if (f.pid > 0) entry["pid"] = f.pid;
+    if (f.worker_pid > 0) entry["worker_pid"] = f.worker_pid;
     if (f.tail) {
       for (const auto& line : f.tail->Lines()) {
         entry["output_tail"].push_back(

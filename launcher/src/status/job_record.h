@@ -4,8 +4,9 @@
 // each generation split into phases.
 //
 // The driver thread feeds it what passes between the policy and the I/O
-// shell: the policy's events and actions, and the pid of each started
-// worker. It never decides anything; it only remembers, within fixed
+// shell: the policy's events and actions, the pid of each started worker,
+// and, in an hvdrun that took the job over (--standby), the state the last
+// leader left. It never decides anything; it only remembers, within fixed
 // bounds (the newest kMaxGenerations generations, kMaxFailures failures,
 // kMaxMessages of hvdrun's lines).
 //
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "hvd/rendezvous/worker_report.h"
+#include "policy/driver_state.h"
 #include "policy/host_table.h"
 #include "policy/job_policy.h"
 #include "process/output_tail.h"
@@ -49,8 +51,16 @@ class JobRecord {
 
   void OnEvent(TimePoint now, const Event& event);
   void OnActions(TimePoint now, const Actions& actions);
-  // The driver started `worker` (of a StartWorker action) as `pid`, its
-  // output kept in `tail`.
+  // This hvdrun took the job over at `now` (Driver::Resume) from the state
+  // its last leader saved: it adopts every worker of `state` (their pids on
+  // their hosts as saved) and the newest generation, complete if every
+  // slot had joined it. Called once, before the resumed policy's first
+  // actions are recorded: they may already concern these workers. A worker
+  // the driver then fails to adopt is a failure, through the policy, as
+  // any.
+  void OnResumed(TimePoint now, const DriverState& state);
+  // The driver started or adopted `worker` (of a StartWorker action, or of
+  // OnResumed) as `pid`, its output kept in `tail`.
   void OnWorkerProcess(WorkerId worker, pid_t pid,
                        std::shared_ptr<OutputTail> tail);
   // The workers' latest reports (ReportBoard::Latest(), by slot): their
@@ -71,8 +81,10 @@ class JobRecord {
     WorkerId id = 0;
     std::string slot, host;
     int local_rank = 0;
-    pid_t pid = 0;
-    TimePoint started;
+    pid_t pid = 0;           // on hvdrun's machine: its guard
+    int64_t worker_pid = 0;  // on its host: the worker's own, reported
+    TimePoint started;       // when it started, if this hvdrun started it
+    std::optional<TimePoint> adopted;  // or when this hvdrun adopted it
     std::optional<TimePoint> exited;
     int wait_status = 0;
     std::optional<rendezvous::WorkerReport> report;  // its latest
@@ -85,6 +97,10 @@ class JobRecord {
     rendezvous::GenerationPlan plan;
     TimePoint triggered, published;
     std::optional<TimePoint> complete;  // every slot checked in
+    // Published by the hvdrun that led before this one took the job over:
+    // when it began and was published is not known here, and `published`
+    // and `complete` are the takeover's time.
+    bool taken_over = false;
     // With cause "failure": the failed worker's last report to the
     // failure (taken when it was published).
     std::optional<double> detect_ms;
@@ -96,6 +112,7 @@ class JobRecord {
     TimePoint at;
     WorkerFailed what;
     pid_t pid = 0;
+    int64_t worker_pid = 0;
     std::shared_ptr<OutputTail> tail;  // still filling while output drains
   };
 
@@ -104,6 +121,8 @@ class JobRecord {
   // generation (failures keep copies of what they need).
   void ForgetExited();
   void AddStaticRank(TimePoint now, const StartWorker& start);
+  // OnResumed's generation: the plan's, or a static job's one.
+  void ResumeGeneration(TimePoint now, const DriverState& state);
   nlohmann::json GenerationJson(const Generation& g) const;
   nlohmann::json RecoveryJson(const Generation& g) const;
   nlohmann::json ReportJson(const Worker& w) const;
@@ -116,6 +135,9 @@ class JobRecord {
   std::deque<Failure> failures_;
   std::deque<std::pair<TimePoint, std::string>> messages_;
   std::map<std::string, int> resets_by_cause_;
+  // Resets before this hvdrun took the job over (their causes are not
+  // kept in the driver's state).
+  int resets_taken_over_ = 0;
   std::vector<HostSlots> discovered_;
   // What the next generation answers: the first failure, or host change,
   // since the last one was published.
