@@ -146,9 +146,14 @@ def test_a_crash_of_the_leaders_host_that_ran_workers_is_a_failure(
     assert result.returncode == 0, result.stdout + result.stderr
     check_consistent_finish(s, 4)
     assert {r["slot"].split(":")[0] for r in s.done()} == set(workers)
-    for slot in (0, 1):
-        assert f"slot {leader_host}:{slot} (" in result.stderr and \
-            "exited with code 255" in result.stderr, result.stderr
+    # A link lost (ssh exited 255) and the peers asking for a reset
+    # without its worker: a failure at once, not after a reattach window;
+    # the host's other worker is stopped with it.
+    assert [l for l in result.stderr.splitlines()
+            if f"slot {leader_host}:" in l and
+            ("lost its link to hvdrun, and its peers asked for a reset "
+             "without it" in l or l.endswith("exited with code 255"))], \
+        result.stderr
     assert f"host {leader_host} blacklisted" in result.stderr, result.stderr
     assert "job succeeded after 1 reset" in result.stderr, result.stderr
 
@@ -199,8 +204,9 @@ def test_a_partitioned_leader_changes_nothing_once_its_lease_is_gone(
     """The leader runs on a bed host and that host's link goes down
     (ctl.sh partition): its links to etcd and to the workers are cut, it
     lives on. The standby leads once the lease ends and adopts the four
-    workers. The cut-off leader sees its links to the workers fail (they
-    are failures to it) and starts nothing after the cut; etcd's history
+    workers. The cut-off leader sees its links to the workers fail and
+    tries to reattach them only while it is sure it leads, and starts
+    nothing after the cut; etcd's history
     shows no write of its from the cut on: the old key's expiry, then
     the standby's writes alone. Healed, the old leader has ended; the job
     ends under the standby with the exact model."""
@@ -239,10 +245,17 @@ def test_a_partitioned_leader_changes_nothing_once_its_lease_is_gone(
     assert not [r for r in s.records() if r["event"] == "reset"]
     assert time.time() - cut > 8
 
-    # Its log: it started nothing after the cut.
-    started = [l for l in old.stderr.splitlines() if " is pid " in l]
+    # Its log: it started nothing after the cut, and tried to reattach
+    # the links it lost only while it was sure it led.
+    old_lines = old.stderr.splitlines()
+    started = [l for l in old_lines if " is pid " in l]
     assert started and all(logged_at(l) < cut for l in started), \
         (cut, old.stderr)
+    lost_lead = [logged_at(l) for l in old_lines
+                 if "hvdrun: lost the lead of job 'cut'" in l]
+    assert lost_lead, old.stderr
+    assert all(logged_at(l) < lost_lead[0] for l in old_lines
+               if "is reattached through pid" in l), old.stderr
     assert old.returncode != 0, old.stderr
 
     # etcd's history from the cut on: the old leader's key went with its
@@ -261,3 +274,53 @@ def test_a_partitioned_leader_changes_nothing_once_its_lease_is_gone(
     drivers = {c[3][64:] for c in changes
                if c[2] == "/hvd/jobs/cut/driver" and c[1] == "put"}
     assert len(drivers) == 1, drivers
+
+
+def test_a_leader_cut_off_for_less_than_its_lease_reattaches_its_workers(
+        bed, bed_etcd, tmp_path):
+    """The leader's host is cut off (ctl.sh partition) for 8 s, longer
+    than its ssh links to the workers live (ssh's keepalive: about 3 s)
+    and shorter than its lease (20 s). Its links are lost, not its
+    workers: it reattaches each one (ssh host hvdrun --hvd-internal-adopt,
+    a try a second while --adopt-grace-seconds lasts) once the cut heals,
+    and the job ends under it with the exact model, no reset, and every
+    rank's output relayed through the new links."""
+    _, endpoints = bed_etcd
+    leader_host, *workers = [bed.ctl("add")[0] for _ in range(3)]
+    s = Scenario(tmp_path, "", epochs=10, batches=20, sleep=0.1, print=True)
+    args = ["--rendezvous-backend", "etcd", "--rendezvous-endpoint",
+            endpoints, "--job-id", "blink", "--job-secret-file",
+            str(tmp_path / "job.secret"), "--adopt-grace-seconds", "60",
+            "--leader-lease-seconds", "20", "-np", "4", "--min-np", "2",
+            "-H", hosts_arg(workers), *s.command()]
+    leader = Child(subprocess.Popen(
+        ["ssh", leader_host, str(HVDRUN), "--log-level", "info", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path), "the leader")
+    try:
+        wait_until(lambda: leader.proc.poll() is not None or
+                   len({r["slot"] for r in batches(s)}) == 4,
+                   "every worker training", timeout=90)
+        assert leader.proc.poll() is None, leader.text("stderr")
+        bed.ctl("partition", leader_host)
+        healed_at = time.time() + 8
+        wait_until(lambda: [r for r in batches(s) if r["time"] > healed_at],
+                   "the workers training through the cut")
+        bed.ctl("heal", leader_host)
+        result = leader.finish(timeout=180)
+    finally:
+        leader.proc.kill()
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 4)
+    assert not [r for r in s.records() if r["event"] == "reset"]
+    lines = result.stderr.splitlines()
+    for slot in [f"{host}:{i}" for host in workers for i in (0, 1)]:
+        assert [l for l in lines if f"slot {slot} (rank " in l and
+                "lost its link to hvdrun" in l and "reattaching" in l], \
+            result.stderr
+        assert [l for l in lines if f"slot {slot} (rank " in l and
+                "is reattached through pid" in l], result.stderr
+    assert "blacklisted" not in result.stderr, result.stderr
+    for rank in range(4):
+        assert "done" in rank_lines(result.stdout, rank), result.stdout
+    assert "job succeeded after 0 resets" in result.stderr, result.stderr

@@ -438,6 +438,39 @@ TEST(JobRecordTest, AStaticJobTakenOverIsItsOneGeneration) {
   EXPECT_EQ(s["ranks"][2]["worker_pid"], 7000 + leader.WorkerIn("localhost:2"));
 }
 
+TEST(JobRecordTest, AWorkerIsNotRunningHereWhileItsLinkIsLost) {
+  PolicyConfig config = Elastic();
+  config.reattach_window = 60s;
+  Job job(config, {{"a", 2}, {"b", 2}});
+  job.Start();
+  job.AllCheckIn();
+  job.Advance(10s);
+  auto workers_on_b = [&job] {
+    const json s = job.Snapshot();
+    for (const json& host : s["hosts"]) {
+      if (host["host"] == "b") return host["workers"].get<int>();
+    }
+    return -1;
+  };
+  EXPECT_EQ(workers_on_b(), 2);
+  const WorkerId b0 = job.WorkerIn("b:0");
+  // The policy reattaches at once (ReattachWorker): running again.
+  Actions lost = job.On(WorkerLinkLost{b0, 255 << 8});
+  ASSERT_EQ(std::count_if(lost.begin(), lost.end(),
+                          [](const Action& a) {
+                            return std::holds_alternative<ReattachWorker>(a);
+                          }),
+            1);
+  EXPECT_EQ(workers_on_b(), 2);
+  // The try could not connect: no process runs for it until the next.
+  job.Advance(100ms);
+  job.On(WorkerLinkLost{b0, 255 << 8});
+  EXPECT_EQ(workers_on_b(), 1);
+  job.Advance(900ms);
+  job.On(Tick{});
+  EXPECT_EQ(workers_on_b(), 2);
+}
+
 TEST(JobRecordTest, KeepsBoundedHistories) {
   Job job(Elastic(), {{"a", 2}});
   job.Start();

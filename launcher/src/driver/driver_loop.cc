@@ -75,7 +75,11 @@ int Driver::Run(int signals) {
     const std::string job = "job '" + config_.job_id + "'";
     etcd_->Run([this, job](const LeadChange& change) {
       if (!change.holder.empty()) {
+        deposed_ = true;
         inbox_.Post(LeadTaken{change.reason + " (" + change.holder + ")"});
+      } else if (deposed_) {
+        // Its stop is under way: a lead won back meanwhile (the job
+        // ended under the other hvdrun, say) is none of its business.
       } else if (change.leading) {
         common::Announce("hvdrun: leads " + job + " in etcd again");
         regained_ = true;
@@ -133,12 +137,17 @@ int Driver::Run(int signals) {
     if (events.empty()) events.push_back(Tick{});
     for (const Event& event : events) {
       const TimePoint now = Clock::now();
-      if (std::holds_alternative<LeadTaken>(event)) ReleaseAdoptable();
+      if (std::holds_alternative<LeadTaken>(event)) {
+        ReleaseAdoptable();
+        withheld_.clear();  // the other hvdrun's to do now
+      }
       record_.OnEvent(now, event);
       Execute(now, policy_.OnEvent(now, event));
       if (policy_.finished()) break;
     }
-    if (regained_.exchange(false) && !policy_.finished()) Replay();
+    if (regained_.exchange(false) && !policy_.finished() && !deposed_) {
+      Replay();
+    }
     if (etcd_ != nullptr && !policy_.finished()) SaveState();
     if (snapshots_.wanted()) PublishSnapshot();
   }
@@ -193,7 +202,14 @@ std::vector<Event> Driver::ReadSignals(int signals) {
         Running& worker = workers_[it->second];
         close(worker.process.control_fd);
         worker.process.control_fd = -1;
-        events.push_back(WorkerExited{it->second, status});
+        // ssh's 255: the link may be all that was lost, the worker
+        // waiting in its guard (the policy decides).
+        if (worker.process.adoptable && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 255) {
+          events.push_back(WorkerLinkLost{it->second, status});
+        } else {
+          events.push_back(WorkerExited{it->second, status});
+        }
         it = pids_.erase(it);
       } else {
         ++it;
@@ -300,6 +316,8 @@ void Driver::Carry(const Action& action) {
             inbox_.Post(WorkerProbed{worker, alive.ok(),
                                      alive.code() == common::Code::kTransport});
           });
+        } else if constexpr (std::is_same_v<T, ReattachWorker>) {
+          Reattach(a);
         } else if constexpr (std::is_same_v<T, CheckHost>) {
           errands_.Run([this, host = a.host] {
             auto interfaces = RunHostCheck(host, launch_.hvdrun_path, config_,
@@ -331,6 +349,8 @@ bool Driver::Withhold(const Action& action) {
   std::string what;
   if (auto* start = std::get_if<StartWorker>(&action)) {
     what = "the start of slot " + SlotNameOf(start->slot);
+  } else if (auto* reattach = std::get_if<ReattachWorker>(&action)) {
+    what = "the reattaching of slot " + SlotNameOf(reattach->slot);
   } else if (std::holds_alternative<PushAbort>(action) ||
              std::holds_alternative<PushHostsUpdated>(action)) {
     what = "a message to the workers";
@@ -349,9 +369,12 @@ void Driver::Replay() {
   std::vector<Action> withheld;
   withheld.swap(withheld_);
   for (const Action& action : withheld) {
+    // A start or reattach the policy has given up on meanwhile stays
+    // undone.
     auto* start = std::get_if<StartWorker>(&action);
-    // A start the policy has given up on meanwhile stays undone.
     if (start != nullptr && !policy_.Alive(start->worker)) continue;
+    auto* reattach = std::get_if<ReattachWorker>(&action);
+    if (reattach != nullptr && !policy_.Alive(reattach->worker)) continue;
     Carry(action);
   }
 }
@@ -409,11 +432,23 @@ void Driver::Start(const StartWorker& action) {
     inbox_.Post(WorkerLaunchFailed{action.worker, process.status().message()});
     return;
   }
-  Keep(action.worker, action.slot, action.generation, *process);
+  Keep(action.worker, action.slot, action.generation, *process, "is pid");
+}
+
+void Driver::Reattach(const ReattachWorker& action) {
+  auto process = AdoptWorker(action.slot, action.worker, launch_, config_,
+                             action.connect_within);
+  if (!process.ok()) {
+    inbox_.Post(
+        WorkerLaunchFailed{action.worker, process.status().message(), true});
+    return;
+  }
+  Keep(action.worker, action.slot, action.generation, *process,
+       "is reattached through pid");
 }
 
 void Driver::Keep(WorkerId id, const SlotAssignment& slot, int64_t generation,
-                  const WorkerProcess& process) {
+                  const WorkerProcess& process, const char* how) {
   Running running;
   running.process = process;
   auto tail = std::make_shared<OutputTail>();
@@ -427,8 +462,8 @@ void Driver::Keep(WorkerId id, const SlotAssignment& slot, int64_t generation,
   } else {
     spdlog::error("hvdrun: {}", relay.status().message());
   }
-  spdlog::info("hvdrun: slot {} (rank {}) is pid {}", SlotNameOf(slot),
-               slot.layout.rank, process.pid);
+  spdlog::info("hvdrun: slot {} (rank {}) {} {}", SlotNameOf(slot),
+               slot.layout.rank, how, process.pid);
   pids_[process.pid] = id;
   workers_[id] = std::move(running);
   // Only this process may report for the slot from now on.

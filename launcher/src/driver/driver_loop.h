@@ -74,9 +74,13 @@ class Driver {
   // policy, and each of its workers through AdoptWorker; a worker that
   // cannot be adopted is lost (WorkerLaunchFailed, adopting).
   void Resume(TimePoint now);
-  // Keeps a started or adopted worker: its output relay, its pid.
+  // Attaches to the guard of a worker whose link was lost, as Resume
+  // adopts one.
+  void Reattach(const ReattachWorker& action);
+  // Keeps a started, adopted or reattached worker: its output relay, its
+  // pid (logged as "slot S (rank R) <how> <pid>").
   void Keep(WorkerId id, const SlotAssignment& slot, int64_t generation,
-            const WorkerProcess& process);
+            const WorkerProcess& process, const char* how);
   void ExplainThroughSlurm(const std::vector<std::string>& hosts);
   void ExplainLostEtcd(const Actions& actions);
   // The Gloo keys of generations no worker needs once `published` is: in
@@ -119,8 +123,10 @@ class Driver {
   StatusSnapshots snapshots_;
   std::atomic<bool> board_changed_{false};
   std::atomic<bool> regained_{false};  // the lead came back (EtcdJob's thread)
-  std::vector<Action> withheld_;       // starts and messages held back
-  Cancellation cancel_errands_;        // before errands_: they use its fd
+  // Another hvdrun took the lead (EtcdJob's thread): this one only stops.
+  std::atomic<bool> deposed_{false};
+  std::vector<Action> withheld_;  // starts and messages held back
+  Cancellation cancel_errands_;   // before errands_: they use its fd
   Errands errands_;
   std::map<WorkerId, Running> workers_;
   std::map<pid_t, WorkerId> pids_;

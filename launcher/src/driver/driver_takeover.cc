@@ -51,7 +51,7 @@ void Driver::Resume(TimePoint now) {
       inbox_.Post(WorkerLaunchFailed{w.id, process.status().message(), true});
       continue;
     }
-    Keep(w.id, slot, state.plan.generation, *process);
+    Keep(w.id, slot, state.plan.generation, *process, "is adopted through pid");
     ++adopted;
   }
   etcd_->TakeoverPhase({{"adopted_ms", common::WallClockMs()},

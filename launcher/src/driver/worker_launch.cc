@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -94,10 +95,15 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
   return worker;
 }
 
-Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot, int64_t worker_id,
-                                  const LaunchContext& context,
-                                  const LaunchConfig& config) {
-  const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
+Result<WorkerProcess> AdoptWorker(
+    const SlotAssignment& slot, int64_t worker_id, const LaunchContext& context,
+    const LaunchConfig& config,
+    std::optional<std::chrono::seconds> connect_within) {
+  LaunchConfig bounded = config;
+  if (connect_within) {
+    bounded.start_timeout = std::min(config.start_timeout, *connect_within);
+  }
+  const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(bounded);
   const std::vector<std::string> adopt = {
       context.hvdrun_path, kAdoptFlag,
       AdoptSocketName(config.job_id, worker_id)};

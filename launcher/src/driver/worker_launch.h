@@ -2,6 +2,8 @@
 // always under a guard. Shared by the static and the elastic driver.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "hvd/common/status.h"
@@ -34,10 +36,11 @@ common::Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
 // started (adoptable): a guard here runs `ssh host hvdrun
 // --hvd-internal-adopt NAME` (remote/adopt_client.h), without ssh when the
 // worker runs on this machine, which stands for the worker's guard from
-// now on.
-common::Result<WorkerProcess> AdoptWorker(const SlotAssignment& slot,
-                                          int64_t worker_id,
-                                          const LaunchContext& context,
-                                          const LaunchConfig& config);
+// now on. ssh may take `connect_within` to connect (a reattach's window
+// may have less left than the start timeout).
+common::Result<WorkerProcess> AdoptWorker(
+    const SlotAssignment& slot, int64_t worker_id, const LaunchContext& context,
+    const LaunchConfig& config,
+    std::optional<std::chrono::seconds> connect_within = std::nullopt);
 
 }  // namespace hvd::launcher

@@ -68,6 +68,7 @@ PolicyConfig PolicyConfig::From(const LaunchConfig& config) {
   policy.start_timeout = config.start_timeout;
   policy.stop_grace = config.stop_grace;
   policy.check_hosts = true;
+  policy.reattach_window = config.adopt_grace;
   policy.probe_members = config.launcher == Launcher::kSlurm;
   policy.network_interfaces =
       common::SplitInterfaceList(config.network_interface);
@@ -132,6 +133,8 @@ Actions JobPolicy::OnEvent(TimePoint now, const Event& event) {
           OnHosts(now, e, out);
         } else if constexpr (std::is_same_v<T, WorkerExited>) {
           OnExit(now, e, out);
+        } else if constexpr (std::is_same_v<T, WorkerLinkLost>) {
+          OnLinkLost(now, e, out);
         } else if constexpr (std::is_same_v<T, WorkerLaunchFailed>) {
           OnLaunchFailed(now, e, out);
         } else if constexpr (std::is_same_v<T, BoardChanged>) {
@@ -149,6 +152,7 @@ Actions JobPolicy::OnEvent(TimePoint now, const Event& event) {
       event);
   OnTimers(now, out);
   RequestChecks(now, out);
+  StopUnlinked(Actions(out), out);
   UpdateLateness(now);
   MaybeFinish(out);
   return out;
@@ -174,6 +178,7 @@ std::optional<TimePoint> JobPolicy::NextDeadline() const {
     if (!w.active()) continue;
     if (w.joined == 0) Earliest(next, w.started + config_.start_timeout);
     if (w.state != Worker::State::kProbing) Earliest(next, w.next_probe);
+    Earliest(next, w.reattach_at);
   }
   return next;
 }
@@ -342,6 +347,7 @@ void JobPolicy::OnTimers(TimePoint now, Actions& out) {
   if (!config_.elastic || stopping_) return;
 
   FailLateStarters(now, out);
+  ReattachLinks(now, out);
   CheckWaiting(now, out);
   if (stopping_) return;
 

@@ -19,6 +19,11 @@
 //   late while it answers liveness probes on its notification server; one
 //   that misses `liveness_misses` probes in a row is hung and fails. A new
 //   worker must check in within the start timeout.
+// - A joined worker whose link to hvdrun was lost (ssh exited 255; with
+//   --adopt-grace-seconds its guard waits for an hvdrun) is reattached, a
+//   try a second at most, for the adopt grace; it fails when that ends, or
+//   at once when its peers ask for a reset without it: then the worker is
+//   gone, not only its link.
 // - One failure is one reset: generations are counted when a worker joins
 //   them, so a generation replaced before anyone joined it is free, and
 //   reset requests alone form a generation only once every running member
@@ -124,6 +129,10 @@ struct PolicyConfig {
   // A check unanswered this long after the start timeout has failed. The
   // driver kills its ssh sooner; this bounds an answer that got lost.
   std::chrono::milliseconds host_check_grace{5000};
+  // --adopt-grace-seconds: how long a worker whose link to hvdrun was lost
+  // is reattached before it counts as failed (its guard waits that long
+  // for an hvdrun); 0: a lost link is a failed worker.
+  std::chrono::milliseconds reattach_window{0};
 
   static PolicyConfig From(const LaunchConfig& config);
 };
@@ -135,6 +144,13 @@ struct HostsDiscovered {
 struct WorkerExited {
   WorkerId worker = 0;
   int wait_status = 0;  // as waitpid reports it
+};
+// The link to a worker that can be adopted (--adopt-grace-seconds) ended
+// as a lost ssh connection does (exit code 255): its worker may live on,
+// its guard waiting for an hvdrun to attach again.
+struct WorkerLinkLost {
+  WorkerId worker = 0;
+  int wait_status = 0;
 };
 struct WorkerLaunchFailed {
   WorkerId worker = 0;
@@ -177,9 +193,9 @@ struct LeadTaken {
 };
 // A deadline passed (or nothing happened; harmless).
 struct Tick {};
-using Event = std::variant<HostsDiscovered, WorkerExited, WorkerLaunchFailed,
-                           BoardChanged, WorkerProbed, HostChecked,
-                           SignalReceived, LeadTaken, Tick>;
+using Event = std::variant<HostsDiscovered, WorkerExited, WorkerLinkLost,
+                           WorkerLaunchFailed, BoardChanged, WorkerProbed,
+                           HostChecked, SignalReceived, LeadTaken, Tick>;
 
 // Actions.
 struct StartWorker {
@@ -210,6 +226,14 @@ struct ProbeWorker {
   WorkerId worker = 0;
   std::string slot;
 };
+// Attach to the waiting guard of a worker whose link was lost, as a new
+// leader adopts one; ssh may take `connect_within` to connect.
+struct ReattachWorker {
+  WorkerId worker = 0;
+  SlotAssignment slot;
+  int64_t generation = 0;
+  std::chrono::seconds connect_within{1};
+};
 // Check that `host` can run workers (ssh, hvdrun there, its interfaces);
 // answered by HostChecked.
 struct CheckHost {
@@ -238,7 +262,8 @@ struct Finish {
 };
 using Action =
     std::variant<StartWorker, SignalWorker, PublishGeneration, PushHostsUpdated,
-                 PushAbort, ProbeWorker, CheckHost, WorkerFailed, Say, Finish>;
+                 PushAbort, ProbeWorker, ReattachWorker, CheckHost,
+                 WorkerFailed, Say, Finish>;
 using Actions = std::vector<Action>;
 
 // The slot's name on the rendezvous board: "<host>:<local_rank>".
@@ -302,6 +327,10 @@ class JobPolicy {
     // Liveness of a joined worker that is late for a check-in.
     std::optional<TimePoint> next_probe;
     int misses = 0;
+    // Its link to hvdrun was lost (job_policy_links.cc): reattached until
+    // reattach_until; without a link, the next try is due at reattach_at.
+    std::optional<TimePoint> relinked;  // when its newest link began
+    std::optional<TimePoint> reattach_until, reattach_at;
   };
 
   // "name#rank" for every slot: two generations with equal keys give
@@ -311,6 +340,7 @@ class JobPolicy {
   // Handlers, one per event.
   void OnHosts(TimePoint now, const HostsDiscovered& event, Actions& out);
   void OnExit(TimePoint now, const WorkerExited& event, Actions& out);
+  void OnLinkLost(TimePoint now, const WorkerLinkLost& event, Actions& out);
   void OnLaunchFailed(TimePoint now, const WorkerLaunchFailed& event,
                       Actions& out);
   void OnBoard(TimePoint now, const BoardChanged& event, Actions& out);
@@ -325,6 +355,16 @@ class JobPolicy {
   void FailUnansweredChecks(TimePoint now, Actions& out);
   void FailLateStarters(TimePoint now, Actions& out);
   void StartProbes(TimePoint now, Actions& out);
+  // Reattaches workers whose link was lost when due, or fails them: the
+  // window ended, or their peers asked for a reset without them
+  // (job_policy_links.cc).
+  void ReattachLinks(TimePoint now, Actions& out);
+  // Workers that `actions` signal but that have no link to be signalled
+  // through count as exited; their guards stop them.
+  void StopUnlinked(const Actions& actions, Actions& out);
+  // A joined worker owes a check-in it has not made: it was told of the
+  // newest generation, or its peers asked for a reset and it did not.
+  bool Late(const Worker& w) const;
 
   // Elastic: records the failure (`what` completes "slot S (rank R) ..."),
   // blacklists the worker's host and stops its other workers, or only its

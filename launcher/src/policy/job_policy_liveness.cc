@@ -86,15 +86,9 @@ void JobPolicy::UpdateLateness(TimePoint now) {
   if (!config_.elastic || stopping_) return;
   for (auto& [id, w] : workers_) {
     if (!w.active() || w.joined == 0) continue;
-    const bool in_plan = plan_.slots.count(w.slot) != 0;
-    const bool asking = board_.reset_requests.count(w.slot) != 0;
-    const bool checked_in = !board_.missing.count(w.slot);
-    // Late: it owes a check-in (it was told of this generation, or peers
-    // asked for a reset) and has not made it.
-    const bool late = in_plan && !asking &&
-                      ((!checked_in && w.told == plan_.generation) ||
-                       !board_.reset_requests.empty());
-    const bool watched = late || (config_.probe_members && in_plan);
+    const bool late = Late(w);
+    const bool watched =
+        late || (config_.probe_members && plan_.slots.count(w.slot) != 0);
     if (!watched) {
       w.next_probe.reset();
       w.misses = 0;

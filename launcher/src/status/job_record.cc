@@ -72,14 +72,13 @@ void JobRecord::OnEvent(TimePoint now, const Event& event) {
     }
     discovered_ = hosts->hosts;
   } else if (auto* exited = std::get_if<WorkerExited>(&event)) {
-    auto it = workers_.find(exited->worker);
-    if (it != workers_.end() && !it->second.exited) {
-      it->second.exited = now;
-      it->second.wait_status = exited->wait_status;
-    }
-  } else if (auto* lost = std::get_if<WorkerLaunchFailed>(&event)) {
+    OnExit(now, exited->worker, exited->wait_status);
+  } else if (auto* lost = std::get_if<WorkerLinkLost>(&event)) {
+    // hvdrun's process for the worker ended; a reattach revives it.
+    OnExit(now, lost->worker, lost->wait_status);
+  } else if (auto* failed = std::get_if<WorkerLaunchFailed>(&event)) {
     // No process runs for it: one that could not be started, or adopted.
-    auto it = workers_.find(lost->worker);
+    auto it = workers_.find(failed->worker);
     if (it != workers_.end() && !it->second.exited) it->second.exited = now;
   } else if (auto* board = std::get_if<BoardChanged>(&event)) {
     for (Generation& g : generations_) {
@@ -93,6 +92,14 @@ void JobRecord::OnEvent(TimePoint now, const Event& event) {
   }
 }
 
+void JobRecord::OnExit(TimePoint now, WorkerId worker, int wait_status) {
+  auto it = workers_.find(worker);
+  if (it != workers_.end() && !it->second.exited) {
+    it->second.exited = now;
+    it->second.wait_status = wait_status;
+  }
+}
+
 void JobRecord::OnActions(TimePoint now, const Actions& actions) {
   for (const Action& action : actions) {
     if (auto* start = std::get_if<StartWorker>(&action)) {
@@ -103,6 +110,9 @@ void JobRecord::OnActions(TimePoint now, const Actions& actions) {
       w.local_rank = start->slot.layout.local_rank;
       w.started = now;
       if (!facts_.elastic) AddStaticRank(now, *start);
+    } else if (auto* reattach = std::get_if<ReattachWorker>(&action)) {
+      auto it = workers_.find(reattach->worker);
+      if (it != workers_.end()) it->second.exited.reset();
     } else if (auto* published = std::get_if<PublishGeneration>(&action)) {
       Generation g;
       g.number = published->plan.generation;

@@ -117,6 +117,7 @@ class JobRecord {
   };
 
   int64_t WallMs(TimePoint t) const;
+  void OnExit(TimePoint now, WorkerId worker, int wait_status);
   // Forgets workers that exited and are not ranks of the newest
   // generation (failures keep copies of what they need).
   void ForgetExited();
