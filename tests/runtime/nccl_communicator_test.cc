@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "etcd_member.h"
+#include "hvd/rendezvous/etcd_client.h"
 #include "hvd/rendezvous/server.h"
 #include "hvd/runtime/config.h"
 #include "ops/nccl/communicator.h"
@@ -595,6 +597,53 @@ TEST(IdExchangeTest, RankZerosIdReachesTheMembersOfItsGenerationOnly) {
 
   config.secret = "not the job's secret";
   auto stranger = StoreIdExchange(config, 3, "set0.0/n0")(nullptr);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_EQ(stranger.status().code(), Code::kUnauthenticated)
+      << stranger.status().ToString();
+}
+
+// Through a real etcd (--rendezvous-backend etcd): the id goes where the
+// Gloo keys go, sealed, and no hvdrun's server is asked (there is none
+// here), so a takeover of the job does not touch it.
+TEST(IdExchangeTest, WithEtcdTheIdGoesThroughEtcdSealed) {
+  testing::EtcdMember member;
+  ASSERT_NO_FATAL_FAILURE(member.Start());
+  RuntimeConfig config;
+  config.etcd = member.ClientOptions();
+  config.etcd_prefix = "/hvd/jobs/nccl-id/";
+  config.secret = "nccl-id-exchange-etcd-test";
+  config.start_timeout = seconds(20);
+
+  UniqueId made;
+  for (size_t i = 0; i < made.bytes.size(); ++i) {
+    made.bytes[i] = static_cast<char>(i * 5 + 1);
+  }
+  common::Result<UniqueId> got = Status::Internal("not run");
+  std::thread member_rank(
+      [&] { got = StoreIdExchange(config, 2, "set0.0/dev1")(nullptr); });
+  auto published = StoreIdExchange(config, 2, "set0.0/dev1")(&made);
+  member_rank.join();
+  ASSERT_TRUE(published.ok()) << published.status().ToString();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->bytes, made.bytes);
+
+  // In etcd under the job's Gloo keys (which hvdrun forgets by
+  // generation); sealed: a reader without the secret is refused (below).
+  rendezvous::EtcdClient etcd(*config.etcd);
+  auto stored = etcd.Range("/hvd/jobs/nccl-id/gloo/g2/nccl/set0.0/dev1");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->size(), 1u);
+
+  config.start_timeout = milliseconds(300);
+  auto next_generation = StoreIdExchange(config, 3, "set0.0/dev1")(nullptr);
+  ASSERT_FALSE(next_generation.ok());
+  EXPECT_NE(next_generation.status().message().find("g3/nccl/set0.0/dev1"),
+            std::string::npos)
+      << next_generation.status().ToString();
+
+  config.start_timeout = seconds(5);
+  config.secret = "not the job's secret";
+  auto stranger = StoreIdExchange(config, 2, "set0.0/dev1")(nullptr);
   ASSERT_FALSE(stranger.ok());
   EXPECT_EQ(stranger.status().code(), Code::kUnauthenticated)
       << stranger.status().ToString();

@@ -1,9 +1,12 @@
 #include "ops/nccl/id_exchange.h"
 
 #include <algorithm>
+#include <exception>
+#include <vector>
 
 #include "hvd/common/base64.h"
 #include "hvd/rendezvous/client.h"
+#include "hvd/rendezvous/etcd_store.h"
 
 namespace hvd::runtime::nccl {
 
@@ -18,13 +21,53 @@ std::string IdKey(int64_t generation, const std::string& communicator) {
   return "g" + std::to_string(generation) + "/nccl/" + communicator;
 }
 
+namespace {
+
+Result<UniqueId> DecodeId(const std::string& key, const std::string& bytes) {
+  UniqueId id;
+  if (bytes.size() != id.bytes.size()) {
+    return Status::InvalidArgument("the store's " + key +
+                                   " is not an NCCL unique id");
+  }
+  std::copy(bytes.begin(), bytes.end(), id.bytes.begin());
+  return id;
+}
+
+// With the etcd backend the id goes where the Gloo keys go: into etcd,
+// not to the leading hvdrun's server, which a takeover replaces.
+IdExchange EtcdIdExchange(const RuntimeConfig& config, std::string key) {
+  return [options = *config.etcd, secret = config.secret,
+          prefix = config.etcd_prefix + kScope + "/", key,
+          wait =
+              config.start_timeout](const UniqueId* made) -> Result<UniqueId> {
+    rendezvous::EtcdStore store(options, secret, prefix, wait);
+    try {
+      if (made != nullptr) {
+        store.set(key,
+                  std::vector<char>(made->bytes.begin(), made->bytes.end()));
+        return *made;
+      }
+      const std::vector<char> value = store.get(key);
+      return DecodeId(key, std::string(value.begin(), value.end()));
+    } catch (const std::exception& e) {
+      Status cause = store.last_error();
+      if (cause.ok()) cause = Status::Transport(e.what());
+      return cause.WithContext(made != nullptr ? "publishing " + key
+                                               : "waiting for rank 0's " + key);
+    }
+  };
+}
+
+}  // namespace
+
 IdExchange StoreIdExchange(const RuntimeConfig& config, int64_t generation,
                            const std::string& communicator) {
+  const std::string key = IdKey(generation, communicator);
+  if (config.etcd) return EtcdIdExchange(config, key);
   common::HttpClientOptions options;
   options.host = config.rendezvous_addr;
   options.port = config.rendezvous_port;
   options.secret = config.secret;
-  const std::string key = IdKey(generation, communicator);
   const auto wait = config.start_timeout;
   return [options, key, wait](const UniqueId* made) -> Result<UniqueId> {
     rendezvous::RendezvousClient client(options);
@@ -40,13 +83,11 @@ IdExchange StoreIdExchange(const RuntimeConfig& config, int64_t generation,
       return value.status().WithContext("waiting for rank 0's " + key);
     }
     Result<std::string> bytes = common::Base64Decode(*value);
-    UniqueId id;
-    if (!bytes.ok() || bytes->size() != id.bytes.size()) {
+    if (!bytes.ok()) {
       return Status::InvalidArgument("the store's " + key +
                                      " is not an NCCL unique id");
     }
-    std::copy(bytes->begin(), bytes->end(), id.bytes.begin());
-    return id;
+    return DecodeId(key, *bytes);
   };
 }
 
