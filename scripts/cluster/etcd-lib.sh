@@ -47,6 +47,7 @@ etcd_start_member() {
     --advertise-client-urls "http://$address:2379" \
     --initial-cluster "$cluster" --initial-cluster-state "$state" \
     --initial-cluster-token "$(cat "$etcd_dir/token")" \
+    ${HVD_ETCD_ENABLE_V2:+--enable-v2=true} \
     </dev/null >>"$bed_dir/$host/etcd.log" 2>&1
 }
 

@@ -8,7 +8,8 @@
 # /etc. Prints one line,
 #   export HVD_ETCD_ENDPOINTS=http://<addr>:2379,...
 # once every member is healthy. down.sh removes it with the bed. Needs root
-# and a bed (scripts/cluster/up.sh N).
+# and a bed (scripts/cluster/up.sh N). HVD_ETCD_ENABLE_V2=1 also serves
+# etcd's v2 API (torchrun's etcd rendezvous, the benchmark's anchor).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/etcd-lib.sh"

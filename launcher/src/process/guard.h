@@ -46,7 +46,8 @@ inline constexpr int kGuardLaunchFd = 4;
 enum class GuardMode { kLocal, kRemote, kAdoptableHere };
 
 // The guard's command line: hvdrun_path kGuardFlag <grace ms> <mode> --
-// command... (kRemote: the command is ssh or srun).
+// command... (kLocal: the worker's; kRemote: ssh or srun, or the adopt
+// client; kAdoptableHere: the remote guard, run here).
 std::vector<std::string> GuardCommand(const std::string& hvdrun_path,
                                       std::chrono::milliseconds grace,
                                       GuardMode mode,

@@ -15,6 +15,13 @@ Events, at step KILL_STEP of the last host's first worker:
   partition  the host's link goes down (ctl.sh partition): nothing is
              reset, the host just goes silent
 
+With --rdzv etcd (torchrun only) the agents meet in a 3-member etcd on
+three more bed hosts (its v2 API on, which torch's etcd rendezvous speaks
+through Debian's python3-etcd) instead of the c10d store on the first
+host; with --lose first the first host is the one lost (for hvd's side of
+that comparison, the leader's host that also runs workers, see
+scripts/bench/takeover/run.sh ... beside).
+
 Recovery = from the event to the last survivor's first step in the world
 without the lost host. hvd: `hvdrun -H h1:2,... --min-np N-2` from this
 (root) namespace, which runs no worker. torchrun: one agent per host,
@@ -131,9 +138,20 @@ def run_with(cmd, workdir, trigger):
     return code, seconds
 
 
+def rdzv_flags(args, hosts):
+    """torchrun's rendezvous flags: c10d on the first worker host, or the
+    etcd that main() started (its first member)."""
+    if args.rdzv == "etcd":
+        return (f"--rdzv_backend etcd --rdzv_endpoint {args.etcd_endpoint} "
+                f"--rdzv_id bench{os.getpid()} "
+                f"--rdzv_conf last_call_timeout=1")
+    return (f"--rdzv_backend c10d --rdzv_endpoint {hosts[0]}:29400 "
+            f"--rdzv_id bench --rdzv_conf last_call_timeout=1")
+
+
 def run_torchrun(args, workdir, hosts):
     n = args.np
-    victim = hosts[-1]
+    victim = hosts[0] if args.lose == "first" else hosts[-1]
     logdir = os.path.join(workdir, "log")
     os.makedirs(logdir)
     worker = os.path.join(scenario.HERE, "torchrun_worker.py")
@@ -146,8 +164,7 @@ def run_torchrun(args, workdir, hosts):
     agent = (f"cd {workdir} && GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 "
              f"exec {scenario.PYTHON} -m torch.distributed.run "
              f"--nnodes {nodes - 1}:{nodes} --nproc_per_node 2 "
-             f"--rdzv_backend c10d --rdzv_endpoint {hosts[0]}:29400 "
-             f"--rdzv_id bench --rdzv_conf last_call_timeout=1 "
+             f"{rdzv_flags(args, hosts)} "
              f"--max_restarts 3 --monitor_interval 0.1 "
              f"--log_dir {workdir}/torchrun-logs -r 1 -t 2 {worker} "
              f"--log {logdir} --compute {scenario.COMPUTE} "
@@ -219,19 +236,41 @@ def main():
     parser.add_argument("--event", required=True,
                         choices=["kill", "crash", "partition"])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--rdzv", choices=["c10d", "etcd"], default="c10d",
+                        help="torchrun's rendezvous backend")
+    parser.add_argument("--lose", choices=["last", "first"], default="last",
+                        help="which worker host the event takes")
     args = parser.parse_args()
     if args.np % 2 or args.np < 4:
         sys.exit("--np must be even and at least 4 (hosts of two slots)")
+    if args.impl == "hvd" and (args.rdzv, args.lose) != ("c10d", "last"):
+        sys.exit("--rdzv and --lose are torchrun's (hvd's leader host: "
+                 "scripts/bench/takeover/run.sh N beside)")
     name = f"bed-{args.impl}-{args.event}-np{args.np}-r{args.repeat}"
+    if (args.rdzv, args.lose) != ("c10d", "last"):
+        name += f"-{args.rdzv}-{args.lose}"
     workdir = os.path.join(args.out_dir, name)
     os.makedirs(workdir)
     load = os.getloadavg()[0]
-    hosts = bed("up.sh", str(args.np // 2))
+    etcd_hosts = 3 if args.rdzv == "etcd" else 0
+    hosts = bed("up.sh", str(args.np // 2 + etcd_hosts))
+    if etcd_hosts:
+        members, hosts = hosts[-etcd_hosts:], hosts[:-etcd_hosts]
+        endpoints = subprocess.run(
+            [os.path.join(CLUSTER, "etcd-up.sh"), *members],
+            env=dict(os.environ, HVD_ETCD_ENABLE_V2="1", **BED),
+            capture_output=True, text=True, timeout=120)
+        if endpoints.returncode != 0:
+            bed("down.sh")
+            sys.exit(f"etcd-up.sh: {endpoints.stderr}")
+        first = endpoints.stdout.split("=", 1)[1].split(",")[0]
+        args.etcd_endpoint = first.strip().removeprefix("http://")
     try:
         run = run_hvd if args.impl == "hvd" else run_torchrun
         row = run(args, workdir, hosts)
     finally:
         bed("down.sh")
+    row.update(rdzv=args.rdzv, lose=args.lose)
     row.update(bench="bed", impl=args.impl, event=args.event, np=args.np,
                repeat=args.repeat, load_before=round(load, 2), dir=name)
     with open(args.results, "a") as f:

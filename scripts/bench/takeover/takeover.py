@@ -6,14 +6,18 @@ crash: every process of it killed, its link gone). Per repeat, one JSON
 line: when the standby had adopted every worker after the crash, the
 longest pause between two steps of rank 0 around the crash against its
 median step, the resets (none expected) and whether the final model equals
-a fault-free run's. Called by run.sh, as root; usable alone:
+a fault-free run's. With `beside`, the leader runs on one of the four
+worker hosts instead (its 2 workers die with it; the others go on from the
+last commit): the line says when the last survivor stepped again in the
+world without that host. Called by run.sh, as root; usable alone:
 
-    takeover.py OUT_DIR RESULTS.jsonl REPEAT
+    takeover.py OUT_DIR RESULTS.jsonl REPEAT [apart|beside]
 """
 
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -62,9 +66,19 @@ def appeared(path, text):
         return text in f.read()
 
 
+def succeeded_after(stderr):
+    """The resets hvdrun counted ("job succeeded after N resets"); -1 if
+    the job did not succeed."""
+    with open(stderr, errors="replace") as f:
+        found = re.search(r"job succeeded after (\d+) reset", f.read())
+    return int(found.group(1)) if found else -1
+
+
 def main():
     out_dir, results, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    run = os.path.join(out_dir, f"takeover-r{repeat}")
+    beside = (sys.argv[4] if len(sys.argv) > 4 else "apart") == "beside"
+    name = "beside" if beside else "takeover"
+    run = os.path.join(out_dir, f"{name}-r{repeat}")
     os.makedirs(run)
     log = os.path.join(run, "log")
     os.makedirs(log)
@@ -78,6 +92,8 @@ def main():
     workers = os.environ["HVD_BENCH_WORKER_HOSTS"].split()
     leader_host, standby_host = cluster("ctl.sh", "add") + \
         cluster("ctl.sh", "add")
+    if beside:  # 8 workers on 4 hosts still, the leader's one of them
+        workers = [leader_host, *workers[:3]]
     job = f"bench{repeat}-{os.getpid()}"
     args = ["--rendezvous-backend", "etcd", "--rendezvous-endpoint",
             endpoints, "--job-id", job, "--job-secret-file",
@@ -113,6 +129,29 @@ def main():
     around = [b - a for a, b in zip(steps, steps[1:])
               if a < adopted + 2 and b > crashed]
     done = [r for r in recs if r["event"] == "done"]
+    if beside:
+        # The survivors' first step after their reset into the world
+        # without the leader's host; the last of them.
+        firsts = []
+        for slot in {r["slot"] for r in recs
+                     if not r["slot"].startswith(leader_host + ":")}:
+            mine = [r for r in recs if r["slot"] == slot]
+            reset = min(r["time"] for r in mine
+                        if r["event"] == "reset" and r["time"] > crashed)
+            firsts.append(min(r["time"] for r in mine
+                              if r["event"] == "batch" and r["time"] > reset))
+        line = dict(
+            scenario="beside", np=8, repeat=repeat, exit_code=code,
+            adopted_after_s=round(adopted - crashed, 3),
+            survivors_stepping_after_s=round(max(firsts) - crashed, 3),
+            median_step_s=round(statistics.median(gaps), 4),
+            resets=succeeded_after(standby_err),
+            exact=len(done) == 6 and
+            all(r["w"] == r["reference"] for r in done))
+        with open(results, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        print(json.dumps(line))
+        return
     line = dict(
         scenario="takeover", np=8, repeat=repeat, exit_code=code,
         adopted_after_s=round(adopted - crashed, 3),
