@@ -125,7 +125,7 @@ class Driver {
   std::atomic<bool> regained_{false};  // the lead came back (EtcdJob's thread)
   // Another hvdrun took the lead (EtcdJob's thread): this one only stops.
   std::atomic<bool> deposed_{false};
-  std::vector<Action> withheld_;  // starts and messages held back
+  std::vector<Action> withheld_;  // starts, reattaches, messages held back
   Cancellation cancel_errands_;   // before errands_: they use its fd
   Errands errands_;
   std::map<WorkerId, Running> workers_;
