@@ -5,6 +5,9 @@
 #                   as a machine that lost power
 #   partition HOST  takes HOST's link down: it stays up but goes silent
 #   heal HOST       brings HOST's link back
+#   rekey HOST      restarts HOST's sshd with a new host key that the bed's
+#                   known_hosts does not hold (a reinstalled host, or an
+#                   impostor at its address)
 #   pids HOST       the pids in HOST's namespace, one per line
 #   slurmd HOST     (re)starts HOST's slurmd, once slurm-up.sh runs a Slurm
 #                   cluster over the bed, and waits until the node takes
@@ -40,6 +43,7 @@ case "$command" in
     ;;
   partition) needs_host; ip link set "v-$host" down ;;
   heal) needs_host; ip link set "v-$host" up ;;
+  rekey) needs_host; bed_rekey_host "$host" ;;
   pids) needs_host; ip netns pids "$host" ;;
   slurmd)
     needs_host

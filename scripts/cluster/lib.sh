@@ -204,6 +204,14 @@ Match LocalPort $bed_alt_port
 CONFIG
   echo "$host" >>"$bed_dir/hosts"
   bed_write_names
+  bed_start_sshd "$host"
+  echo "$host"
+}
+
+# Starts HOST's sshd and waits, with a deadline, until it listens.
+bed_start_sshd() {
+  local host="$1" address
+  address="$(bed_address "$host")"
   # Its own UTS namespace: `hostname` on the host says its name, and its
   # mount namespace (ip netns exec) shows its /etc/netns/<host>/hosts.
   ip netns exec "$host" unshare --uts sh -c \
@@ -215,7 +223,23 @@ CONFIG
     [ $SECONDS -lt $deadline ] || bed_die "sshd of $host did not listen on $address:22 within 10 s (log: $bed_dir/$host/sshd.log)"
     sleep 0.05
   done
-  echo "$host"
+}
+
+# HOST's sshd gets a new host key, which the bed's known_hosts does not
+# hold (until the bed's names are written again: ctl.sh add): the host was
+# reinstalled, or another machine took its address.
+bed_rekey_host() {
+  local host="$1" pid
+  pid="$(cat "$bed_dir/$host/sshd.pid")"
+  kill "$pid"
+  local deadline=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || bed_die "sshd of $host (pid $pid) did not stop within 10 s"
+    sleep 0.05
+  done
+  rm -f "$bed_dir/$host/host_key" "$bed_dir/$host/host_key.pub"
+  ssh-keygen -q -t ed25519 -N "" -C "$host (a new key)" -f "$bed_dir/$host/host_key"
+  bed_start_sshd "$host"
 }
 
 # Removes every trace of the bed; safe to run twice. A Slurm cluster over

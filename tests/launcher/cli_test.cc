@@ -121,6 +121,10 @@ TEST(CliTest, HostsDefaultNpToAllSlotsAndKnobsParse) {
   EXPECT_EQ(*out.config->cache_capacity, 0);
   EXPECT_EQ(*out.config->gloo_timeout_seconds, 9);
   EXPECT_EQ(out.config->ssh_port, 2222);
+  EXPECT_FALSE(out.config->ssh_accept_new_host_keys);
+  out = Parse({"-H", "a:2", "--ssh-accept-new-host-keys", "cmd"});
+  ASSERT_TRUE(out.config);
+  EXPECT_TRUE(out.config->ssh_accept_new_host_keys);
 }
 
 TEST(CliTest, TimelineAndCacheFlagsReachTheWorkers) {

@@ -83,6 +83,44 @@ TEST(JudgeHostCheckTest, SshsOwnFailureQuotesItsLastLine) {
             "cannot reach host node3 over ssh: ssh exited with code 255");
 }
 
+// ssh's own words (OpenSSH 9.2) for a key it does not know under
+// StrictHostKeyChecking yes, and for one that changed.
+TEST(JudgeHostCheckTest, ARefusedHostKeySaysHowToTrustTheHost) {
+  auto unknown = JudgeHostCheck(
+      "node3", "/usr/bin/hvdrun", 30,
+      Exited(255, "",
+             "No ED25519 host key is known for node3 and you have requested "
+             "strict checking.\r\nHost key verification failed.\r\n"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), common::Code::kUnauthenticated);
+  EXPECT_EQ(unknown.status().message(),
+            "cannot reach host node3 over ssh: ssh does not know its host key "
+            "(ssh: Host key verification failed); no launch message was sent "
+            "to it. Check the host's key fingerprint with its administrator, "
+            "then add it to your known_hosts (ssh-keyscan node3 >> "
+            "~/.ssh/known_hosts), or pass --ssh-accept-new-host-keys to let "
+            "ssh record a host it has never seen");
+  auto changed = JudgeHostCheck(
+      "node3", "/usr/bin/hvdrun", 30,
+      Exited(255, "",
+             "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\r\n"
+             "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\n"
+             "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\r\n"
+             "Host key for node3 has changed and you have requested strict "
+             "checking.\r\nHost key verification failed.\r\n"));
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.status().message().find(
+                "cannot reach host node3 over ssh: its host key is not the "
+                "one your known_hosts holds for it (ssh: Host key "
+                "verification failed): it was reinstalled, or something else "
+                "answers at its address; no launch message was sent to it."),
+            std::string::npos)
+      << changed.status().message();
+  EXPECT_FALSE(
+      HostKeyDistrust("ssh: connect to host node3 port 22: "
+                      "Connection refused\r\n"));
+}
+
 TEST(JudgeHostCheckTest, NoHvdrunThereSaysWhereToInstallIt) {
   auto verdict = JudgeHostCheck(
       "node3", "/opt/hvd/bin/hvdrun", 30,

@@ -110,6 +110,21 @@ TEST(WorkerEnvTest, SshArgsCarryPortIdentityAndHostLast) {
   EXPECT_EQ(ssh.back(), "node2");
 }
 
+// Host keys are the user's ssh configuration's to check; the flag lets
+// ssh record a host it has never seen, nothing more.
+TEST(WorkerEnvTest, SshArgsLeaveHostKeyCheckingToTheUsersSsh) {
+  LaunchConfig config;
+  std::string all;
+  for (const auto& word : SshArgs("node2", config)) all += word + " ";
+  EXPECT_EQ(all.find("StrictHostKeyChecking"), std::string::npos) << all;
+  EXPECT_EQ(all.find("UserKnownHostsFile"), std::string::npos) << all;
+  config.ssh_accept_new_host_keys = true;
+  all.clear();
+  for (const auto& word : SshArgs("node2", config)) all += word + " ";
+  EXPECT_NE(all.find("-o StrictHostKeyChecking=accept-new "), std::string::npos)
+      << all;
+}
+
 // The value of every "-o Name=value" in an ssh argv.
 std::map<std::string, std::string> SshOptions(
     const std::vector<std::string>& ssh) {

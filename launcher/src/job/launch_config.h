@@ -115,6 +115,9 @@ struct LaunchConfig {
   std::string log_level;
   int ssh_port = 0;  // 0: ssh's default
   std::string ssh_identity_file;
+  // --ssh-accept-new-host-keys: ssh records the key of a host it has never
+  // seen (StrictHostKeyChecking=accept-new); a changed key still fails.
+  bool ssh_accept_new_host_keys = false;
   std::chrono::seconds start_timeout{kDefaultStartTimeout};
   std::optional<int> gloo_timeout_seconds;
   std::optional<double> fusion_threshold_mb;

@@ -156,6 +156,11 @@ void DefineOptions(CLI::App& app, OptionValues& v) {
   app.add_option("-i,--ssh-identity-file", v.config.ssh_identity_file,
                  "ssh identity file for remote hosts")
       ->check(CLI::ExistingFile);
+  app.add_flag("--ssh-accept-new-host-keys", v.config.ssh_accept_new_host_keys,
+               "Let ssh record the host key of a host it has never seen "
+               "(StrictHostKeyChecking=accept-new); a host whose key "
+               "changed is still refused. Without it, your ssh "
+               "configuration decides");
   app.add_option("--start-timeout", v.start_timeout,
                  "Seconds workers may take to start and meet at the "
                  "rendezvous, and ssh to connect (HOROVOD_START_TIMEOUT, "

@@ -71,6 +71,22 @@ Result<std::vector<NetworkInterface>> ParseHostCheckAnswer(
   return interfaces;
 }
 
+std::optional<std::string> HostKeyDistrust(const std::string& ssh_stderr) {
+  if (ssh_stderr.find("Host key verification failed") == std::string::npos) {
+    return std::nullopt;
+  }
+  if (ssh_stderr.find("REMOTE HOST IDENTIFICATION HAS CHANGED") !=
+      std::string::npos) {
+    return std::string(
+        "its host key is not the one your known_hosts holds for it (ssh: "
+        "Host key verification failed): it was reinstalled, or something "
+        "else answers at its address");
+  }
+  return std::string(
+      "ssh does not know its host key (ssh: Host key verification "
+      "failed)");
+}
+
 Result<std::vector<NetworkInterface>> JudgeHostCheck(
     const std::string& host, const std::string& hvdrun_path,
     int64_t timeout_seconds, const SshOutcome& outcome,
@@ -92,6 +108,16 @@ Result<std::vector<NetworkInterface>> JudgeHostCheck(
   }
   const int code = WEXITSTATUS(status);
   if (code == 255 && tool == "ssh") {  // ssh's own: connect, keys
+    if (auto distrust = HostKeyDistrust(outcome.stderr_text)) {
+      return Status::Unauthenticated(
+          unreachable + *distrust +
+          "; no launch message was sent to it. Check the host's key "
+          "fingerprint with its administrator, then add it to your "
+          "known_hosts (ssh-keyscan " +
+          host +
+          " >> ~/.ssh/known_hosts), or pass --ssh-accept-new-host-keys to "
+          "let ssh record a host it has never seen");
+    }
     return Status::Transport(unreachable +
                              (why.empty() ? "ssh exited with code 255" : why));
   }

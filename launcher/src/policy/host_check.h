@@ -45,8 +45,14 @@ struct SshOutcome {
   std::string stdout_text, stderr_text;
 };
 
+// Why ssh refused a host's key, from ssh's stderr: a key it does not know
+// (StrictHostKeyChecking yes, or BatchMode's refusal to ask), or one that
+// differs from known_hosts'; nothing for any other failure.
+std::optional<std::string> HostKeyDistrust(const std::string& ssh_stderr);
+
 // The host's interfaces, or an error whose message names the host and what
-// failed: ssh (quoting ssh's last line of stderr), hvdrun missing at
+// failed: ssh (quoting ssh's last line of stderr; a refused host key says
+// how to trust the host, kUnauthenticated), hvdrun missing at
 // `hvdrun_path` there (the remote shell's 127), the deadline of
 // `timeout_seconds`, or a garbled answer.
 common::Result<std::vector<NetworkInterface>> JudgeHostCheck(

@@ -18,13 +18,16 @@ std::vector<std::string> SshArgs(const std::string& host,
       "-o",
       "BatchMode=yes",
       "-o",
-      "StrictHostKeyChecking=no",
-      "-o",
       "ConnectTimeout=" + std::to_string(connect_seconds),
       "-o",
       "ServerAliveInterval=" + std::to_string(kSshAliveInterval.count()),
       "-o",
       "ServerAliveCountMax=" + std::to_string(kSshAliveCountMax)};
+  // Host keys are checked as the user's ssh configuration says; the flag
+  // only lets ssh learn a host it has never seen (never a changed key).
+  if (config.ssh_accept_new_host_keys) {
+    ssh.insert(ssh.end(), {"-o", "StrictHostKeyChecking=accept-new"});
+  }
   if (config.ssh_port != 0) {
     ssh.insert(ssh.end(), {"-p", std::to_string(config.ssh_port)});
   }

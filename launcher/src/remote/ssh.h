@@ -22,7 +22,9 @@ inline constexpr int kSshAliveCountMax = 2;
 // `ssh <options> host`, to which the caller appends the remote command.
 // ssh never prompts (BatchMode), gives up connecting after
 // config.start_timeout, ends when the connected link stops answering its
-// keep-alives, and takes hvdrun's -p and -i.
+// keep-alives, and takes hvdrun's -p and -i. Host keys are checked as the
+// user's ssh configuration says (StrictHostKeyChecking is theirs), unless
+// --ssh-accept-new-host-keys lets ssh record a host it has not seen.
 std::vector<std::string> SshArgs(const std::string& host,
                                  const LaunchConfig& config);
 
