@@ -24,15 +24,6 @@ constexpr std::chrono::seconds kShortestConnect{1};
 
 }  // namespace
 
-bool JobPolicy::Late(const Worker& w) const {
-  const bool in_plan = plan_.slots.count(w.slot) != 0;
-  const bool asking = board_.reset_requests.count(w.slot) != 0;
-  const bool checked_in = !board_.missing.count(w.slot);
-  return in_plan && !asking &&
-         ((!checked_in && w.told == plan_.generation) ||
-          !board_.reset_requests.empty());
-}
-
 void JobPolicy::OnLinkLost(TimePoint now, const WorkerLinkLost& event,
                            Actions& out) {
   auto it = workers_.find(event.worker);

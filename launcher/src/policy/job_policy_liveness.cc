@@ -82,6 +82,15 @@ void JobPolicy::OnProbe(TimePoint now, const WorkerProbed& event,
            failed.broke, out);
 }
 
+bool JobPolicy::Late(const Worker& w) const {
+  const bool in_plan = plan_.slots.count(w.slot) != 0;
+  const bool asking = board_.reset_requests.count(w.slot) != 0;
+  const bool checked_in = !board_.missing.count(w.slot);
+  return in_plan && !asking &&
+         ((!checked_in && w.told == plan_.generation) ||
+          !board_.reset_requests.empty());
+}
+
 void JobPolicy::UpdateLateness(TimePoint now) {
   if (!config_.elastic || stopping_) return;
   for (auto& [id, w] : workers_) {
