@@ -223,7 +223,8 @@ void JobRecord::ResumeGeneration(TimePoint now, const DriverState& state) {
     // The saved state keeps no cause, only the reason; a first generation
     // can have had no other than the start.
     g.cause = g.number == 1 ? "start" : "other";
-    for (const auto& [slot, a] : g.plan.slots) {
+    for (const auto& entry : g.plan.slots) {
+      const std::string& slot = entry.first;
       const bool joined = std::any_of(
           state.workers.begin(), state.workers.end(), [&](const auto& w) {
             return w.slot == slot && w.joined >= g.number;
