@@ -10,7 +10,8 @@ the same time:
   (d) signed requests with keys and bodies that are not UTF-8.
 The test asserts that the HostsUpdated push to the attacked worker and the
 workers' hvd.init() into the next generation take at most twice their
-baseline (plus 0.5 s for a machine shared with the attacker), that signed
+baseline (the quicker of two tries, plus 1 s for a machine shared with the
+attacker), that signed
 requests keep answering, that the RSS of hvdrun and of the attacked worker
 stays under 200 MB, that each
 attack is refused the way docs/protocol.md says, and that the job ends
@@ -41,9 +42,10 @@ HOSTS_ADDED = "127.0.0.1:2\n127.0.0.2:1\n"
 SURVIVORS = ("127.0.0.1:0", "127.0.0.1:1")
 ATTACKED_WORKER = "127.0.0.1:0"  # start rank 0
 RSS_LIMIT_KB = 200 * 1024
-# Added to twice the baseline: the attacker shares the machine's 2 cores,
-# and a baseline of 30 ms doubled is inside scheduling noise.
-SLACK_S = 0.5
+# Added to twice the baseline: the attacker and CI's other stages share the
+# machine's 2 cores, and a baseline of 30 ms doubled is inside scheduling
+# noise. A stall this test looks for lasts the servers' 5 s header deadline.
+SLACK_S = 1.0
 GIB = 1 << 30
 
 
@@ -460,11 +462,18 @@ def test_attacks_neither_stall_the_job_nor_grow_hvdrun(hvdrun, tmp_path):
             # connections are being cut and replaced while the job works.
             targets = [(*rdv, rdv_status), (*ntf, ntf_abort)]
             times = signed_requests(targets, 6)
-            push_add, init_add = membership_change(job, HOSTS_ADDED)
-            push_remove, init_remove = membership_change(job, HOSTS)
+            # The quicker of two tries: one try can lose the cores to CI's
+            # other stages, a stall shows in both.
+            tries = [membership_change(job, HOSTS_ADDED) +
+                     membership_change(job, HOSTS) for _ in range(2)]
+            push_add, init_add, push_remove, init_remove = (
+                min(column) for column in zip(*tries))
             for i, more in signed_requests(targets, 1).items():
                 times[i] += more
-            for attack in attacks:
+            for attack in attacks:  # so every try above was under attack
+                assert attack.is_alive(), (
+                    f"the {name} attack ended before the measurements did",
+                    vars(attack))
                 attack.stop()
             attacks_by_phase[name] = attacks
             results[name] = dict(
