@@ -8,7 +8,6 @@
 #include <array>
 #include <memory>
 
-
 namespace hvd::common {
 namespace {
 
@@ -132,8 +131,8 @@ std::string SignRequest(std::string_view secret, std::string_view method,
                         std::string_view nonce,
                         std::string_view content_sha256) {
   std::string ts = std::to_string(timestamp_ms);
-  return HmacParts(secret, {method, "\n", target, "\n", ts, "\n", nonce,
-                            "\n", content_sha256});
+  return HmacParts(secret, {method, "\n", target, "\n", ts, "\n", nonce, "\n",
+                            content_sha256});
 }
 
 std::vector<std::pair<std::string, std::string>> SignatureHeaders::Fields()
@@ -147,16 +146,15 @@ std::vector<std::pair<std::string, std::string>> SignatureHeaders::Fields()
 Result<SignatureHeaders> SignNewRequest(std::string_view secret,
                                         std::string_view method,
                                         std::string_view target,
-                                        std::string_view body,
-                                        int64_t now_ms) {
+                                        std::string_view body, int64_t now_ms) {
   auto nonce = NewNonce();
   if (!nonce.ok()) return nonce.status();
   SignatureHeaders headers;
   headers.timestamp = std::to_string(now_ms);
   headers.nonce = std::move(*nonce);
   headers.content_sha256 = Sha256Hex(body);
-  headers.signature = SignRequest(secret, method, target, now_ms,
-                                  headers.nonce, headers.content_sha256);
+  headers.signature = SignRequest(secret, method, target, now_ms, headers.nonce,
+                                  headers.content_sha256);
   return headers;
 }
 
@@ -195,11 +193,12 @@ Result<int64_t> VerifyRequestHeaders(std::string_view secret,
         std::to_string(window.count()) +
         " ms (stale or replayed request, or clocks out of sync)");
   }
-  std::string expected = SignRequest(secret, method, target, ts,
-                                     received.nonce, received.content_sha256);
+  std::string expected = SignRequest(secret, method, target, ts, received.nonce,
+                                     received.content_sha256);
   if (expected.empty() || !ConstantTimeEquals(expected, received.signature)) {
     return Status::Unauthenticated(
-        "bad request signature (is HVD_SECRET_KEY the job's secret?)");
+        "bad request signature (not signed with this job's key: is it "
+        "another job's worker, or another worker's?)");
   }
   return ts;
 }

@@ -64,6 +64,9 @@ Result<HttpResponse> HttpClient::Send(const std::string& method,
     for (const auto& [name, value] : signature->Fields()) {
       request.set_header(name, value);
     }
+    if (options_.worker) {
+      request.set_header(kWorkerHeader, options_.worker->Header());
+    }
     if (!body.empty() || method == "PUT" || method == "POST") {
       request.set_header("Content-Type", "application/octet-stream");
     }

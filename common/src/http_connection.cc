@@ -103,11 +103,10 @@ void Connection::ReadHeader() {
   // A total deadline from the request's first byte: a client that sends a
   // byte a second never resets it.
   stream_.expires_after(limits_.header_deadline);
-  http::async_read_header(
-      stream_, buffer_, *parser_,
-      [self = shared_from_this()](error_code ec, size_t) {
-        self->OnHeader(ec);
-      });
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](error_code ec, size_t) {
+                            self->OnHeader(ec);
+                          });
 }
 
 void Connection::OnReadError(error_code ec, const char* stage,
@@ -120,23 +119,21 @@ void Connection::OnReadError(error_code ec, const char* stage,
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
     return Refuse(431, Status::ResourceExhausted(
                            "request line and headers over " +
-                           std::to_string(limits_.header_bytes) +
-                           " bytes or " +
+                           std::to_string(limits_.header_bytes) + " bytes or " +
                            std::to_string(limits_.header_fields) + " fields"));
   }
   if (ec == http::error::body_limit) {
-    return Refuse(413, Status::ResourceExhausted(
-                           "body over " + std::to_string(limits_.body_bytes) +
-                           " bytes"));
+    return Refuse(
+        413, Status::ResourceExhausted(
+                 "body over " + std::to_string(limits_.body_bytes) + " bytes"));
   }
-  Refuse(400, Status::InvalidArgument(std::string("malformed ") + stage +
-                                      ": " + ec.message()));
+  Refuse(400, Status::InvalidArgument(std::string("malformed ") + stage + ": " +
+                                      ec.message()));
 }
 
 void Connection::OnHeader(error_code ec) {
   if (ec) {
-    return OnReadError(ec, "request line and headers",
-                       limits_.header_deadline);
+    return OnReadError(ec, "request line and headers", limits_.header_deadline);
   }
   stream_.expires_never();
   version_ = parser_->version();
@@ -160,9 +157,23 @@ void Connection::OnHeader(error_code ec) {
     }
   } else {
     const int64_t now = WallClockMs();
+    std::string worker_key;  // the signer's own key, when it names one
+    worker_.reset();
+    if (!parser_->worker().empty()) {
+      if (!options.worker_keys) {
+        return Refuse(401, Status::Unauthenticated(
+                               std::string("this server takes no worker "
+                                           "keys (") +
+                               kWorkerHeader + ")"));
+      }
+      auto who = ParseWorkerIdentity(parser_->worker());
+      if (!who.ok()) return Refuse(401, who.status());
+      worker_key = WorkerKey(options.secret, *who);
+      worker_ = std::move(*who);
+    }
     auto signed_at = VerifyRequestHeaders(
-        options.secret, parser_->method(), parser_->target(),
-        parser_->signature(), now, options.auth_window);
+        worker_ ? worker_key : options.secret, parser_->method(),
+        parser_->target(), parser_->signature(), now, options.auth_window);
     if (!signed_at.ok()) return Refuse(401, signed_at.status());
     Status fresh =
         server_.AdmitNonce(parser_->signature().nonce, *signed_at, now);
@@ -222,10 +233,9 @@ Status Connection::CheckReadToken() const {
 
 void Connection::ReadBody() {
   stream_.expires_after(limits_.body_deadline);
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, size_t) {
-                     self->OnBody(ec);
-                   });
+  http::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->OnBody(ec); });
 }
 
 void Connection::OnBody(error_code ec) {
@@ -245,6 +255,7 @@ void Connection::Dispatch() {
   request.target = parser_->target();
   request.body = std::move(parser_->body());
   request.peer = peer_;
+  request.worker = std::move(worker_);
   parser_.reset();
   asio::post(server_.pool(), [self = shared_from_this(),
                               request = std::move(request),
@@ -313,13 +324,13 @@ void Connection::Linger() {
 
 void Connection::Drain() {
   buffer_.consume(buffer_.size());
-  stream_.async_read_some(
-      buffer_.prepare(kFirstRead),
-      [self = shared_from_this()](error_code ec, size_t n) {
-        self->drained_ += n;
-        if (ec || self->drained_ >= kLingerBytes) return self->Close();
-        self->Drain();
-      });
+  stream_.async_read_some(buffer_.prepare(kFirstRead),
+                          [self = shared_from_this()](error_code ec, size_t n) {
+                            self->drained_ += n;
+                            if (ec || self->drained_ >= kLingerBytes)
+                              return self->Close();
+                            self->Drain();
+                          });
 }
 
 }  // namespace hvd::common

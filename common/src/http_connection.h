@@ -15,6 +15,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "http_server_impl.h"
@@ -72,6 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const ConnectionTable::Id id_;
   const std::string peer_;  // "<address>:<port>"
   std::string body_digest_;
+  std::optional<WorkerIdentity> worker_;  // the request's signer, if a worker
   int version_ = 11;
   bool keep_alive_ = true;
   bool authenticated_ = false;

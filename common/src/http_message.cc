@@ -24,6 +24,8 @@ int HttpStatusFor(Code code) {
       return 400;
     case Code::kUnauthenticated:
       return 401;
+    case Code::kPermissionDenied:
+      return 403;
     case Code::kNotFound:
       return 404;
     case Code::kTimeout:
@@ -50,8 +52,8 @@ HttpAnswer HttpAnswer::Error(int http_status, const Status& status) {
   // A message may quote a client's bytes (a malformed key); replacing what
   // is not UTF-8 keeps dump() from throwing, which used to turn a 400 into
   // a 500.
-  answer.body = body.dump(-1, ' ', false,
-                          nlohmann::json::error_handler_t::replace);
+  answer.body =
+      body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return answer;
 }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "hvd/common/worker_key.h"
+
 namespace hvd::common {
 
 namespace http = boost::beast::http;
@@ -61,6 +63,7 @@ void RequestParser::on_field_impl(http::field, string_view name_string,
     return;
   }
   std::string* slot = nullptr;
+  size_t max_bytes = kMaxSignatureFieldBytes;
   if (boost::beast::iequals(name_string, kTimestampHeader)) {
     slot = &timestamp_;
   } else if (boost::beast::iequals(name_string, kNonceHeader)) {
@@ -69,6 +72,9 @@ void RequestParser::on_field_impl(http::field, string_view name_string,
     slot = &content_sha256_;
   } else if (boost::beast::iequals(name_string, kSignatureHeader)) {
     slot = &signature_;
+  } else if (boost::beast::iequals(name_string, kWorkerHeader)) {
+    slot = &worker_;
+    max_bytes = kMaxWorkerHeaderBytes;
   } else if (boost::beast::iequals(name_string, "Authorization")) {
     const string_view kBearer("Bearer ");
     if (value.size() <= kBearer.size() ||
@@ -80,8 +86,7 @@ void RequestParser::on_field_impl(http::field, string_view name_string,
   }
   if (slot == nullptr) return;
   // A repeated or oversized signature field is malformed, never merged.
-  if (!slot->empty() || value.empty() ||
-      value.size() > kMaxSignatureFieldBytes) {
+  if (!slot->empty() || value.empty() || value.size() > max_bytes) {
     ec = http::error::bad_value;
     return;
   }
@@ -95,7 +100,8 @@ void RequestParser::on_body_init_impl(
   // The server checked Content-Length against its limit before it let the
   // body be read; the cap only guards a server that forgot to.
   if (content_length) {
-    body_.reserve(static_cast<size_t>(std::min(*content_length, body_allowed_)));
+    body_.reserve(
+        static_cast<size_t>(std::min(*content_length, body_allowed_)));
   }
 }
 

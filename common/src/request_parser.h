@@ -1,9 +1,10 @@
 // RequestParser: Beast's HTTP/1.1 request parser, keeping only what a
 // signed hvd request needs: method, target, the four X-Hvd-* signature
-// fields and the body. Every other header field is counted and dropped, so
-// memory per connection is bounded by the header byte limit whatever a
-// client sends, and the number of fields is bounded too (Beast bounds only
-// their total size). One parser reads one request.
+// fields, the signer's X-Hvd-Worker (worker_key.h) and the body. Every other
+// header field is counted and dropped, so memory per connection is bounded by
+// the header byte limit whatever a client sends, and the number of fields is
+// bounded too (Beast bounds only their total size). One parser reads one
+// request.
 #pragma once
 
 #include <boost/beast/http/basic_parser.hpp>
@@ -24,6 +25,8 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   int version() const { return version_; }
   // Views into this parser; valid while it lives.
   ReceivedSignature signature() const;
+  // The X-Hvd-Worker field, or "" (signed with the job secret).
+  const std::string& worker() const { return worker_; }
   // The token of an `Authorization: Bearer <token>` field, or "".
   const std::string& bearer() const { return bearer_; }
   std::string& body() { return body_; }
@@ -63,6 +66,7 @@ class RequestParser : public boost::beast::http::basic_parser<true> {
   std::string nonce_;
   std::string content_sha256_;
   std::string signature_;
+  std::string worker_;
   std::string bearer_;
   std::string body_;
 };

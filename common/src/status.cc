@@ -22,6 +22,8 @@ const char* CodeName(Code code) {
       return "unauthenticated";
     case Code::kResourceExhausted:
       return "resource_exhausted";
+    case Code::kPermissionDenied:
+      return "permission_denied";
     case Code::kInternal:
       return "internal";
   }

@@ -1,5 +1,7 @@
 """Loads the compiled runtime (_hvd_core) and hands it the exception types."""
 
+import os
+
 try:
     import _hvd_core as core
 except ImportError as e:  # pragma: no cover - only without a build
@@ -15,3 +17,11 @@ from .exceptions import (ForkedProcessError, HorovodInternalError,
 core.set_exception_types(HorovodInternalError, MismatchError,
                          RemovedFromJobError, ForkedProcessError,
                          InvalidArgumentError)
+
+# The worker's own key stays with the runtime, out of the environment that
+# the user's code and the programs it starts see (HVD_KEEP_WORKER_KEY=1
+# keeps it there; docs/security.md).
+_taken = core.take_worker_key()
+if _taken:
+    os.environ.pop(_taken, None)
+del _taken

@@ -13,6 +13,7 @@
 #include "arrays.h"
 #include "errors.h"
 #include "hvd/common/build_info.h"
+#include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
 #include "hvd/runtime/elastic_worker.h"
 #include "hvd/runtime/reporter.h"
@@ -262,6 +263,14 @@ std::vector<const void*> Inputs(const Group& group) {
 PYBIND11_MODULE(_hvd_core, m) {
   m.doc() = "hvd's runtime; use the hvd package, not this module";
   m.def("set_exception_types", &SetExceptionTypes);
+  // The runtime keeps this process's key and takes it out of the
+  // environment (config.h, TakeWorkerKey); the name it took out, or "",
+  // so that Python drops os.environ's copy too.
+  m.def("take_worker_key", [] {
+    return std::string(runtime::TakeWorkerKey().removed
+                           ? common::env_vars::kHvdWorkerKey
+                           : "");
+  });
   // A CUDA result the runtime allocated (an allgather's): flat bytes on
   // `device`, freed when the last holder of this object (or of a tensor
   // made from its interface) lets go. The host waited for it: no stream.

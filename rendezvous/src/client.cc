@@ -21,6 +21,8 @@ Code CodeForHttpStatus(int status) {
       return Code::kInvalidArgument;
     case 401:
       return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
     case 404:
       return Code::kNotFound;
     case 408:

@@ -113,6 +113,17 @@ int64_t ElasticBoard::generation() const {
   return newest_ ? newest_->generation : 0;
 }
 
+bool ElasticBoard::IsMember(int64_t generation, const std::string& slot,
+                            int64_t worker) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!newest_) return true;
+  if (generation != newest_->generation || !newest_->slots.count(slot)) {
+    return false;
+  }
+  auto owner = newest_->workers.find(slot);
+  return owner == newest_->workers.end() || owner->second == worker;
+}
+
 std::vector<std::string> ElasticBoard::Missing() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> missing;

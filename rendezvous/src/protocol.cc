@@ -1,5 +1,7 @@
 #include "hvd/rendezvous/protocol.h"
 
+#include <charconv>
+
 namespace hvd::rendezvous::protocol {
 namespace {
 
@@ -34,6 +36,31 @@ std::string KvTarget(std::string_view scope, std::string_view key) {
     target += key;
   }
   return target;
+}
+
+std::string GlooGenerationPrefix(int64_t generation) {
+  return "g" + std::to_string(generation) + "/";
+}
+
+std::optional<int64_t> GlooKeyGeneration(std::string_view key) {
+  const size_t slash = key.find('/');
+  if (key.size() < 3 || key[0] != 'g' || slash == std::string_view::npos) {
+    return std::nullopt;
+  }
+  // Digits only, as GlooGenerationPrefix writes them: "g+1/" or "g01/"
+  // would name a generation the writer may not be in.
+  std::string_view digits = key.substr(1, slash - 1);
+  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) {
+    return std::nullopt;
+  }
+  int64_t generation = 0;
+  auto [end, error] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), generation);
+  if (error != std::errc() || end != digits.data() + digits.size() ||
+      generation < 0) {
+    return std::nullopt;
+  }
+  return generation;
 }
 
 }  // namespace hvd::rendezvous::protocol

@@ -4,6 +4,8 @@
 #include "hvd/common/env.h"
 #include "hvd/rendezvous/protocol.h"
 #include "hvd/rendezvous/worker_assignment.h"
+#include "hvd/rendezvous/worker_report.h"
+#include "worker_access.h"
 
 namespace hvd::rendezvous::internal {
 
@@ -30,6 +32,10 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
     if (!parsed.ok()) return HttpAnswer::Error(parsed.status());
     worker = *parsed;
   }
+  if (req.worker) {
+    Status may = WorkerMayActFor(*req.worker, slot, worker, "check-in");
+    if (!may.ok()) return HttpAnswer::Error(may);
+  }
   auto assignment = board.CheckIn(slot, *after, req.Param(protocol::kNotify),
                                   std::chrono::milliseconds(*wait), worker);
   if (!assignment.ok()) return HttpAnswer::Error(assignment.status());
@@ -39,7 +45,14 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
 HttpAnswer HandleReport(const common::HttpRequest& req, ReportBoard& reports) {
   // The HTTP core's body limit is the store's (megabytes); a report is far
   // smaller, and the board never parses more than kMaxReportBytes.
-  Status stored = reports.SubmitJson(req.body);
+  auto report = DecodeReport(req.body);
+  if (!report.ok()) return HttpAnswer::Error(report.status());
+  if (req.worker) {
+    Status may =
+        WorkerMayActFor(*req.worker, report->slot, report->worker, "report");
+    if (!may.ok()) return HttpAnswer::Error(may);
+  }
+  Status stored = reports.Submit(std::move(*report));
   if (!stored.ok()) return HttpAnswer::Error(stored);
   return HttpAnswer{};
 }

@@ -1,11 +1,13 @@
 #include "hvd/rendezvous/server.h"
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>
 
 #include "http_reply.h"
 #include "hvd/rendezvous/protocol.h"
+#include "worker_access.h"
 
 namespace hvd::rendezvous {
 
@@ -35,6 +37,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   http.bind_host = o.bind_host;
   http.port = o.port;
   http.secret = o.secret;
+  http.worker_keys = true;  // workers sign with their own keys
   http.auth_window = o.auth_window;
   http.handler_threads = std::max<size_t>(o.threads, 2);
   http.limits = o.http;
@@ -52,8 +55,25 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
 }
 
 HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
+  HttpAnswer answer = RouteFor(req);
+  if (answer.status == 403 && req.worker) LogDenied(*req.worker, answer.body);
+  return answer;
+}
+
+HttpAnswer RendezvousServer::RouteFor(const HttpRequest& req) {
   if (req.path.compare(0, std::strlen(protocol::kKvPath), protocol::kKvPath) ==
       0) {
+    if (req.worker) {
+      auto path = internal::ParseKvPath(
+          std::string_view(req.path).substr(std::strlen(protocol::kKvPath)));
+      if (!path.ok()) return HttpAnswer::Error(path.status());
+      Status may = internal::WorkerMayUseKv(
+          *req.worker, req.method, *path, [this, &req](int64_t generation) {
+            return board_.IsMember(generation, req.worker->slot,
+                                   req.worker->worker);
+          });
+      if (!may.ok()) return HttpAnswer::Error(may);
+    }
     return internal::HandleKv(req, store_, options_.max_wait);
   }
   if (req.method == "GET" && req.path == protocol::kStatusPath) {
@@ -70,6 +90,21 @@ HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
                                             " " + common::Printable(req.path)));
 }
 
+void RendezvousServer::LogDenied(const common::WorkerIdentity& who,
+                                 const std::string& answer) {
+  std::lock_guard<std::mutex> lock(denied_mu_);
+  // Once per worker, and for a bounded number of them: a worker that asks
+  // again and again does not fill the log, nor this set.
+  if (denied_logged_.size() >= kMaxDeniedLogged ||
+      !denied_logged_.insert(who.Header()).second) {
+    return;
+  }
+  spdlog::warn(
+      "rendezvous: refused (403) a request of {} from here on "
+      "logged no more: {}",
+      who.Describe(), answer);
+}
+
 uint64_t RendezvousServer::requests_total() const {
   return http_ ? http_->counters().total : 0;
 }
@@ -80,24 +115,23 @@ std::string RendezvousServer::StatusJson() const {
   double uptime =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_)
           .count();
-  nlohmann::json body{
-      {"uptime_s", uptime},
-      {"generation", generation_.load()},
-      {"scopes", stats.scopes},
-      {"keys", stats.keys},
-      {"bytes", stats.bytes},
-      {"waiters", stats.waiters},
-      {"requests",
-       {{"total", answered.total},
-        {"2xx", answered.ok_2xx},
-        {"4xx", answered.client_4xx},
-        {"401", answered.unauthenticated_401},
-        {"5xx", answered.server_5xx},
-        {"dropped_connections", answered.dropped_connections}}},
-      {"handler_seconds",
-       {{"bounds", common::kHandlerSecondsBounds},
-        {"counts", answered.handler_seconds},
-        {"sum", answered.handler_seconds_sum}}}};
+  nlohmann::json body{{"uptime_s", uptime},
+                      {"generation", generation_.load()},
+                      {"scopes", stats.scopes},
+                      {"keys", stats.keys},
+                      {"bytes", stats.bytes},
+                      {"waiters", stats.waiters},
+                      {"requests",
+                       {{"total", answered.total},
+                        {"2xx", answered.ok_2xx},
+                        {"4xx", answered.client_4xx},
+                        {"401", answered.unauthenticated_401},
+                        {"5xx", answered.server_5xx},
+                        {"dropped_connections", answered.dropped_connections}}},
+                      {"handler_seconds",
+                       {{"bounds", common::kHandlerSecondsBounds},
+                        {"counts", answered.handler_seconds},
+                        {"sum", answered.handler_seconds_sum}}}};
   return body.dump();
 }
 

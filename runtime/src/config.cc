@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
 #include <tuple>
 
 #include "transport/bind_address.h"
 
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
+#include "hvd/rendezvous/worker_assignment.h"
 
 namespace hvd::runtime {
 
@@ -36,6 +38,36 @@ Result<std::vector<int>> ParseThreadAffinity(const std::string& text) {
     if (comma == std::string::npos) return cores;
     start = comma + 1;
   }
+}
+
+ProcessWorkerKey TakeWorkerKey() {
+  static std::mutex mu;
+  static std::string last;
+  std::lock_guard<std::mutex> lock(mu);
+  ProcessWorkerKey taken;
+  if (auto env = common::GetEnv(ev::kHvdWorkerKey)) {
+    last = *env;
+    if (common::GetEnvString(ev::kHvdKeepWorkerKey, "") != "1") {
+      unsetenv(ev::kHvdWorkerKey);
+      taken.removed = true;
+    }
+  }
+  taken.key = last;
+  return taken;
+}
+
+common::HttpClientOptions RuntimeConfig::DriverClientOptions() const {
+  return DriverClientOptions(rendezvous_addr, rendezvous_port);
+}
+
+common::HttpClientOptions RuntimeConfig::DriverClientOptions(
+    const std::string& host, int port) const {
+  common::HttpClientOptions options;
+  options.host = host;
+  options.port = port;
+  options.secret = worker_key;
+  options.worker = identity();
+  return options;
 }
 
 Result<RuntimeConfig> RuntimeConfig::FromEnv() {
@@ -183,19 +215,24 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   if (!worker_id.ok()) return worker_id.status();
   config.worker_id = *worker_id;
   config.rendezvous_addr = common::GetEnvString(ev::kGlooRendezvousAddr, "");
-  config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
-  if (config.rendezvous_addr.empty() || config.secret.empty()) {
+  config.worker_key = TakeWorkerKey().key;
+  if (config.rendezvous_addr.empty() || config.worker_key.empty() ||
+      config.worker_id < 1) {
     return Status::InvalidArgument(
-        std::string(ev::kGlooRendezvousAddr) + " and " + ev::kHvdSecretKey +
+        std::string(ev::kGlooRendezvousAddr) + ", " + ev::kHvdWorkerKey +
+        " and " + ev::kHvdWorkerId +
         " must be set (is this worker started by hvdrun?)");
   }
+  config.slot = rendezvous::SlotName(config.hostname, config.layout.local_rank);
   const std::string backend =
       common::GetEnvString(ev::kHvdRendezvousBackend, "embedded");
   if (backend == "etcd") {
     config.etcd_prefix = common::GetEnvString(ev::kHvdEtcdPrefix, "");
-    if (config.etcd_prefix.empty()) {
+    config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
+    if (config.etcd_prefix.empty() || config.secret.empty()) {
       return Status::InvalidArgument(std::string(ev::kHvdRendezvousBackend) +
                                      "=etcd needs " + ev::kHvdEtcdPrefix +
+                                     " and " + ev::kHvdSecretKey +
                                      " (is this worker started by hvdrun?)");
     }
     auto etcd = rendezvous::EtcdOptionsFromEnvironment(

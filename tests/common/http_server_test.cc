@@ -18,6 +18,7 @@
 
 #include "hvd/common/hmac.h"
 #include "hvd/common/http_client.h"
+#include "hvd/common/worker_key.h"
 #include "raw_socket.h"
 
 namespace hvd::common {
@@ -51,19 +52,20 @@ class HttpServerTest : public ::testing::Test {
     options.limits.body_deadline = 1500ms;
     options.limits.unauthenticated_idle = 800ms;
     Adjust(options);
-    auto server =
-        SignedHttpServer::Start(options, [this](const HttpRequest& req) {
-          ++handled_;
-          if (req.path == "/throw") throw std::runtime_error("handler bug");
-          nlohmann::json params = nlohmann::json::object();
-          for (const auto& [name, value] : req.params) params[name] = value;
-          nlohmann::json echo{{"method", req.method},
-                              {"path", req.path},
-                              {"params", params},
-                              {"body", req.body}};
-          return HttpAnswer::Json(echo.dump(
-              -1, ' ', false, nlohmann::json::error_handler_t::replace));
-        });
+    auto server = SignedHttpServer::Start(options, [this](
+                                                       const HttpRequest& req) {
+      ++handled_;
+      if (req.path == "/throw") throw std::runtime_error("handler bug");
+      nlohmann::json params = nlohmann::json::object();
+      for (const auto& [name, value] : req.params) params[name] = value;
+      nlohmann::json echo{{"method", req.method},
+                          {"path", req.path},
+                          {"params", params},
+                          {"body", req.body},
+                          {"worker", req.worker ? req.worker->Header() : ""}};
+      return HttpAnswer::Json(
+          echo.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    });
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
   }
@@ -329,6 +331,70 @@ TEST_F(HttpServerSlowlorisTest,
   EXPECT_TRUE(attack.WaitAllClosed(30s)) << attack.open() << " still open";
   EXPECT_GE(server_->counters().dropped_connections, 500u);
   EXPECT_EQ(SignedGet(), 200);
+}
+
+TEST_F(HttpServerTest, WithoutWorkerKeysARequestNamingAWorkerIs401) {
+  const WorkerIdentity who{7, "n1:0"};
+  const std::string key = WorkerKey(kSecret, who);
+  for (const std::string& signer : {key, std::string(kSecret)}) {
+    RawSocket socket(server_->port());
+    ASSERT_TRUE(socket.Send(
+        SignedRequestBytes(signer, "GET", "/ok", "",
+                           std::string(kWorkerHeader) + ": 7@n1:0\r\n")));
+    const std::string answer = socket.ReadAnswer(10s);
+    EXPECT_EQ(StatusOf(answer), 401) << answer;
+    EXPECT_NE(answer.find("takes no worker keys"), std::string::npos) << answer;
+  }
+  EXPECT_EQ(handled_, 0);
+}
+
+class WorkerKeyServerTest : public HttpServerTest {
+ protected:
+  void Adjust(HttpServerOptions& options) override {
+    options.worker_keys = true;
+  }
+  // One request signed with `key`, naming `header` (none when empty).
+  std::string Exchange(const std::string& key, const std::string& header) {
+    RawSocket socket(server_->port());
+    std::string extra;
+    if (!header.empty())
+      extra = std::string(kWorkerHeader) + ": " + header + "\r\n";
+    EXPECT_TRUE(socket.Send(SignedRequestBytes(key, "GET", "/ok", "", extra)));
+    return socket.ReadAnswer(10s);
+  }
+};
+
+TEST_F(WorkerKeyServerTest, AWorkerSignsWithItsOwnKeyAndTheHandlerSeesWho) {
+  const WorkerIdentity who{7, "n1:0"};
+  HttpClientOptions options = ClientOptions();
+  options.secret = WorkerKey(kSecret, who);
+  options.worker = who;
+  HttpClient client(options);
+  auto response = client.Send("GET", "/ok");
+  ASSERT_TRUE(response.ok()) << response.status().ToString();
+  ASSERT_EQ(response->status, 200) << response->body;
+  EXPECT_EQ(nlohmann::json::parse(response->body)["worker"], "7@n1:0");
+  // The job secret's holder (hvdrun) names no worker.
+  const std::string driver = Exchange(kSecret, "");
+  EXPECT_EQ(StatusOf(driver), 200) << driver;
+  EXPECT_NE(driver.find("\"worker\":\"\""), std::string::npos) << driver;
+}
+
+TEST_F(WorkerKeyServerTest, AKeyServesOnlyTheWorkerItWasMadeFor) {
+  const std::string key = WorkerKey(kSecret, {7, "n1:0"});
+  for (const std::string& claim :
+       {std::string("8@n1:0"), std::string("7@n1:1"), std::string("7@n2:0")}) {
+    const std::string answer = Exchange(key, claim);
+    EXPECT_EQ(StatusOf(answer), 401) << claim << ": " << answer;
+    EXPECT_NE(answer.find("bad request signature"), std::string::npos)
+        << answer;
+  }
+  // The job secret does not sign for a worker either, nor a malformed name.
+  EXPECT_EQ(StatusOf(Exchange(kSecret, "7@n1:0")), 401);
+  const std::string malformed = Exchange(key, "seven@n1:0");
+  EXPECT_EQ(StatusOf(malformed), 401);
+  EXPECT_NE(malformed.find(kWorkerHeader), std::string::npos) << malformed;
+  EXPECT_EQ(handled_, 0);
 }
 
 class HttpServerAdmissionTest : public HttpServerTest {

@@ -7,12 +7,27 @@ import os
 import time
 
 
+def worker_key(secret, worker, slot):
+    """The key hvdrun gives worker `worker` of `slot` (HVD_WORKER_KEY)."""
+    message = f"hvd worker key\n{worker}\n{slot}".encode()
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def worker_identity_from_environment(env=None):
+    """(HVD_WORKER_KEY, "<id>@<slot>") of the worker whose environment
+    `env` is (this process's by default)."""
+    env = os.environ if env is None else env
+    slot = f"{env['HOROVOD_HOSTNAME']}:{env['HOROVOD_LOCAL_RANK']}"
+    return env["HVD_WORKER_KEY"], f"{env['HVD_WORKER_ID']}@{slot}"
+
+
 def signature_headers(secret, method, target, body=b"", nonce=None,
-                      timestamp_ms=None):
-    """The four X-Hvd-* headers of one request. `secret` is the text of
-    HVD_SECRET_KEY; `target` the request target exactly as sent (str, or
-    bytes for targets that are not text); every request needs a fresh
-    `nonce` (the default)."""
+                      timestamp_ms=None, worker=None):
+    """The X-Hvd-* headers of one request. `secret` is the key that signs:
+    the job secret, or with `worker` ("<id>@<slot>", sent as X-Hvd-Worker)
+    that worker's own key; `target` the request target exactly as sent
+    (str, or bytes for targets that are not text); every request needs a
+    fresh `nonce` (the default)."""
     ts = str(int(time.time() * 1000) if timestamp_ms is None
              else timestamp_ms)
     nonce = os.urandom(16).hex() if nonce is None else nonce
@@ -22,19 +37,22 @@ def signature_headers(secret, method, target, body=b"", nonce=None,
     message = b"\n".join([method.encode(), target, ts.encode(),
                           nonce.encode(), digest.encode()])
     key = secret.encode() if isinstance(secret, str) else secret
-    return {
+    headers = {
         "X-Hvd-Timestamp": ts,
         "X-Hvd-Nonce": nonce,
         "X-Hvd-Content-Sha256": digest,
         "X-Hvd-Signature": hmac.new(key, message, hashlib.sha256).hexdigest(),
     }
+    if worker is not None:
+        headers["X-Hvd-Worker"] = worker
+    return headers
 
 
-def signed_request_bytes(secret, method, target, body=b""):
+def signed_request_bytes(secret, method, target, body=b"", worker=None):
     """A whole signed HTTP/1.1 request as bytes (target may be bytes)."""
     if isinstance(target, str):
         target = target.encode()
-    headers = signature_headers(secret, method, target, body)
+    headers = signature_headers(secret, method, target, body, worker=worker)
     head = method.encode() + b" " + target + b" HTTP/1.1\r\nHost: hvd\r\n"
     for name, value in headers.items():
         head += f"{name}: {value}\r\n".encode()

@@ -57,6 +57,10 @@ def test_static_job_on_three_hosts_runs_every_op_with_the_environment(
                      "HVD_TEST_USER_VARIABLE"):
             assert got[name] == env[name], (name, got[name])
         assert got["HVD_TEST_EXPORTED"] == "x=1"
+        # The worker's own key reached it, and left the environment its
+        # script sees; the job's secret never came.
+        assert report["given_key"] and got["HVD_WORKER_KEY"] is None
+        assert got["HVD_SECRET_KEY"] is None
         assert got["HVD_TEST_EXPORTED_BY_NAME"] == "from hvdrun"
         # What describes the launching session is the remote login's own.
         assert got["HOSTNAME"] != "the-launching-host"

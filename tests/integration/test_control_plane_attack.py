@@ -18,9 +18,9 @@ attack is refused the way docs/protocol.md says, and that the job ends
 successfully. Every attack is bounded in count and time, targets only
 127.0.0.x and stops by itself.
 
-The job's secret is read from a worker's /proc/<pid>/environ, as an
-attacker with the secret would hold it (for the replay); it never appears
-on a command line.
+The attacked worker's own key (HVD_WORKER_KEY) is read from its
+/proc/<pid>/environ, as an attacker who took that worker over would hold
+it (for the signed attacks); it never appears on a command line.
 """
 
 import glob
@@ -33,7 +33,7 @@ import threading
 import time
 
 from conftest import ROOT
-from signing import signed_request_bytes
+from signing import signed_request_bytes, worker_identity_from_environment
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "attack_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -401,7 +401,8 @@ def test_attacks_neither_stall_the_job_nor_grow_hvdrun(hvdrun, tmp_path):
                       if r["event"] == "init"} >= set(SURVIVORS), 120,
              "both workers to start\n" + job.output())
     env = environ_of(job.worker_pid(ATTACKED_WORKER))
-    secret = env["HVD_SECRET_KEY"]
+    # What a worker holds: its own key (the job's secret stays in hvdrun).
+    key, worker = worker_identity_from_environment(env)
     rdv = (env["HOROVOD_GLOO_RENDEZVOUS_ADDR"],
            int(env["HOROVOD_GLOO_RENDEZVOUS_PORT"]))
     ntf = wait_for(lambda: job.notify_address(0), 30,
@@ -413,30 +414,30 @@ def test_attacks_neither_stall_the_job_nor_grow_hvdrun(hvdrun, tmp_path):
     rss.start()
 
     def rdv_status():
-        return signed_request_bytes(secret, "GET", "/v1/status")
+        return signed_request_bytes(key, "GET", "/v1/status", worker=worker)
 
     def ntf_abort():  # an Abort for generation 0 is ignored by workers
+        # Signed as hvdrun signs it: with the worker's key, which the
+        # notification server checks.
         return signed_request_bytes(
-            secret, "POST", "/v1/notify/abort",
+            key, "POST", "/v1/notify/abort",
             b'{"generation": 0, "reason": "test"}')
 
     def not_utf8_rendezvous():
-        return [signed_request_bytes(secret, method, target, b"v")
+        return [signed_request_bytes(key, method, target, b"v", worker=worker)
                 for method in ("GET", "PUT", "DELETE")
-                for target in ("/v1/kv/attack/%FF%FE",
-                               b"/v1/kv/attack/k\xff\xc3")]
+                for target in ("/v1/kv/gloo/%FF%FE",
+                               b"/v1/kv/gloo/k\xff\xc3")]
 
     def not_utf8_notify():
         return [signed_request_bytes(
-            secret, "POST", "/v1/notify/hosts_updated",
+            key, "POST", "/v1/notify/hosts_updated",
             b'{"generation": 0, "sequence": 1, "added": ["\xff\xfe"], '
             b'"removed": []}')]
 
-    def captured_delete():
-        """A signed DELETE of a key that exists, to be replayed."""
-        assert exchange(*rdv, signed_request_bytes(
-            secret, "PUT", "/v1/kv/attack/k", b"v")) == 200
-        return signed_request_bytes(secret, "DELETE", "/v1/kv/attack/k")
+    def captured_request():
+        """A signed request that succeeds, to be replayed."""
+        return signed_request_bytes(key, "GET", "/v1/status", worker=worker)
 
     phases = {
         "baseline": lambda: [],
@@ -444,7 +445,7 @@ def test_attacks_neither_stall_the_job_nor_grow_hvdrun(hvdrun, tmp_path):
         "1 GiB body": lambda: [
             HugeBody(*rdv, "PUT", "/v1/kv/attack/big"),
             HugeBody(*ntf, "POST", "/v1/notify/hosts_updated")],
-        "replay": lambda: [Replay(*rdv, captured_delete()),
+        "replay": lambda: [Replay(*rdv, captured_request()),
                            Replay(*ntf, ntf_abort())],
         "non-UTF-8": lambda: [SignedGarbage(*rdv, not_utf8_rendezvous),
                               SignedGarbage(*ntf, not_utf8_notify)],

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import (HVDRUN, HVDRUN_TIME, Child, kill_session, rank_lines,
                       untimed, wait_until)
-from signing import signature_headers
+from signing import signature_headers, worker_identity_from_environment
 
 ENV_LINE = ("echo rank=$HOROVOD_RANK size=$HOROVOD_SIZE "
             "local=$HOROVOD_LOCAL_RANK/$HOROVOD_LOCAL_SIZE "
@@ -245,11 +245,12 @@ def test_sigint_reaches_every_worker(hvdrun, tmp_path, started):
 
 
 def signed_request(method, target, body=b""):
-    """A client written from docs/protocol.md, run inside a worker."""
+    """A client written from docs/protocol.md, run inside a worker: signed
+    with the worker's own key."""
     addr = os.environ["HOROVOD_GLOO_RENDEZVOUS_ADDR"]
     port = int(os.environ["HOROVOD_GLOO_RENDEZVOUS_PORT"])
-    headers = signature_headers(os.environ["HVD_SECRET_KEY"], method, target,
-                                body)
+    key, worker = worker_identity_from_environment()
+    headers = signature_headers(key, method, target, body, worker=worker)
     conn = http.client.HTTPConnection(addr, port, timeout=30)
     conn.request(method, target, body=body, headers=headers)
     response = conn.getresponse()
@@ -263,23 +264,30 @@ def test_workers_meet_through_the_signed_rendezvous(hvdrun, tmp_path):
         sys.path.insert(0, {str(os.path.dirname(__file__))!r})
         from test_hvdrun import signed_request
         rank, size = os.environ["HOROVOD_RANK"], int(os.environ["HOROVOD_SIZE"])
-        status, _ = signed_request("PUT", f"/v1/kv/test/addr/{{rank}}",
+        status, _ = signed_request("PUT", f"/v1/kv/gloo/g0/test/{{rank}}",
                                    f"worker-{{rank}}".encode())
         assert status == 200, status
         status, body = signed_request(
-            "GET", f"/v1/kv/test?prefix=addr/&count={{size}}&wait_ms=20000")
+            "GET", f"/v1/kv/gloo?prefix=g0/test/&count={{size}}&wait_ms=20000")
         assert status == 200, (status, body)
         values = json.loads(body)["values"]
         print(sorted(base64.b64decode(v).decode() for v in values.values()))
-        # A wrong signature is refused.
-        os.environ["HVD_SECRET_KEY"] = "wrong"
+        # A worker's key writes only the workers' scope, and acts only for
+        # its own slot.
+        print(signed_request("PUT", "/v1/kv/test/k", b"v")[0])
+        print(signed_request("GET", "/v1/elastic/checkin?slot=x:0&after=0"
+                             "&wait_ms=1&worker=99")[0])
+        # A wrong key is refused.
+        os.environ["HVD_WORKER_KEY"] = "wrong"
         print(signed_request("GET", "/v1/status")[0])
     """))
     result = hvdrun(["-np", "3", sys.executable, str(worker)])
     assert result.returncode == 0, result.stderr
     for rank in range(3):
         assert rank_lines(result.stdout, rank) == [
-            "['worker-0', 'worker-1', 'worker-2']", "401"]
+            "['worker-0', 'worker-1', 'worker-2']", "403", "403", "401"]
+    # Each worker's first refusal is logged, once.
+    assert result.stderr.count("refused (403)") == 3, result.stderr
 
 
 def test_a_rank_that_never_calls_init_is_named(hvdrun, tmp_path):
@@ -308,18 +316,26 @@ def test_a_rank_that_never_calls_init_is_named(hvdrun, tmp_path):
                "in 2 s" in line, result.stdout + result.stderr
 
 
-def test_secret_is_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
+def test_keys_are_in_the_environment_not_on_command_lines(hvdrun, tmp_path):
+    """Each worker has a key of its own, in its environment; the job's
+    secret stays with hvdrun."""
     job, pids = start_sleepers(hvdrun, tmp_path)
-    with open(f"/proc/{pids[0]}/environ", "rb") as f:
-        env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if item)
-    secret = env[b"HVD_SECRET_KEY"]
-    assert len(secret) == 64
+    keys = []
+    for worker in pids[::2]:  # each rank's shell (then its child)
+        with open(f"/proc/{worker}/environ", "rb") as f:
+            env = dict(item.split(b"=", 1)
+                       for item in f.read().split(b"\0") if item)
+        assert b"HVD_SECRET_KEY" not in env
+        keys.append(env[b"HVD_WORKER_KEY"])
+    assert all(len(key) == 64 for key in keys) and len(set(keys)) == 2
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                assert secret not in f.read(), f"secret on the command line of {pid}"
+                line = f.read()
+            for key in keys:
+                assert key not in line, f"a key on the command line of {pid}"
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             pass
     job.send_signal(signal.SIGTERM)

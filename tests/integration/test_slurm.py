@@ -130,7 +130,7 @@ def test_static_job_in_an_allocation_runs_its_workers_as_steps(
                            "NODE_FAIL"}, timeout=180)
     output = slurm.output(tmp_path, job)
     assert slurm.state(job) == "COMPLETED", output
-    secrets = set()
+    keys = set()
     for rank in range(6):
         lines = rank_lines(output, rank)
         assert sum(bool(re.fullmatch(rf"rank {rank}/6: \d+ checks passed", l))
@@ -143,15 +143,18 @@ def test_static_job_in_an_allocation_runs_its_workers_as_steps(
         # Each worker is a step of the job, not hvdrun's batch step.
         assert env["SLURM_JOB_ID"] == job
         assert env["SLURM_STEP_ID"] not in (None, "batch")
-        secrets.add(env["HVD_SECRET_KEY"])
+        # Its own key, given in the sealed launch message and then out of
+        # the environment the script sees; the job's secret not at all.
+        assert env["HVD_SECRET_KEY"] is None and env["HVD_WORKER_KEY"] is None
+        keys.add(report["given_key"])
     # sacct shows the six workers as steps of the job, two per node.
     steps = slurm.steps(job)
     workers = [s for s in steps if s[1] == "hvd-worker"]
     assert len(workers) == 6, steps
     assert sorted(s[2] for s in workers) == sorted(hosts * 2), steps
-    # The job's secret is on no step's command line.
-    (secret,) = secrets
-    assert secret and not any(secret in s[3] for s in steps), steps
+    # A key for each worker, and none on a step's command line.
+    assert len(keys) == 6 and all(keys), keys
+    assert not any(key in s[3] for key in keys for s in steps), steps
 
 
 def batches(scenario, size, host=None):

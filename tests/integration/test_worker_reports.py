@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from conftest import ROOT, Child, kill_session, wait_until
+from signing import worker_key
 
 SERVER = ROOT / "build" / "tests" / "rendezvous" / "report_board_server"
 WORKER = pathlib.Path(__file__).parent / "workers" / "report_worker.py"
@@ -72,7 +73,7 @@ class Worker:
             "HOROVOD_HOSTNAME": HOST,
             "HOROVOD_GLOO_RENDEZVOUS_ADDR": HOST,
             "HOROVOD_GLOO_RENDEZVOUS_PORT": str(board.port),
-            "HVD_SECRET_KEY": secret,
+            "HVD_WORKER_KEY": worker_key(secret, worker_id, self.slot),
             "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo",
             "HOROVOD_ELASTIC": "1" if elastic else "0",
             "HOROVOD_START_TIMEOUT": "30",

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <map>
 
+#include "hvd/common/worker_key.h"
+
 namespace hvd::launcher {
 namespace {
 
@@ -20,7 +22,8 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
   config.fusion_threshold_mb = 64;
   config.cycle_time_ms = 1.5;
   config.network_interface = "eth1";
-  auto env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 4242, "s3"}, config));
+  auto env =
+      AsMap(WorkerEnvironment(slot, 9, {"10.0.0.1", 4242, "s3"}, config));
   EXPECT_EQ(env["HOROVOD_RANK"], "5");
   EXPECT_EQ(env["HOROVOD_SIZE"], "8");
   EXPECT_EQ(env["HOROVOD_LOCAL_RANK"], "1");
@@ -30,7 +33,10 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
   EXPECT_EQ(env["HOROVOD_HOSTNAME"], "node2");
   EXPECT_EQ(env["HOROVOD_GLOO_RENDEZVOUS_ADDR"], "10.0.0.1");
   EXPECT_EQ(env["HOROVOD_GLOO_RENDEZVOUS_PORT"], "4242");
-  EXPECT_EQ(env["HVD_SECRET_KEY"], "s3");
+  // The process's id and its own key; the job secret stays with hvdrun.
+  EXPECT_EQ(env["HVD_WORKER_ID"], "9");
+  EXPECT_EQ(env["HVD_WORKER_KEY"], common::WorkerKey("s3", {9, "node2:1"}));
+  EXPECT_EQ(env.count("HVD_SECRET_KEY"), 0u);
   EXPECT_EQ(env["HOROVOD_FUSION_THRESHOLD"], std::to_string(64 << 20));
   EXPECT_EQ(env["HOROVOD_GLOO_IFACE"], "eth1");
   EXPECT_EQ(env.count("HOROVOD_CACHE_CAPACITY"), 0u);
@@ -39,12 +45,12 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
 TEST(WorkerEnvTest, ElasticJobsPassTheElasticTimeoutInWholeSeconds) {
   SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;
-  EXPECT_EQ(AsMap(WorkerEnvironment(slot, {"a", 1, "s"}, config))
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s"}, config))
                 .count("HOROVOD_ELASTIC_TIMEOUT"),
             0u);
   config.elastic = true;
   config.elastic_timeout = std::chrono::milliseconds(2500);
-  EXPECT_EQ(AsMap(WorkerEnvironment(slot, {"a", 1, "s"},
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s"},
                                     config))["HOROVOD_ELASTIC_TIMEOUT"],
             "3");
 }
@@ -52,7 +58,7 @@ TEST(WorkerEnvTest, ElasticJobsPassTheElasticTimeoutInWholeSeconds) {
 TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
   SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;
-  auto env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config));
+  auto env = AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config));
   for (const char* name :
        {"HOROVOD_TIMELINE_MARK_CYCLES", "HOROVOD_AUTOTUNE",
         "HOROVOD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
@@ -71,7 +77,7 @@ TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
   config.stall_check_disable = true;
   config.stall_check_warning_seconds = 9;
   config.stall_check_shutdown_seconds = 0;
-  env = AsMap(WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config));
+  env = AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config));
   EXPECT_EQ(env["HOROVOD_TIMELINE_MARK_CYCLES"], "1");
   EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
   EXPECT_EQ(env["HOROVOD_AUTOTUNE_LOG"], "tune.csv");
@@ -87,7 +93,7 @@ TEST(WorkerEnvTest, ExportedVariablesComeLastAndNeverOverrideHvdrunsOwn) {
   SlotAssignment slot{"node2", {3, 4, 0, 1, 0, 1}, {}};
   LaunchConfig config;
   config.extra_env = {{"OMP_NUM_THREADS", "2"}, {"HOROVOD_RANK", "9"}};
-  EnvList env = WorkerEnvironment(slot, {"10.0.0.1", 1, "s"}, config);
+  EnvList env = WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config);
   EXPECT_EQ(env.back(),
             (std::pair<std::string, std::string>{"OMP_NUM_THREADS", "2"}));
   EXPECT_EQ(AsMap(env)["HOROVOD_RANK"], "3");
@@ -157,4 +163,18 @@ TEST(WorkerEnvTest, SshCannotHangOnAnUnreachableOrSilentHost) {
 }
 
 }  // namespace
+TEST(WorkerEnvTest, TheKeyNamesTheSlotItsIndexNamesAndEtcdAddsTheSecret) {
+  // A warm joiner's slot keeps its index while its local rank moves.
+  SlotAssignment slot{"n1", {0, 2, 0, 1, 0, 2}, 3};
+  LaunchConfig config;
+  auto env = AsMap(WorkerEnvironment(slot, 4, {"a", 1, "s"}, config));
+  EXPECT_EQ(env["HVD_WORKER_KEY"], common::WorkerKey("s", {4, "n1:3"}));
+  EXPECT_NE(env["HVD_WORKER_KEY"], common::WorkerKey("s", {4, "n1:0"}));
+  EXPECT_NE(env["HVD_WORKER_KEY"], common::WorkerKey("s", {5, "n1:3"}));
+  config.rendezvous_backend = RendezvousBackend::kEtcd;
+  config.job_id = "j";
+  env = AsMap(WorkerEnvironment(slot, 4, {"a", 1, "s"}, config));
+  EXPECT_EQ(env["HVD_SECRET_KEY"], "s") << "what workers write to etcd";
+}
+
 }  // namespace hvd::launcher

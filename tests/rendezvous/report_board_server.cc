@@ -10,7 +10,8 @@
 //        a generation of these slots, ranked in the order given (slots are
 //        "<host>:<local rank>"), on the ElasticBoard
 //   notify <generation>               -> OK | ERROR <message>
-//        HostsUpdated{generation} to every registered notification address
+//        HostsUpdated{generation} to every registered notification address,
+//        signed with the key of the worker last admitted for its slot
 //   reports                           -> REPORTS <json>
 //        {slot: report JSON + "received_count"} (ReportBoard::Latest)
 //
@@ -26,6 +27,7 @@
 #include "hvd/common/env.h"
 #include "hvd/common/env_vars.h"
 #include "hvd/common/logging.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/notify/client.h"
 #include "hvd/rendezvous/server.h"
 #include "hvd/rendezvous/worker_assignment.h"
@@ -84,13 +86,18 @@ Status Publish(rdv::RendezvousServer& server, std::istringstream& words) {
   return server.board().Publish(std::move(plan));
 }
 
+// Signed as hvdrun signs it: with the key of the slot's admitted worker.
 Status Notify(rdv::RendezvousServer& server, const std::string& secret,
+              const std::map<std::string, int64_t>& admitted,
               std::istringstream& words) {
   hvd::notify::HostsUpdated message;
   words >> message.generation;
   message.sequence = message.generation;
   for (const auto& [slot, address] : server.board().NotifyAddresses()) {
-    Status sent = hvd::notify::SendHostsUpdated(address, secret, message,
+    auto worker = admitted.find(slot);
+    const std::string key = hvd::common::WorkerKey(
+        secret, {worker == admitted.end() ? 0 : worker->second, slot});
+    Status sent = hvd::notify::SendHostsUpdated(address, key, message,
                                                 std::chrono::seconds(10));
     if (!sent.ok()) return sent.WithContext("notifying " + slot);
   }
@@ -123,6 +130,7 @@ int main() {
   }
   std::unique_ptr<rdv::RendezvousServer> server = std::move(*started);
   std::cout << "PORT " << server->port() << std::endl;
+  std::map<std::string, int64_t> admitted;  // the last admit's
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream words(line);
@@ -130,15 +138,15 @@ int main() {
     words >> command;
     Status status;
     if (command == "admit") {
-      std::map<std::string, int64_t> admitted;
+      admitted.clear();
       for (const auto& [slot, worker] : SlotWorkers(words)) {
         admitted[slot] = worker;
       }
-      server->reports().Admit(std::move(admitted));
+      server->reports().Admit(admitted);
     } else if (command == "publish") {
       status = Publish(*server, words);
     } else if (command == "notify") {
-      status = Notify(*server, secret, words);
+      status = Notify(*server, secret, admitted, words);
     } else if (command == "reports") {
       std::cout << "REPORTS " << Reports(*server) << std::endl;
       continue;

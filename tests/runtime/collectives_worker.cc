@@ -6,8 +6,8 @@
 // what exercises the background thread, the handle table, the timeline
 // writer and Gloo together.
 // Usage: collectives_worker PORT RANK SIZE TIMELINE; the job secret in
-// HVD_SECRET_KEY. Exit 0 when every result is right; 1 and the reason on
-// stderr otherwise.
+// HVD_SECRET_KEY, from which it takes the key hvdrun would give it. Exit 0
+// when every result is right; 1 and the reason on stderr otherwise.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hvd/runtime/runtime.h"
+#include "runtime/worker_key_for_tests.h"
 
 namespace {
 
@@ -171,7 +172,8 @@ int main(int argc, char** argv) {
   config.layout.local_rank = config.layout.rank;
   config.layout.local_size = config.layout.size;
   config.hostname = "127.0.0.1";
-  config.secret = secret ? secret : "";
+  hvd::testing::GiveWorkerKey(config, secret ? secret : "",
+                              config.layout.rank + 1);
   failures.set_rank(config.layout.rank);
   RunGeneration(config, 1, argv[4]);
   if (!failures.any()) RunGeneration(config, 2, "");

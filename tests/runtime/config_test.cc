@@ -11,15 +11,28 @@ namespace {
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name :
-         {"HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK",
-          "HOROVOD_LOCAL_SIZE", "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE",
-          "HOROVOD_HOSTNAME", "HOROVOD_GLOO_RENDEZVOUS_ADDR",
-          "HOROVOD_GLOO_RENDEZVOUS_PORT", "HVD_SECRET_KEY",
-          "HOROVOD_START_TIMEOUT", "HOROVOD_GLOO_TIMEOUT_SECONDS",
-          "HOROVOD_TIMELINE", "HOROVOD_THREAD_AFFINITY",
-          "HVD_REPORT_INTERVAL_SECONDS", "HOROVOD_ELASTIC_TIMEOUT",
-          "HVD_RENDEZVOUS_BACKEND", "HVD_ETCD_ENDPOINTS", "HVD_ETCD_PREFIX"}) {
+    for (const char* name : {"HOROVOD_RANK",
+                             "HOROVOD_SIZE",
+                             "HOROVOD_LOCAL_RANK",
+                             "HOROVOD_LOCAL_SIZE",
+                             "HOROVOD_CROSS_RANK",
+                             "HOROVOD_CROSS_SIZE",
+                             "HOROVOD_HOSTNAME",
+                             "HOROVOD_GLOO_RENDEZVOUS_ADDR",
+                             "HOROVOD_GLOO_RENDEZVOUS_PORT",
+                             "HVD_SECRET_KEY",
+                             "HVD_WORKER_KEY",
+                             "HVD_WORKER_ID",
+                             "HVD_KEEP_WORKER_KEY",
+                             "HOROVOD_START_TIMEOUT",
+                             "HOROVOD_GLOO_TIMEOUT_SECONDS",
+                             "HOROVOD_TIMELINE",
+                             "HOROVOD_THREAD_AFFINITY",
+                             "HVD_REPORT_INTERVAL_SECONDS",
+                             "HOROVOD_ELASTIC_TIMEOUT",
+                             "HVD_RENDEZVOUS_BACKEND",
+                             "HVD_ETCD_ENDPOINTS",
+                             "HVD_ETCD_PREFIX"}) {
       unsetenv(name);
     }
   }
@@ -33,7 +46,8 @@ class ConfigTest : public ::testing::Test {
     setenv("HOROVOD_HOSTNAME", "127.0.0.2", 1);
     setenv("HOROVOD_GLOO_RENDEZVOUS_ADDR", "127.0.0.1", 1);
     setenv("HOROVOD_GLOO_RENDEZVOUS_PORT", "4000", 1);
-    setenv("HVD_SECRET_KEY", "abc", 1);
+    setenv("HVD_WORKER_KEY", "abc", 1);
+    setenv("HVD_WORKER_ID", "5", 1);
   }
 };
 
@@ -112,6 +126,29 @@ TEST_F(ConfigTest, ReadsTheLaunchersVariables) {
   EXPECT_EQ(config->hostname, "127.0.0.2");
   EXPECT_EQ(config->rendezvous_port, 4000);
   EXPECT_EQ(config->gloo_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(config->worker_key, "abc");
+  EXPECT_EQ(config->identity(), (common::WorkerIdentity{5, "127.0.0.2:1"}));
+  EXPECT_TRUE(config->secret.empty()) << "the job secret is hvdrun's";
+}
+
+TEST_F(ConfigTest, TheWorkersKeyLeavesTheEnvironmentAndStaysWithTheRuntime) {
+  SetWorker();
+  auto first = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(getenv("HVD_WORKER_KEY"), nullptr)
+      << "programs the user's code starts must not inherit it";
+  // An elastic reset reads the configuration again.
+  auto again = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->worker_key, "abc");
+  // Kept where the user asks for it.
+  setenv("HVD_WORKER_KEY", "def", 1);
+  setenv("HVD_KEEP_WORKER_KEY", "1", 1);
+  auto kept = RuntimeConfig::FromEnv();
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->worker_key, "def");
+  ASSERT_NE(getenv("HVD_WORKER_KEY"), nullptr);
+  EXPECT_STREQ(getenv("HVD_WORKER_KEY"), "def");
 }
 
 TEST_F(ConfigTest, RejectsInconsistentOrMissingValues) {
@@ -130,6 +167,12 @@ TEST_F(ConfigTest, RejectsInconsistentOrMissingValues) {
   SetWorker();
   setenv("HOROVOD_START_TIMEOUT", "soon", 1);
   EXPECT_FALSE(RuntimeConfig::FromEnv().ok());
+  SetWorker();
+  unsetenv("HOROVOD_START_TIMEOUT");
+  unsetenv("HVD_WORKER_ID");
+  config = RuntimeConfig::FromEnv();
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("HVD_WORKER_ID"), std::string::npos);
 }
 
 TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
@@ -142,6 +185,7 @@ TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
   setenv("HVD_RENDEZVOUS_BACKEND", "etcd", 1);
   setenv("HVD_ETCD_ENDPOINTS", "e1:2379,e2:2379", 1);
   setenv("HVD_ETCD_PREFIX", "/hvd/jobs/j/", 1);
+  setenv("HVD_SECRET_KEY", "s", 1);
   auto etcd = RuntimeConfig::FromEnv();
   ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
   EXPECT_EQ(etcd->elastic_timeout, std::chrono::seconds(6));
@@ -152,6 +196,7 @@ TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
        {std::tuple{"HOROVOD_ELASTIC_TIMEOUT", "later", "HOROVOD_ELASTIC"},
         std::tuple{"HVD_RENDEZVOUS_BACKEND", "zookeeper", "neither embedded"},
         std::tuple{"HVD_ETCD_PREFIX", "", "needs HVD_ETCD_PREFIX"},
+        std::tuple{"HVD_SECRET_KEY", "", "HVD_SECRET_KEY"},
         std::tuple{"HVD_ETCD_ENDPOINTS", "e1:0", "HVD_ETCD_ENDPOINTS"}}) {
     SCOPED_TRACE(name);
     const char* before = getenv(name);

@@ -4,6 +4,7 @@
 // only, a notification server that survives runtime resets, and each
 // generation's rank 0 marking the generation on one timeline.
 #include "hvd/runtime/elastic_worker.h"
+#include "runtime/worker_key_for_tests.h"
 
 #include <gtest/gtest.h>
 
@@ -74,13 +75,20 @@ class ElasticWorkerTest : public ::testing::Test {
     server_ = std::move(*server);
   }
 
+  static int64_t WorkerIdOf(int slot) { return 100 + slot; }
+  // What hvdrun signs its notifications to `slot`'s worker with.
+  static std::string KeyOf(int slot) {
+    return common::WorkerKey(
+        kSecret, {WorkerIdOf(slot), rendezvous::SlotName(kHost, slot)});
+  }
+
   RuntimeConfig Config(int slot, std::chrono::milliseconds gloo_timeout = 60s) {
     RuntimeConfig config;
     config.hostname = kHost;
     config.layout.local_rank = slot;
     config.rendezvous_addr = kHost;
     config.rendezvous_port = server_->port();
-    config.secret = kSecret;
+    hvd::testing::GiveWorkerKey(config, kSecret, WorkerIdOf(slot));
     config.elastic = true;
     config.start_timeout = 30s;
     config.gloo_timeout = gloo_timeout;
@@ -171,7 +179,14 @@ TEST_F(ElasticWorkerTest, JoinsGenerationsAcrossAResetWithOneServer) {
   update.generation = 2;
   update.sequence = 1;
   update.added = {"127.0.0.2"};
-  ASSERT_TRUE(notify::SendHostsUpdated(address0, kSecret, update, 10s).ok());
+  // Only the worker's own key signs what it takes: not the job secret, not
+  // another worker's.
+  for (const std::string& other : {std::string(kSecret), KeyOf(1)}) {
+    EXPECT_EQ(notify::SendHostsUpdated(address0, other, update, 10s).code(),
+              common::Code::kUnauthenticated);
+  }
+  EXPECT_EQ(workers[0]->PendingHostsUpdate(), 0);
+  ASSERT_TRUE(notify::SendHostsUpdated(address0, KeyOf(0), update, 10s).ok());
   ASSERT_TRUE(WaitFor([&] { return workers[0]->PendingHostsUpdate() == 2; }));
   EXPECT_EQ(workers[1]->PendingHostsUpdate(), 0);
 
@@ -290,14 +305,14 @@ TEST_F(ElasticWorkerTest, AbortReachesOnlyTheCurrentGenerationsRuntime) {
   const std::string address = workers[0]->notify_address();
   for (int64_t stale : {1, 3}) {
     notify::Abort abort{stale, "test: wrong generation"};
-    ASSERT_TRUE(notify::SendAbort(address, kSecret, abort, 10s).ok());
+    ASSERT_TRUE(notify::SendAbort(address, KeyOf(0), abort, 10s).ok());
   }
   auto done = runtimes[0]->Poll(*handle);
   ASSERT_TRUE(done.ok());
   EXPECT_FALSE(*done) << "an Abort of another generation reached the runtime";
 
   notify::Abort abort{2, "test: a peer died"};
-  ASSERT_TRUE(notify::SendAbort(address, kSecret, abort, 10s).ok());
+  ASSERT_TRUE(notify::SendAbort(address, KeyOf(0), abort, 10s).ok());
   ASSERT_TRUE(WaitFor([&] { return *runtimes[0]->Poll(*handle); }))
       << "the Abort of generation 2 did not end the collective";
   auto result = runtimes[0]->Wait(*handle);

@@ -77,7 +77,7 @@ TEST(ForkTest, ForkFailsFastAndLeavesTheParentsRuntimeAlone) {
   ASSERT_TRUE(runtime->CheckProcess().ok());
   RuntimeConfig notify_config;
   notify_config.hostname = "127.0.0.1";
-  notify_config.secret = kSecret;
+  notify_config.worker_key = kSecret;
   auto elastic = ElasticWorker::Start(notify_config);
   ASSERT_TRUE(elastic.ok()) << elastic.status().ToString();
   std::vector<float> data(4, 2.0f);

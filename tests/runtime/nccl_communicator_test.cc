@@ -22,6 +22,7 @@
 #include "ops/nccl/communicator.h"
 #include "ops/nccl/id_exchange.h"
 #include "ops/nccl/watchdog.h"
+#include "runtime/worker_key_for_tests.h"
 
 namespace hvd::runtime::nccl {
 namespace {
@@ -572,7 +573,7 @@ TEST(IdExchangeTest, RankZerosIdReachesTheMembersOfItsGenerationOnly) {
   RuntimeConfig config;
   config.rendezvous_addr = "127.0.0.1";
   config.rendezvous_port = (*server)->port();
-  config.secret = options.secret;
+  hvd::testing::GiveWorkerKey(config, options.secret, 1);
   config.start_timeout = seconds(20);
 
   UniqueId made;
@@ -595,7 +596,7 @@ TEST(IdExchangeTest, RankZerosIdReachesTheMembersOfItsGenerationOnly) {
             std::string::npos)
       << next_generation.status().ToString();
 
-  config.secret = "not the job's secret";
+  config.worker_key = "not this worker's key";
   auto stranger = StoreIdExchange(config, 3, "set0.0/n0")(nullptr);
   ASSERT_FALSE(stranger.ok());
   EXPECT_EQ(stranger.status().code(), Code::kUnauthenticated)

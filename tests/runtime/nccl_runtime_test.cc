@@ -21,6 +21,7 @@
 #include "hvd/rendezvous/server.h"
 #include "hvd/runtime/runtime.h"
 #include "ops/nccl/gpus.h"
+#include "runtime/worker_key_for_tests.h"
 
 namespace hvd::runtime::nccl {
 namespace {
@@ -261,9 +262,9 @@ class NcclJobTest : public ::testing::Test {
     RuntimeConfig config;
     config.rendezvous_addr = "127.0.0.1";
     config.rendezvous_port = server_->port();
-    config.secret = "nccl-reset-test";
     config.hostname = "127.0.0.1";
     config.layout = layout;
+    hvd::testing::GiveWorkerKey(config, "nccl-reset-test", 1 + slot);
     config.elastic = true;
     config.nccl_shrink = nccl_shrink_;
     config.stall_check = false;

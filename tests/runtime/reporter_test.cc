@@ -47,7 +47,7 @@ class ReporterTest : public ::testing::Test {
     ReporterOptions options;
     options.host = "127.0.0.1";
     options.port = server_->port();
-    options.secret = kSecret;
+    options.key = common::WorkerKey(kSecret, {7, kSlot});
     options.slot = kSlot;
     options.worker_id = 7;
     options.interval = interval;
@@ -203,9 +203,9 @@ TEST(ReporterOptionsTest, OnlyWorkersHvdrunStartedReport) {
   EXPECT_FALSE(ReporterOptions::For(config));
   config.rendezvous_addr = "10.0.0.1";
   config.rendezvous_port = 4000;
-  config.secret = "s";
+  config.worker_key = "k";
   config.hostname = "host-a";
-  config.layout.local_rank = 2;
+  config.slot = "host-a:2";
   config.worker_id = 11;
   config.report_interval = 250ms;
   auto options = ReporterOptions::For(config);
@@ -213,6 +213,7 @@ TEST(ReporterOptionsTest, OnlyWorkersHvdrunStartedReport) {
   EXPECT_EQ(options->host, "10.0.0.1");
   EXPECT_EQ(options->port, 4000);
   EXPECT_EQ(options->slot, "host-a:2");
+  EXPECT_EQ(options->key, "k");
   EXPECT_EQ(options->worker_id, 11);
   EXPECT_EQ(options->interval, 250ms);
   EXPECT_EQ(options->timeout, 1000ms);

@@ -27,7 +27,9 @@
 #include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/common/secret_file.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/notify/client.h"
+#include "hvd/rendezvous/protocol.h"
 #include "hvd/rendezvous/server.h"
 #include "policy/job_policy.h"
 #include "process/output_relay.h"
@@ -270,9 +272,9 @@ void Driver::Carry(const Action& action) {
             auto address = addresses_.find(slot);
             if (address == addresses_.end()) continue;
             errands_.Run([slot, address = address->second, message,
-                          secret = launch_.endpoint.secret] {
+                          key = NotifyKey(slot)] {
               common::Status sent = notify::SendHostsUpdated(
-                  address, secret, message, std::chrono::milliseconds(2000));
+                  address, key, message, std::chrono::milliseconds(2000));
               if (!sent.ok()) {
                 // A worker that just died cannot be told; its exit is
                 // handled.
@@ -288,9 +290,9 @@ void Driver::Carry(const Action& action) {
             auto address = addresses_.find(slot);
             if (address == addresses_.end()) continue;
             errands_.Run([slot, address = address->second, abort,
-                          secret = launch_.endpoint.secret] {
+                          key = NotifyKey(slot)] {
               common::Status sent = notify::SendAbort(
-                  address, secret, abort, std::chrono::milliseconds(1000));
+                  address, key, abort, std::chrono::milliseconds(1000));
               if (!sent.ok()) {
                 spdlog::info("hvdrun: abort to slot {}: {}", slot,
                              sent.message());
@@ -306,9 +308,10 @@ void Driver::Carry(const Action& action) {
           }
           errands_.Run([this, worker = a.worker, slot = a.slot,
                         address = address->second,
-                        secret = launch_.endpoint.secret] {
+                        key = common::WorkerKey(launch_.endpoint.secret,
+                                                {a.worker, a.slot})] {
             common::Status alive =
-                notify::Ping(address, secret, std::chrono::milliseconds(1500));
+                notify::Ping(address, key, std::chrono::milliseconds(1500));
             if (!alive.ok()) {
               spdlog::warn("hvdrun: slot {} did not answer: {}", slot,
                            alive.message());
@@ -386,7 +389,9 @@ void Driver::ForgetGlooGenerations(int64_t published) {
   }
   const int64_t kept = FirstGlooGenerationKept(published);
   for (; gloo_forgotten_ < kept; ++gloo_forgotten_) {
-    server_.store().DeletePrefix("gloo", GlooGenerationPrefix(gloo_forgotten_));
+    server_.store().DeletePrefix(
+        rendezvous::protocol::kGlooScope,
+        rendezvous::protocol::GlooGenerationPrefix(gloo_forgotten_));
   }
 }
 
@@ -477,6 +482,15 @@ void Driver::Signal(WorkerId worker, int signal) {
   unsigned char byte = static_cast<unsigned char>(signal);
   ssize_t ignored = write(it->second.process.control_fd, &byte, 1);
   (void)ignored;
+}
+
+std::string Driver::NotifyKey(const std::string& slot) const {
+  // The newest process of the slot: an address an older one left behind
+  // refuses the push (401), as that process is no longer the job's.
+  auto owner = reporting_.find(slot);
+  return common::WorkerKey(
+      launch_.endpoint.secret,
+      {owner == reporting_.end() ? 0 : owner->second, slot});
 }
 
 void Driver::RefreshAddresses() {

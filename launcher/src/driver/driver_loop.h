@@ -95,6 +95,9 @@ class Driver {
   // Addresses workers registered at check-in. Kept here too: the board
   // forgets the slots a new generation drops, which must still be told.
   void RefreshAddresses();
+  // The key a push to `slot`'s notification server is signed with: its
+  // newest worker's own (common/worker_key.h).
+  std::string NotifyKey(const std::string& slot) const;
   // With etcd: hands the driver's state to EtcdJob when it changed.
   void SaveState();
   std::vector<Event> ReadSignals(int signals);

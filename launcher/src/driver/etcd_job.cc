@@ -17,6 +17,7 @@
 #include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/rendezvous/etcd_seal.h"
+#include "hvd/rendezvous/protocol.h"
 
 namespace hvd::launcher {
 
@@ -482,7 +483,8 @@ void EtcdJob::Loop() {
       const int64_t until = std::min(keep_from, forgotten_ + 100);
       for (int64_t g = forgotten_; g < until; ++g) {
         deletes.push_back(
-            DeletePrefix(prefix_ + "gloo/" + GlooGenerationPrefix(g)));
+            DeletePrefix(prefix_ + rendezvous::protocol::kGlooScope + "/" +
+                         rendezvous::protocol::GlooGenerationPrefix(g)));
       }
       if (leadership_.FencedWrite(deletes).ok()) forgotten_ = until;
     }

@@ -40,8 +40,7 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
                                    int64_t worker_id,
                                    const LaunchContext& context,
                                    const LaunchConfig& config) {
-  EnvList env = WorkerEnvironment(slot, context.endpoint, config);
-  env.emplace_back(common::env_vars::kHvdWorkerId, std::to_string(worker_id));
+  EnvList env = WorkerEnvironment(slot, worker_id, context.endpoint, config);
   const bool adoptable = config.adopt_grace.count() > 0;
   const std::unique_ptr<LaunchBackend> backend = MakeLaunchBackend(config);
   const bool here = backend->RunsHere(slot.host);

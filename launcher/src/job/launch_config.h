@@ -56,12 +56,6 @@ inline std::string EtcdJobPrefix(const std::string& job_id) {
   return "/hvd/jobs/" + job_id + "/";
 }
 
-// Where a generation's Gloo keys live, under the store's "gloo" scope (in
-// etcd: under the job's prefix and "gloo/"), as the runtime names them
-// (runtime/src/transport/gloo_contexts.cc, ops/nccl/id_exchange.cc).
-inline std::string GlooGenerationPrefix(int64_t generation) {
-  return "g" + std::to_string(generation) + "/";
-}
 // Once `published` is, the Gloo keys of every generation below the one
 // this returns can go: a worker of the previous generation may still be
 // leaving it, none of an older one needs its keys.

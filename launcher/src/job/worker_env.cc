@@ -4,12 +4,14 @@
 #include <cmath>
 
 #include "hvd/common/env_vars.h"
+#include "hvd/common/worker_key.h"
+#include "hvd/rendezvous/worker_assignment.h"
 
 namespace hvd::launcher {
 
 namespace ev = common::env_vars;
 
-EnvList WorkerEnvironment(const SlotAssignment& slot,
+EnvList WorkerEnvironment(const SlotAssignment& slot, int64_t worker_id,
                           const DriverEndpoint& driver,
                           const LaunchConfig& config) {
   EnvList env = {
@@ -22,7 +24,11 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
       {ev::kHostname, slot.host},
       {ev::kGlooRendezvousAddr, driver.address},
       {ev::kGlooRendezvousPort, std::to_string(driver.port)},
-      {ev::kHvdSecretKey, driver.secret},
+      {ev::kHvdWorkerId, std::to_string(worker_id)},
+      {ev::kHvdWorkerKey,
+       common::WorkerKey(
+           driver.secret,
+           {worker_id, rendezvous::SlotName(slot.host, SlotIndex(slot))})},
       {ev::kController, "gloo"},
       {ev::kCpuOperations, "gloo"},
       {ev::kElastic, config.elastic ? "1" : "0"},
@@ -37,6 +43,9 @@ EnvList WorkerEnvironment(const SlotAssignment& slot,
   }
   if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
     env.emplace_back(ev::kHvdRendezvousBackend, "etcd");
+    // What the workers write to etcd is sealed with it (issue 33 moves
+    // this to keys of their own too).
+    env.emplace_back(ev::kHvdSecretKey, driver.secret);
     env.emplace_back(ev::kHvdEtcdEndpoints, config.rendezvous_endpoint);
     env.emplace_back(ev::kHvdEtcdPrefix, EtcdJobPrefix(config.job_id));
   } else {

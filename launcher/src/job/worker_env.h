@@ -1,6 +1,7 @@
 // The environment and command line of one worker.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,9 +20,10 @@ struct DriverEndpoint {
 };
 
 // Horovod's variable names for the slot's place in the job, the rendezvous
-// endpoint, the tuning knobs, HVD_SECRET_KEY (never on a command line), and
-// -x's variables.
-EnvList WorkerEnvironment(const SlotAssignment& slot,
+// endpoint, the tuning knobs, the process's id (HVD_WORKER_ID) and own key
+// (HVD_WORKER_KEY, never on a command line; the job secret itself only with
+// the etcd backend), and -x's variables.
+EnvList WorkerEnvironment(const SlotAssignment& slot, int64_t worker_id,
                           const DriverEndpoint& driver,
                           const LaunchConfig& config);
 

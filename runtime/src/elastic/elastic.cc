@@ -15,10 +15,7 @@ using common::Status;
 Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
                                             int64_t after,
                                             const std::string& notify_address) {
-  common::HttpClientOptions options;
-  options.host = config.rendezvous_addr;
-  options.port = config.rendezvous_port;
-  options.secret = config.secret;
+  common::HttpClientOptions options = config.DriverClientOptions();
   // With etcd, the server is the leading hvdrun's, which may have moved
   // since this worker started (a standby took the job over).
   if (config.etcd) {
@@ -34,8 +31,7 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
     }
   }
   rendezvous::RendezvousClient client(options);
-  const std::string slot =
-      rendezvous::SlotName(config.hostname, config.layout.local_rank);
+  const std::string& slot = config.slot;
   // The driver bounds this wait, not the worker: it fails the job when too
   // few slots remain for the elastic timeout, a new slot that does not
   // check in within the start timeout, and a joined one that stops

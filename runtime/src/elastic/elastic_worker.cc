@@ -18,7 +18,7 @@ Result<std::unique_ptr<ElasticWorker>> ElasticWorker::Start(
   std::unique_ptr<ElasticWorker> worker(new ElasticWorker());
   ElasticWorker* self = worker.get();
   auto server = notify::NotificationServer::Start(
-      config.bind_address, config.secret,
+      config.bind_address, config.worker_key,
       [self](const notify::Abort& abort) { self->OnAbort(abort); });
   if (!server.ok()) {
     return server.status().WithContext("elastic worker's notification server");

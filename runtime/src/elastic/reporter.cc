@@ -17,16 +17,15 @@ namespace hvd::runtime {
 
 std::optional<ReporterOptions> ReporterOptions::For(
     const RuntimeConfig& config) {
-  if (config.rendezvous_addr.empty() || config.secret.empty() ||
+  if (config.rendezvous_addr.empty() || config.worker_key.empty() ||
       config.report_interval.count() <= 0) {
     return std::nullopt;
   }
   ReporterOptions options;
   options.host = config.rendezvous_addr;
   options.port = config.rendezvous_port;
-  options.secret = config.secret;
-  options.slot =
-      rendezvous::SlotName(config.hostname, config.layout.local_rank);
+  options.key = config.worker_key;
+  options.slot = config.slot;
   options.worker_id = config.worker_id;
   options.interval = config.report_interval;
   if (config.etcd) {
@@ -86,7 +85,8 @@ class Reporter::Impl {
     common::HttpClientOptions client;
     client.host = host;
     client.port = port;
-    client.secret = o.secret;
+    client.secret = o.key;
+    client.worker = common::WorkerIdentity{o.worker_id, o.slot};
     client.connect_timeout = o.timeout;
     client.read_timeout = o.timeout;
     client.max_attempts = 1;  // a failed report is dropped, never retried

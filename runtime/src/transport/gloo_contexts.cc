@@ -11,6 +11,7 @@
 
 #include "hvd/rendezvous/etcd_store.h"
 #include "hvd/rendezvous/http_store.h"
+#include "hvd/rendezvous/protocol.h"
 
 namespace hvd::runtime {
 
@@ -19,7 +20,7 @@ using common::Status;
 
 namespace {
 
-constexpr char kGlooScope[] = "gloo";
+using rendezvous::protocol::kGlooScope;
 
 Result<std::shared_ptr<gloo::Context>> Connect(
     const RuntimeConfig& config,
@@ -46,12 +47,8 @@ Result<std::shared_ptr<gloo::Context>> Connect(
     last_error = [raw = etcd.get()] { return raw->last_error(); };
     store = std::move(etcd);
   } else {
-    common::HttpClientOptions options;
-    options.host = config.rendezvous_addr;
-    options.port = config.rendezvous_port;
-    options.secret = config.secret;
     auto http = std::make_unique<rendezvous::HttpStore>(
-        options, kGlooScope, prefix, config.start_timeout);
+        config.DriverClientOptions(), kGlooScope, prefix, config.start_timeout);
     // One request per phase of the full mesh instead of one per peer.
     http->PrefetchFullMesh(rank, size);
     last_error = [raw = http.get()] { return raw->last_error(); };
@@ -75,7 +72,7 @@ Result<std::shared_ptr<gloo::Context>> Connect(
 }
 
 std::string CrossPrefix(const RuntimeConfig& config, int64_t generation) {
-  return "g" + std::to_string(generation) + "/cross/" +
+  return rendezvous::protocol::GlooGenerationPrefix(generation) + "cross/" +
          std::to_string(config.layout.local_rank) + "/";
 }
 
@@ -93,7 +90,8 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
                                    config.bind_address + " (host " +
                                    config.hostname + "): " + e.what());
   }
-  const std::string gen = "g" + std::to_string(generation) + "/";
+  const std::string gen =
+      rendezvous::protocol::GlooGenerationPrefix(generation);
   GlooContexts contexts;
   contexts.device = device;
   contexts.abort_switch = std::make_shared<AbortSwitch>();
@@ -129,11 +127,11 @@ Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     int32_t id, int64_t serial, int rank, int size,
     std::vector<SocketId>* sockets, const std::string& part) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
-  auto context =
-      Connect(config, device, abort_switch,
-              "g" + std::to_string(generation) + "/set" + std::to_string(id) +
-                  "." + std::to_string(serial) + "/" + part,
-              rank, size);
+  auto context = Connect(
+      config, device, abort_switch,
+      rendezvous::protocol::GlooGenerationPrefix(generation) + "set" +
+          std::to_string(id) + "." + std::to_string(serial) + "/" + part,
+      rank, size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {
     sockets->push_back(socket);

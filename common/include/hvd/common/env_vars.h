@@ -8,10 +8,17 @@ namespace hvd::common::env_vars {
 inline constexpr char kHorovodLogLevel[] = "HOROVOD_LOG_LEVEL";
 // Same as HOROVOD_LOG_LEVEL; wins when both are set.
 inline constexpr char kHvdLogLevel[] = "HVD_LOG_LEVEL";
-// The per-job secret (hex) that signs every rendezvous and notification
-// request. Set by the launcher in the worker's environment, never on a
-// command line.
+// The per-job secret (hex). hvdrun keeps it; with the etcd backend it is
+// also in the worker's environment, where it seals the workers' values in
+// etcd. Never on a command line.
 inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
+// The worker's own key (hex; common/worker_key.h), set by hvdrun for each
+// worker: it signs the worker's requests to hvdrun, and hvdrun's to its
+// notification server. The runtime reads it once and removes it from the
+// process's environment, so that programs the user's code starts do not
+// inherit it, unless HVD_KEEP_WORKER_KEY is 1.
+inline constexpr char kHvdWorkerKey[] = "HVD_WORKER_KEY";
+inline constexpr char kHvdKeepWorkerKey[] = "HVD_KEEP_WORKER_KEY";
 // Address and port of the driver's rendezvous server.
 inline constexpr char kGlooRendezvousAddr[] = "HOROVOD_GLOO_RENDEZVOUS_ADDR";
 inline constexpr char kGlooRendezvousPort[] = "HOROVOD_GLOO_RENDEZVOUS_PORT";

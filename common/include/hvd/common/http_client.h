@@ -1,7 +1,8 @@
 // HttpClient: signed HTTP requests to one hvd server (rendezvous or
 // notification) with timeouts and bounded retries.
 //
-// Every request is signed with the job secret (see hmac.h). Transport
+// Every request is signed with the job secret or a worker's own key (see
+// hmac.h and worker_key.h). Transport
 // failures (refused, reset, timed out) and 503 answers are retried with
 // exponential backoff and jitter up to `max_attempts`; every other answer,
 // including 4xx, is returned to the caller as it came. All requests the
@@ -14,9 +15,11 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "hvd/common/status.h"
+#include "hvd/common/worker_key.h"
 
 namespace httplib {
 class Client;
@@ -27,8 +30,12 @@ namespace hvd::common {
 struct HttpClientOptions {
   std::string host;
   int port = 0;
-  // Job secret that signs each request. Required.
+  // The key that signs each request: the job secret (hvdrun's own
+  // clients), or the key of `worker` when that is set. Required.
   std::string secret;
+  // Set in a worker: every request names it (X-Hvd-Worker), and `secret`
+  // is WorkerKey(job secret, *worker).
+  std::optional<WorkerIdentity> worker;
   std::chrono::milliseconds connect_timeout{5000};
   // Time allowed for the answer to one attempt, on top of any long-poll wait
   // the caller announces per request.

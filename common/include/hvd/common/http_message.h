@@ -4,12 +4,14 @@
 // a request that tests and fuzz targets can call directly.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "hvd/common/status.h"
+#include "hvd/common/worker_key.h"
 
 namespace hvd::common {
 
@@ -22,6 +24,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> params;
   std::string body;
   std::string peer;  // "<address>:<port>" of the client, for messages
+  // Who signed it: the worker whose own key did (worker_key.h), or none
+  // when the job secret did (an hvdrun).
+  std::optional<WorkerIdentity> worker;
 
   bool HasParam(std::string_view name) const;
   // The first value of `name`, or "" when absent.

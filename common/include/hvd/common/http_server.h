@@ -5,10 +5,11 @@
 // docs/design.md, "Control-plane servers".
 //
 // Access is one of two kinds (HttpAccess). kSigned: every request is signed
-// with the job secret (below). kReadToken, for the status page: only GET
-// requests without a body, each carrying the read token as `?token=` or
-// `Authorization: Bearer`; everything else is refused before the handler
-// (405 for another method, 401 without the token).
+// with the server's key (below): the job secret, or with `worker_keys` a
+// worker's own key derived from it (worker_key.h). kReadToken, for the status
+// page: only GET requests without a body, each carrying the read token as
+// `?token=` or `Authorization: Bearer`; everything else is refused before the
+// handler (405 for another method, 401 without the token).
 //
 // Threads: one I/O thread runs every socket operation, event-driven (an idle
 // connection costs a file descriptor and a small buffer, no thread); a
@@ -84,7 +85,11 @@ struct HttpServerOptions {
   std::string bind_host = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, reported by port()
   HttpAccess access = HttpAccess::kSigned;
-  std::string secret;      // required with kSigned
+  std::string secret;  // required with kSigned
+  // kSigned: also take requests signed with a worker's own key, derived
+  // from `secret` by their X-Hvd-Worker field (worker_key.h); the handler
+  // sees who in HttpRequest::worker. Off, such a request is refused (401).
+  bool worker_keys = false;
   std::string read_token;  // required with kReadToken
   // Accepted distance between a request's timestamp and this clock.
   std::chrono::milliseconds auth_window{60000};

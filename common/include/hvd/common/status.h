@@ -29,6 +29,9 @@ enum class Code {
   kNotFound,
   // Missing, wrong or stale request signature (401).
   kUnauthenticated,
+  // A signed request for something its signer may not do: a worker acting
+  // for another slot, or writing outside its generations (403).
+  kPermissionDenied,
   // A size or count limit was hit (413, store limits).
   kResourceExhausted,
   // A broken invariant inside hvd: a bug.
@@ -65,6 +68,9 @@ class Status {
   }
   static Status ResourceExhausted(std::string m) {
     return {Code::kResourceExhausted, std::move(m)};
+  }
+  static Status PermissionDenied(std::string m) {
+    return {Code::kPermissionDenied, std::move(m)};
   }
   static Status Internal(std::string m) {
     return {Code::kInternal, std::move(m)};

@@ -67,6 +67,13 @@ class ElasticBoard {
   int64_t generation() const;
   std::vector<std::string> Missing() const;
 
+  // Whether `worker` in `slot` belongs to `generation`: the newest one
+  // lists the slot for that process (a slot listed without a process takes
+  // any). Before the first generation every worker belongs to every one: a
+  // static job has no generations, and all its workers are members.
+  bool IsMember(int64_t generation, const std::string& slot,
+                int64_t worker) const;
+
   // Slots waiting for a generation after the newest one: their world broke
   // (a peer failed or hung) before the driver formed a new generation.
   std::vector<std::string> ResetRequests() const;

@@ -3,6 +3,8 @@
 // docs/protocol.md describes the same protocol for readers.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,5 +46,15 @@ bool IsValidScope(std::string_view scope);
 bool IsValidKey(std::string_view key);
 
 std::string KvTarget(std::string_view scope, std::string_view key);
+
+// The scope of the workers' Gloo contexts and NCCL ids (in etcd: "gloo/"
+// under the job's prefix). Each generation's keys start with
+// GlooGenerationPrefix; a worker's own key may write only under the
+// generations the worker belongs to (docs/security.md).
+inline constexpr char kGlooScope[] = "gloo";
+std::string GlooGenerationPrefix(int64_t generation);  // "g<generation>/"
+// The generation a key of kGlooScope lives under, or nullopt when it
+// starts with no GlooGenerationPrefix.
+std::optional<int64_t> GlooKeyGeneration(std::string_view key);
 
 }  // namespace hvd::rendezvous::protocol

@@ -2,9 +2,11 @@
 // find each other (Gloo rendezvous through HttpStore), the elastic check-in
 // and the workers' progress reports. Protocol: docs/protocol.md.
 //
-// Every request must be signed with the job secret; unsigned, wrongly signed,
-// stale or replayed requests get 401 before any handler runs or any body is
-// read. Malformed requests get a 4xx answer and never take the server down.
+// Every request must be signed with the job secret or a worker's own key
+// (worker_key.h); unsigned, wrongly signed, stale or replayed requests get
+// 401 before any handler runs or any body is read. A worker's request for
+// something beyond itself gets 403 (src/worker_access.h), logged once per
+// worker. Malformed requests get a 4xx answer and never take the server down.
 // The HTTP core is common::SignedHttpServer (deadlines, limits, connection
 // admission; see http_server.h).
 //
@@ -17,6 +19,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "hvd/common/http_message.h"
@@ -82,6 +86,9 @@ class RendezvousServer {
   explicit RendezvousServer(ServerOptions options);
   // Runs on a handler thread for every authenticated request.
   common::HttpAnswer Route(const common::HttpRequest& req);
+  common::HttpAnswer RouteFor(const common::HttpRequest& req);
+  // A worker's first refusal for acting beyond itself, logged once.
+  void LogDenied(const common::WorkerIdentity& who, const std::string& answer);
 
   const ServerOptions options_;
   KvStore store_;
@@ -92,6 +99,9 @@ class RendezvousServer {
   const std::chrono::steady_clock::time_point started_;
   std::atomic<int64_t> generation_{0};
   std::atomic<bool> stopped_{false};
+  static constexpr size_t kMaxDeniedLogged = 1024;
+  std::mutex denied_mu_;
+  std::set<std::string> denied_logged_;  // X-Hvd-Worker values
 };
 
 }  // namespace hvd::rendezvous

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "hvd/common/http_client.h"
 #include "hvd/common/rank_layout.h"
 #include "hvd/common/status.h"
 #include "hvd/common/tuning_defaults.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/rendezvous/etcd_client.h"
 
 namespace hvd::runtime {
@@ -21,6 +23,17 @@ inline constexpr char kDynamicTimeline[] = "DYNAMIC";
 // HOROVOD_FUSION_THRESHOLD's default in bytes; the fusion plan and
 // autotune start from it too.
 using common::kDefaultFusionThreshold;
+
+// HVD_WORKER_KEY: read from the environment and removed from it unless
+// HVD_KEEP_WORKER_KEY is 1; when the environment no longer has it, the key
+// this process read last (an elastic reset reads the config again).
+// `removed` says whether this call removed it, for the Python layer to drop
+// its own copy of the environment's entry.
+struct ProcessWorkerKey {
+  std::string key;
+  bool removed = false;
+};
+ProcessWorkerKey TakeWorkerKey();
 
 struct RuntimeConfig {
   // This worker's place in the job (HOROVOD_RANK, _SIZE, ...; in elastic
@@ -34,6 +47,16 @@ struct RuntimeConfig {
   std::string bind_address = "127.0.0.1";
   std::string rendezvous_addr;
   int rendezvous_port = 0;
+  // This process's own key (HVD_WORKER_KEY) and the identity it names:
+  // hvdrun's id of the process (HVD_WORKER_ID) and its slot
+  // ("<hostname>:<local rank>" as the launcher started it). Every request
+  // to hvdrun's server is signed with it (DriverClientOptions), and so is
+  // everything hvdrun sends the notification server.
+  std::string worker_key;
+  std::string slot;
+  common::WorkerIdentity identity() const { return {worker_id, slot}; }
+  // The job secret: with the etcd backend only, where it seals the values
+  // workers write to etcd (EtcdStore, LeadingDriverAddress).
   std::string secret;
   // With the etcd backend (HVD_RENDEZVOUS_BACKEND=etcd): the etcd cluster
   // and the job's prefix in it, where the Gloo contexts meet. Unset: they
@@ -131,6 +154,12 @@ struct RuntimeConfig {
   // train.py` does under Horovod. Malformed or inconsistent values are
   // kInvalidArgument naming the variable.
   static common::Result<RuntimeConfig> FromEnv();
+
+  // A client of hvdrun's server at `host`:`port` (the rendezvous address
+  // unless given), signing as this worker.
+  common::HttpClientOptions DriverClientOptions() const;
+  common::HttpClientOptions DriverClientOptions(const std::string& host,
+                                                int port) const;
 };
 
 // HOROVOD_THREAD_AFFINITY's "0,4" -> {0, 4}; anything else is

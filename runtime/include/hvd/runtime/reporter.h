@@ -36,10 +36,11 @@
 namespace hvd::runtime {
 
 struct ReporterOptions {
-  // The rendezvous server and the job secret that signs each report.
+  // The rendezvous server, and this worker's own key (HVD_WORKER_KEY) that
+  // signs each report.
   std::string host;
   int port = 0;
-  std::string secret;
+  std::string key;
   // This worker: "<host>:<local rank>", as check-in names it, and hvdrun's
   // id of this process (HVD_WORKER_ID).
   std::string slot;

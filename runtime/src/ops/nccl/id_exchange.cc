@@ -7,6 +7,7 @@
 #include "hvd/common/base64.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/etcd_store.h"
+#include "hvd/rendezvous/protocol.h"
 
 namespace hvd::runtime::nccl {
 
@@ -14,11 +15,12 @@ using common::Result;
 using common::Status;
 
 namespace {
-constexpr char kScope[] = "gloo";  // the scope the contexts' keys live in
+using rendezvous::protocol::kGlooScope;  // where the contexts' keys live
 }  // namespace
 
 std::string IdKey(int64_t generation, const std::string& communicator) {
-  return "g" + std::to_string(generation) + "/nccl/" + communicator;
+  return rendezvous::protocol::GlooGenerationPrefix(generation) + "nccl/" +
+         communicator;
 }
 
 namespace {
@@ -37,7 +39,7 @@ Result<UniqueId> DecodeId(const std::string& key, const std::string& bytes) {
 // not to the leading hvdrun's server, which a takeover replaces.
 IdExchange EtcdIdExchange(const RuntimeConfig& config, std::string key) {
   return [options = *config.etcd, secret = config.secret,
-          prefix = config.etcd_prefix + kScope + "/", key,
+          prefix = config.etcd_prefix + kGlooScope + "/", key,
           wait =
               config.start_timeout](const UniqueId* made) -> Result<UniqueId> {
     rendezvous::EtcdStore store(options, secret, prefix, wait);
@@ -64,21 +66,18 @@ IdExchange StoreIdExchange(const RuntimeConfig& config, int64_t generation,
                            const std::string& communicator) {
   const std::string key = IdKey(generation, communicator);
   if (config.etcd) return EtcdIdExchange(config, key);
-  common::HttpClientOptions options;
-  options.host = config.rendezvous_addr;
-  options.port = config.rendezvous_port;
-  options.secret = config.secret;
+  common::HttpClientOptions options = config.DriverClientOptions();
   const auto wait = config.start_timeout;
   return [options, key, wait](const UniqueId* made) -> Result<UniqueId> {
     rendezvous::RendezvousClient client(options);
     if (made != nullptr) {
       const std::string value = common::Base64Encode(
           std::string_view(made->bytes.data(), made->bytes.size()));
-      Status status = client.Set(kScope, key, value);
+      Status status = client.Set(kGlooScope, key, value);
       if (!status.ok()) return status.WithContext("publishing " + key);
       return *made;
     }
-    Result<std::string> value = client.Get(kScope, key, wait);
+    Result<std::string> value = client.Get(kGlooScope, key, wait);
     if (!value.ok()) {
       return value.status().WithContext("waiting for rank 0's " + key);
     }

@@ -68,13 +68,17 @@ std::vector<int> WatchablePeers(Segment& segment, int local_rank,
 }
 
 // Names: "/hvd-<job>-g<generation>-<nonce>-<set>-h<host's first rank in
-// the set>". <job> is derived from the job's secret, so only its workers
-// can name the segment and two jobs on one host never meet; the nonce (the
-// set's rank 0's, per start) keeps apart two starts of one job and
-// generation.
+// the set>". <job> is derived from where the job meets (hvdrun's server, or
+// its prefix in etcd), so two jobs on one host never meet; the nonce (the
+// set's rank 0's, random per start, agreed over Gloo) keeps apart two
+// starts of one job and generation, and is what no one outside the job can
+// know before the segment exists (workers create it exclusively).
 std::string JobPrefix(const RuntimeConfig& config) {
-  return "/hvd-" + common::Sha256Hex("shm:" + config.secret).substr(0, 16) +
-         "-g";
+  const std::string job = config.etcd
+                              ? config.etcd_prefix
+                              : config.rendezvous_addr + ":" +
+                                    std::to_string(config.rendezvous_port);
+  return "/hvd-" + common::Sha256Hex("shm:" + job).substr(0, 16) + "-g";
 }
 
 std::string SegmentName(const HostGroupSetup& setup, int64_t nonce) {

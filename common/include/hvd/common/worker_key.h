@@ -1,0 +1,52 @@
+// A worker's own key (issue 33): the driver derives one key per worker
+// process from the job secret and hands it to that process alone, so a
+// worker can sign only as itself and the job secret stays with hvdrun.
+//
+//   key = hex HMAC-SHA256(job secret, "hvd worker key" "\n" WORKER "\n" SLOT)
+//
+// WORKER is hvdrun's id of the process (HVD_WORKER_ID, new for every start,
+// so a process hvdrun replaced keeps a key that names only itself), SLOT its
+// "<host>:<local rank>". A request signed with such a key names the worker
+// in one more header, `X-Hvd-Worker: WORKER@SLOT`; a server that holds the
+// job secret derives the key from that header and checks the signature
+// with it (hmac.h), so the header cannot be changed without the key. The
+// driver signs what it sends to a worker's notification server with the
+// same key. docs/security.md says who holds which key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "hvd/common/status.h"
+
+namespace hvd::common {
+
+inline constexpr char kWorkerHeader[] = "X-Hvd-Worker";
+// The longest X-Hvd-Worker value a server reads: a 19-digit id, '@' and a
+// slot of at most kMaxSlotBytes.
+inline constexpr size_t kMaxSlotBytes = 512;
+inline constexpr size_t kMaxWorkerHeaderBytes = 20 + kMaxSlotBytes;
+
+struct WorkerIdentity {
+  int64_t worker = 0;  // hvdrun's id of the process, from 1
+  std::string slot;    // "<host>:<local rank>"
+
+  // The X-Hvd-Worker value, "WORKER@SLOT".
+  std::string Header() const;
+  // "worker 7 (slot n1:0)", for messages.
+  std::string Describe() const;
+  bool operator==(const WorkerIdentity& other) const {
+    return worker == other.worker && slot == other.slot;
+  }
+};
+
+// Parses an X-Hvd-Worker value: a decimal id from 1, '@', and a slot of
+// 1-kMaxSlotBytes printable ASCII bytes. kUnauthenticated when malformed
+// (the server answers 401: the signature cannot be checked).
+Result<WorkerIdentity> ParseWorkerIdentity(std::string_view header);
+
+// The key of `who` under `job_secret` (64 lower-case hex digits).
+std::string WorkerKey(std::string_view job_secret, const WorkerIdentity& who);
+
+}  // namespace hvd::common

@@ -1,0 +1,55 @@
+#include "hvd/common/worker_key.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hvd/common/hmac.h"
+
+namespace hvd::common {
+namespace {
+
+TEST(WorkerKeyTest, TheHeaderNamesTheWorkerAndParsesBack) {
+  WorkerIdentity who{7, "n1:0"};
+  EXPECT_EQ(who.Header(), "7@n1:0");
+  auto parsed = ParseWorkerIdentity(who.Header());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, who);
+  // A slot may hold '@' and ':' (an IPv6 host): the id ends at the first.
+  parsed = ParseWorkerIdentity("12@[fe80::1]:3");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(*parsed, (WorkerIdentity{12, "[fe80::1]:3"}));
+}
+
+TEST(WorkerKeyTest, MalformedIdentitiesAreUnauthenticated) {
+  const std::string longest(kMaxSlotBytes, 'h');
+  EXPECT_TRUE(ParseWorkerIdentity("1@" + longest).ok());
+  for (const std::string& bad :
+       {std::string(""), std::string("7"), std::string("@n1:0"),
+        std::string("7@"), std::string("0@n1:0"), std::string("-1@n1:0"),
+        std::string("+1@n1:0"), std::string("07x@n1:0"),
+        std::string("99999999999999999999@n1:0"), std::string("7@n1 0"),
+        std::string("7@n1\x01:0"), std::string("7@n1\xff:0"),
+        "1@" + longest + "h"}) {
+    auto parsed = ParseWorkerIdentity(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), Code::kUnauthenticated) << bad;
+    EXPECT_NE(parsed.status().message().find(kWorkerHeader), std::string::npos);
+  }
+}
+
+// The derivation docs/protocol.md gives, so that a client in another
+// language can check its own.
+TEST(WorkerKeyTest, TheKeyIsTheDocumentedHmacAndNamesOneIncarnation) {
+  const std::string key = WorkerKey("s3cret", {7, "n1:0"});
+  EXPECT_EQ(key, HmacSha256Hex("s3cret", "hvd worker key\n7\nn1:0"));
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_NE(key, WorkerKey("s3cret", {8, "n1:0"})) << "a new incarnation";
+  EXPECT_NE(key, WorkerKey("s3cret", {7, "n1:1"})) << "another slot";
+  EXPECT_NE(key, WorkerKey("other", {7, "n1:0"})) << "another job";
+  // The separator keeps "1" + "1:0" from meeting "11" + ":0".
+  EXPECT_NE(WorkerKey("s", {1, "1:0"}), WorkerKey("s", {11, ":0"}));
+}
+
+}  // namespace
+}  // namespace hvd::common
