@@ -157,7 +157,8 @@ void Connection::OnHeader(error_code ec) {
     }
   } else {
     const int64_t now = WallClockMs();
-    std::string worker_key;  // the signer's own key, when it names one
+    // The job secret, or the key of the worker the request names.
+    const std::string* key = &options.secret;
     worker_.reset();
     if (!parser_->worker().empty()) {
       if (!options.worker_keys) {
@@ -166,14 +167,15 @@ void Connection::OnHeader(error_code ec) {
                                            "keys (") +
                                kWorkerHeader + ")"));
       }
-      auto who = ParseWorkerIdentity(parser_->worker());
-      if (!who.ok()) return Refuse(401, who.status());
-      worker_key = WorkerKey(options.secret, *who);
-      worker_ = std::move(*who);
+      auto known =
+          server_.worker_keys().Lookup(options.secret, parser_->worker());
+      if (!known.ok()) return Refuse(401, known.status());
+      key = &(*known)->key;
+      worker_ = (*known)->who;
     }
-    auto signed_at = VerifyRequestHeaders(
-        worker_ ? worker_key : options.secret, parser_->method(),
-        parser_->target(), parser_->signature(), now, options.auth_window);
+    auto signed_at =
+        VerifyRequestHeaders(*key, parser_->method(), parser_->target(),
+                             parser_->signature(), now, options.auth_window);
     if (!signed_at.ok()) return Refuse(401, signed_at.status());
     Status fresh =
         server_.AdmitNonce(parser_->signature().nonce, *signed_at, now);
@@ -195,6 +197,19 @@ void Connection::OnHeader(error_code ec) {
   }
   body_digest_.assign(parser_->signature().content_sha256);
   if (parser_->is_done()) return Dispatch();
+  // A chunked body may grow to the limit: that much is held for it.
+  const uint64_t announced = length ? *length : limits_.body_bytes;
+  auto reserved = server_.bodies().Reserve(announced);
+  if (!reserved) {
+    return Refuse(
+        503,
+        Status::ResourceExhausted(
+            "this server holds " + std::to_string(server_.bodies().held()) +
+            " bytes of request bodies, and " + std::to_string(announced) +
+            " more would pass its limit of " +
+            std::to_string(server_.bodies().limit()) + " (retry)"));
+  }
+  reservation_.emplace(std::move(*reserved));
   parser_->AllowBody(limits_.body_bytes);
   ReadBody();
 }
@@ -259,8 +274,10 @@ void Connection::Dispatch() {
   parser_.reset();
   asio::post(server_.pool(), [self = shared_from_this(),
                               request = std::move(request),
-                              digest = std::move(body_digest_)]() mutable {
+                              digest = std::move(body_digest_),
+                              reservation = std::move(reservation_)]() mutable {
     HandledRequest handled = self->server_.Handle(std::move(request), digest);
+    reservation.reset();  // the body is gone with the request
     asio::post(self->server_.io(), [self, handled = std::move(handled)]() {
       if (self->closed_) return;
       if (!handled.refusal.empty()) {
@@ -287,7 +304,11 @@ void Connection::Answer(HttpAnswer answer, bool close) {
     response_.set(http::field::content_type, answer.content_type);
   }
   for (const auto& [name, value] : answer.headers) response_.set(name, value);
-  response_.body() = std::move(answer.body);
+  body_ = answer.shared_body
+              ? std::move(answer.shared_body)
+              : std::make_shared<const std::string>(std::move(answer.body));
+  response_.body() =
+      boost::beast::span<const char>(body_->data(), body_->size());
   response_.keep_alive(!close_after_write_);
   response_.prepare_payload();
   server_.CountAnswer(answer.status);
@@ -303,6 +324,7 @@ void Connection::Answer(HttpAnswer answer, bool close) {
 void Connection::OnWritten(error_code ec) {
   writing_ = false;
   response_ = {};
+  body_.reset();
   if (ec || closed_) return Close();
   if (close_after_write_ || server_.stopping()) {
     if (body_unread_ && !server_.stopping()) return Linger();

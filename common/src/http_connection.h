@@ -13,7 +13,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,11 +69,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::unique_ptr<RequestParser> parser_;
-  boost::beast::http::response<boost::beast::http::string_body> response_;
+  // The answer being written; its body is a view of body_, which it may
+  // share with other connections' answers (HttpAnswer::shared_body).
+  boost::beast::http::response<boost::beast::http::span_body<const char>>
+      response_;
+  std::shared_ptr<const std::string> body_;
   const ConnectionTable::Id id_;
   const std::string peer_;  // "<address>:<port>"
   std::string body_digest_;
   std::optional<WorkerIdentity> worker_;  // the request's signer, if a worker
+  // This request's share of the server's body budget, from its headers to
+  // the end of its handler.
+  std::optional<BodyBudget::Reservation> reservation_;
   int version_ = 11;
   bool keep_alive_ = true;
   bool authenticated_ = false;

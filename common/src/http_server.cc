@@ -61,6 +61,7 @@ SignedHttpServer::Impl::Impl(HttpServerOptions options, Handler handler)
       table_(AdmissionFor(options_.limits, RaiseOpenFileLimit())),
       replay_(options_.auth_window, options_.limits.replay_memory),
       refusals_(options_.name, options_.limits.refusal_log_interval.count()),
+      bodies_(options_.limits.body_budget_bytes, options_.limits.body_bytes),
       pool_(std::max<size_t>(options_.handler_threads, 1)) {}
 
 SignedHttpServer::Impl::~Impl() { Stop(); }
@@ -78,17 +79,17 @@ Status SignedHttpServer::Impl::Listen() {
     if (!bind_ec) acceptor_.bind(entry.endpoint(), bind_ec);
     // A thousand workers connecting at once must not overflow the backlog
     // (each overflow costs the client a 1 s SYN retransmit).
-    if (!bind_ec) acceptor_.listen(asio::socket_base::max_listen_connections,
-                                   bind_ec);
+    if (!bind_ec)
+      acceptor_.listen(asio::socket_base::max_listen_connections, bind_ec);
     if (!bind_ec) break;
     why = bind_ec.message();
     acceptor_.close(bind_ec);
   }
   if (!acceptor_.is_open()) {
-    return Status::InvalidArgument(
-        options_.name + " cannot listen on " + options_.bind_host + ":" +
-        std::to_string(options_.port) + " (" + why +
-        "; address not local, or port in use?)");
+    return Status::InvalidArgument(options_.name + " cannot listen on " +
+                                   options_.bind_host + ":" +
+                                   std::to_string(options_.port) + " (" + why +
+                                   "; address not local, or port in use?)");
   }
   port_ = acceptor_.local_endpoint().port();
   Accept();
@@ -102,12 +103,12 @@ Status SignedHttpServer::Impl::Listen() {
         return;
       } catch (const std::exception& e) {
         logger_->error("{}: I/O thread caught '{}'; serving on", options_.name,
-                      e.what());
+                       e.what());
       }
     }
   });
   logger_->info("{}: serving on {}:{} with {} handler threads", options_.name,
-               options_.bind_host, port_, options_.handler_threads);
+                options_.bind_host, port_, options_.handler_threads);
   return Status::Ok();
 }
 
@@ -198,9 +199,9 @@ void SignedHttpServer::Impl::OnAccept(boost::system::error_code ec,
           "dropped (unauthenticated, oldest) to admit a newer connection");
   }
   if (!admission.admitted) {
-    Dropped(peer, "refused: " +
-                      std::to_string(table_.limits().max_connections) +
-                      " authenticated connections already open");
+    Dropped(peer,
+            "refused: " + std::to_string(table_.limits().max_connections) +
+                " authenticated connections already open");
   } else {
     auto connection = std::make_shared<Connection>(*this, std::move(socket),
                                                    admission.id, peer);
@@ -320,7 +321,7 @@ HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
     what = "unknown exception";
   }
   logger_->error("{}: handler for {} {} threw: {}", options_.name,
-                request.method, Printable(request.path), what);
+                 request.method, Printable(request.path), what);
   handled.answer = HttpAnswer::Error(
       500, Status::Internal("the handler failed: " + Printable(what)));
   return handled;

@@ -4,21 +4,23 @@
 // handler pool calls Handle(). Boost stays out of the public header.
 #pragma once
 
+#include <spdlog/spdlog.h>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <spdlog/spdlog.h>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
+#include "body_budget.h"
 #include "connection_table.h"
 #include "hvd/common/http_server.h"
+#include "hvd/common/worker_key.h"
 #include "refusal_log.h"
 #include "replay_guard.h"
 
@@ -57,6 +59,8 @@ class SignedHttpServer::Impl {
                const std::string& reason);
   void Dropped(const std::string& peer, const std::string& reason);
   void CountAnswer(int http_status);
+  BodyBudget& bodies() { return bodies_; }
+  WorkerKeyCache& worker_keys() { return worker_keys_; }
 
   // ---- handler pool ----
   // Checks the body against its signed digest, parses the target and runs
@@ -84,6 +88,8 @@ class SignedHttpServer::Impl {
   ConnectionTable table_;
   ReplayGuard replay_;
   RefusalLog refusals_;
+  BodyBudget bodies_;  // outlives the connections and handlers (below)
+  WorkerKeyCache worker_keys_;
   std::unordered_map<ConnectionTable::Id, std::weak_ptr<Connection>>
       connections_;
   bool stopping_ = false;  // I/O thread

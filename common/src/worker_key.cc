@@ -41,4 +41,16 @@ std::string WorkerKey(std::string_view job_secret, const WorkerIdentity& who) {
       "hvd worker key\n" + std::to_string(who.worker) + "\n" + who.slot);
 }
 
+Result<const WorkerKeyCache::Entry*> WorkerKeyCache::Lookup(
+    std::string_view job_secret, const std::string& header) {
+  auto found = entries_.find(header);
+  if (found != entries_.end()) return &found->second;
+  auto who = ParseWorkerIdentity(header);
+  if (!who.ok()) return who.status();
+  if (entries_.size() >= capacity_) entries_.clear();
+  std::string key = WorkerKey(job_secret, *who);
+  return &entries_.emplace(header, Entry{std::move(*who), std::move(key)})
+              .first->second;
+}
+
 }  // namespace hvd::common

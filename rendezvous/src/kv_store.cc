@@ -22,14 +22,28 @@ KvStore::KvStore(KvLimits limits) : limits_(limits) {}
 
 KvStore::~KvStore() { Shutdown(); }
 
-Status KvStore::CheckKey(const std::string& key) const {
-  if (key.empty()) return Status::InvalidArgument("empty key");
+Status KvStore::CheckKey(const std::string& key, const char* what) const {
+  if (key.empty()) return Status::InvalidArgument(std::string("empty ") + what);
   if (key.size() > limits_.max_key_bytes) {
-    return Status::ResourceExhausted("key of " + std::to_string(key.size()) +
+    return Status::ResourceExhausted(std::string(what) + " of " +
+                                     std::to_string(key.size()) +
                                      " bytes exceeds the limit max_key_bytes=" +
                                      std::to_string(limits_.max_key_bytes));
   }
   return Status::Ok();
+}
+
+void KvStore::Changed(Scope& scope) {
+  ++scope.version;
+  scope.snapshots.clear();
+}
+
+size_t KvStore::EntryBytes(const std::string& key, const std::string& value) {
+  return key.size() + value.size() + kKvEntryOverheadBytes;
+}
+
+size_t KvStore::ScopeBytes(const std::string& name) {
+  return name.size() + kKvScopeOverheadBytes;
 }
 
 Status KvStore::CheckWaitSize(size_t keys) const {
@@ -71,8 +85,9 @@ Status KvStore::Set(const std::string& scope_name, const std::string& key,
   Scope& scope = scopes_[scope_name];
   auto it = scope.entries.find(key);
   size_t old_bytes =
-      it == scope.entries.end() ? 0 : key.size() + it->second.size();
-  size_t new_total = total_bytes_ - old_bytes + key.size() + value.size();
+      it == scope.entries.end() ? 0 : EntryBytes(key, it->second);
+  size_t new_total = total_bytes_ - old_bytes + EntryBytes(key, value) +
+                     (scope.entries.empty() ? ScopeBytes(scope_name) : 0);
   if (new_total > limits_.max_total_bytes) {
     if (scope.entries.empty()) DropScopeIfIdle(scope_name);
     return Status::ResourceExhausted(
@@ -81,7 +96,7 @@ Status KvStore::Set(const std::string& scope_name, const std::string& key,
         std::to_string(limits_.max_total_bytes));
   }
   total_bytes_ = new_total;
-  ++scope.version;
+  Changed(scope);
   if (it != scope.entries.end()) {
     it->second = std::move(value);
   } else {
@@ -108,9 +123,10 @@ Status KvStore::Delete(const std::string& scope_name, const std::string& key) {
   if (scope != scopes_.end()) {
     auto it = scope->second.entries.find(key);
     if (it != scope->second.entries.end()) {
-      total_bytes_ -= key.size() + it->second.size();
-      ++scope->second.version;
+      total_bytes_ -= EntryBytes(key, it->second);
+      Changed(scope->second);
       scope->second.entries.erase(it);
+      if (scope->second.entries.empty()) total_bytes_ -= ScopeBytes(scope_name);
       OnPresenceChange(scope->second, key, -1);
       DropScopeIfIdle(scope_name);
       return Status::Ok();
@@ -131,12 +147,15 @@ size_t KvStore::DeletePrefix(const std::string& scope_name,
       ++it;
       continue;
     }
-    total_bytes_ -= it->first.size() + it->second.size();
+    total_bytes_ -= EntryBytes(it->first, it->second);
     OnPresenceChange(scope->second, it->first, -1);
     it = entries.erase(it);
     ++count;
   }
-  if (count > 0) ++scope->second.version;
+  if (count > 0) {
+    Changed(scope->second);
+    if (entries.empty()) total_bytes_ -= ScopeBytes(scope_name);
+  }
   DropScopeIfIdle(scope_name);
   return count;
 }
@@ -187,6 +206,10 @@ Result<std::shared_ptr<const KvStore::PrefixSnapshot>> KvStore::WaitPrefix(
     Clock::time_point deadline) {
   Status size_status = CheckWaitSize(count);
   if (!size_status.ok()) return size_status;
+  if (!prefix.empty()) {
+    Status prefix_status = CheckKey(prefix, "prefix");
+    if (!prefix_status.ok()) return prefix_status;
+  }
   auto matches = [&prefix](const std::string& key) {
     return key.compare(0, prefix.size(), prefix) == 0;
   };
@@ -201,15 +224,27 @@ Result<std::shared_ptr<const KvStore::PrefixSnapshot>> KvStore::WaitPrefix(
   }
   scope.prefix_waiters.push_back(&waiter);
   Status status = Await(lock, scope, waiter, deadline);
-  auto& cached = scope.snapshots[prefix];
+  auto& snapshots = scope.snapshots;
+  auto cached = snapshots.find(prefix);
   std::shared_ptr<const PrefixSnapshot> result;
-  if (cached.first == scope.version) result = cached.second.lock();
+  if (cached != snapshots.end() && cached->second.first == scope.version) {
+    result = cached->second.second.lock();
+  }
   if (!result) {
     auto snapshot = std::make_shared<PrefixSnapshot>();
     for (const auto& entry : scope.entries) {
       if (matches(entry.first)) snapshot->values.insert(entry);
     }
-    cached = {scope.version, snapshot};
+    if (cached == snapshots.end() && snapshots.size() >= kKvMaxCachedPrefixes) {
+      for (auto it = snapshots.begin(); it != snapshots.end();) {
+        it = it->second.second.expired() ? snapshots.erase(it) : std::next(it);
+      }
+    }
+    if (cached != snapshots.end()) {
+      cached->second = {scope.version, snapshot};
+    } else if (snapshots.size() < kKvMaxCachedPrefixes) {
+      snapshots.emplace(prefix, std::make_pair(scope.version, snapshot));
+    }
     result = std::move(snapshot);
   }
   DropScopeIfIdle(scope_name);
@@ -284,7 +319,10 @@ KvStats KvStore::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   KvStats stats;
   stats.scopes = scopes_.size();
-  for (const auto& [name, scope] : scopes_) stats.keys += scope.entries.size();
+  for (const auto& [name, scope] : scopes_) {
+    stats.keys += scope.entries.size();
+    stats.cached_prefixes += scope.snapshots.size();
+  }
   stats.bytes = total_bytes_;
   stats.waiters = waiters_;
   return stats;

@@ -119,7 +119,12 @@ HttpAnswer HandleMultiGet(const HttpRequest& req, KvStore& store,
     const KvStore::PrefixSnapshot& values = **snapshot;
     std::call_once(values.encode_once,
                    [&values] { values.encoded = EncodeValues(values.values); });
-    return HttpAnswer::Json(values.encoded);
+    // Every reader's answer is written from this one buffer, which keeps
+    // the snapshot alive while any answer still needs it.
+    HttpAnswer answer = HttpAnswer::Json("");
+    answer.shared_body =
+        std::shared_ptr<const std::string>(*snapshot, &values.encoded);
+    return answer;
   }
   return HttpAnswer::Error(Status::InvalidArgument(
       std::string("a scope GET needs '") + protocol::kKeys + "' or '" +

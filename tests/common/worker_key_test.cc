@@ -51,5 +51,25 @@ TEST(WorkerKeyTest, TheKeyIsTheDocumentedHmacAndNamesOneIncarnation) {
   EXPECT_NE(WorkerKey("s", {1, "1:0"}), WorkerKey("s", {11, ":0"}));
 }
 
+TEST(WorkerKeyTest, TheCacheGivesTheDerivedKeyAndStaysBounded) {
+  WorkerKeyCache cache(3);
+  const WorkerIdentity who{7, "n1:0"};
+  auto first = cache.Lookup("s", who.Header());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)->who, who);
+  EXPECT_EQ((*first)->key, WorkerKey("s", who));
+  EXPECT_EQ(*cache.Lookup("s", who.Header()), *first) << "cached";
+  for (int64_t id = 1; id <= 10; ++id) {
+    const WorkerIdentity other{id, "n2:0"};
+    auto found = cache.Lookup("s", other.Header());
+    ASSERT_TRUE(found.ok());
+    EXPECT_EQ((*found)->key, WorkerKey("s", other));
+    EXPECT_LE(cache.size(), 3u);
+  }
+  auto malformed = cache.Lookup("s", "seven@n1:0");
+  EXPECT_EQ(malformed.status().code(), Code::kUnauthenticated);
+  EXPECT_LE(cache.size(), 3u);
+}
+
 }  // namespace
 }  // namespace hvd::common

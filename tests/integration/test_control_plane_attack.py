@@ -197,7 +197,7 @@ class HugeBody(Attack):
     """Unauthenticated requests announcing 1 GiB, then streaming zeros until
     the server cuts the connection; at most `max_attempts` of them."""
 
-    def __init__(self, host, port, method, path, max_attempts=2000):
+    def __init__(self, host, port, method, path, max_attempts=100000):
         super().__init__(host, port)
         self.head = (f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
                      f"Content-Length: {GIB}\r\n\r\n").encode()
@@ -231,7 +231,7 @@ class Replay(Attack):
     """Sends one captured signed request, then the same bytes again and
     again (at most `max_sends`)."""
 
-    def __init__(self, host, port, request, max_sends=3000):
+    def __init__(self, host, port, request, max_sends=100000):
         super().__init__(host, port)
         self.request, self.max_sends = request, max_sends
         self.first = None
@@ -252,7 +252,7 @@ class SignedGarbage(Attack):
     """Freshly signed requests (so not replays) whose keys or bodies are not
     UTF-8, made by `make()`; at most `max_sends`."""
 
-    def __init__(self, host, port, make, max_sends=3000):
+    def __init__(self, host, port, make, max_sends=100000):
         super().__init__(host, port)
         self.make, self.max_sends = make, max_sends
         self.sends = 0

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace hvd::rendezvous {
 namespace {
@@ -55,7 +58,8 @@ TEST(KvStoreTest, DeletePrefixRemovesOneGenerationsKeysAndTheirBytes) {
   EXPECT_EQ(*store.Get("gloo", "g2/global/0"), "dd");
   EXPECT_EQ(*store.Get("other", "g1/x"), "ee");
   EXPECT_EQ(store.Stats().bytes,
-            before - std::string("g1/global/0aag1/global/rank_0bb").size());
+            before - std::string("g1/global/0aag1/global/rank_0bb").size() -
+                2 * kKvEntryOverheadBytes);
 }
 
 TEST(KvStoreTest, DeleteScopeRemovesOnlyThatScope) {
@@ -69,14 +73,20 @@ TEST(KvStoreTest, DeleteScopeRemovesOnlyThatScope) {
   KvStats stats = store.Stats();
   EXPECT_EQ(stats.scopes, 1u);
   EXPECT_EQ(stats.keys, 1u);
-  EXPECT_EQ(stats.bytes, 2u);
+  // "x" and "3", the key's overhead, and the scope's with its name.
+  EXPECT_EQ(stats.bytes,
+            2u + kKvEntryOverheadBytes + 2 + kKvScopeOverheadBytes);
+  EXPECT_EQ(store.DeleteScope("g2"), 1u);
+  EXPECT_EQ(store.Stats().bytes, 0u);
 }
 
 TEST(KvStoreTest, LimitsAreEnforcedAndNamed) {
   KvLimits limits;
   limits.max_key_bytes = 4;
   limits.max_value_bytes = 8;
-  limits.max_total_bytes = 20;
+  // One scope "s" and two keys of 10 bytes, with their overhead.
+  limits.max_total_bytes =
+      kKvScopeOverheadBytes + 1 + 2 * (10 + kKvEntryOverheadBytes);
   KvStore store(limits);
   auto key = store.Set("s", "toolong", "v");
   EXPECT_EQ(key.code(), Code::kResourceExhausted);
@@ -86,12 +96,63 @@ TEST(KvStoreTest, LimitsAreEnforcedAndNamed) {
   EXPECT_NE(value.message().find("max_value_bytes=8"), std::string::npos);
   ASSERT_TRUE(store.Set("s", "k1", "12345678").ok());  // 10 bytes
   ASSERT_TRUE(store.Set("s", "k2", "12345678").ok());  // 20 bytes
-  auto full = store.Set("s", "k3", "1");
+  auto full = store.Set("s", "k3", "");
   EXPECT_EQ(full.code(), Code::kResourceExhausted);
-  EXPECT_NE(full.message().find("max_total_bytes=20"), std::string::npos);
+  EXPECT_NE(full.message().find("max_total_bytes=" +
+                                std::to_string(limits.max_total_bytes)),
+            std::string::npos);
   // Replacing a value frees its old bytes first.
-  EXPECT_TRUE(store.Set("s", "k2", "1234").ok());
-  EXPECT_TRUE(store.Set("s", "k3", "12").ok());
+  EXPECT_TRUE(store.Set("s", "k2", "12345").ok());
+  EXPECT_FALSE(store.Set("s", "k3", "").ok());
+  EXPECT_TRUE(store.Set("s", "k2", "").ok());
+  EXPECT_TRUE(store.Delete("s", "k1").ok());
+  EXPECT_TRUE(store.Set("s", "k3", "12345678").ok());
+}
+
+// A client with a key cannot hold more than the budget in tiny keys: each
+// costs its overhead too (issue 33).
+TEST(KvStoreTest, TinyKeysAreChargedTheirOverhead) {
+  KvLimits limits;
+  limits.max_total_bytes = 64 * 1024;
+  KvStore store(limits);
+  size_t accepted = 0;
+  while (store.Set("gloo", "g0/" + std::to_string(accepted), "").ok()) {
+    ++accepted;
+    ASSERT_LT(accepted, 64u * 1024) << "the budget never filled";
+  }
+  EXPECT_LE(accepted, limits.max_total_bytes / kKvEntryOverheadBytes);
+  EXPECT_GE(accepted, limits.max_total_bytes / (2 * kKvEntryOverheadBytes));
+  EXPECT_LE(store.Stats().bytes, limits.max_total_bytes);
+}
+
+// Prefixes are names too: as long as a key at most, and remembered answers
+// are bounded however many distinct prefixes are asked for.
+TEST(KvStoreTest, PrefixWaitsAreBoundedInLengthAndInWhatIsRemembered) {
+  KvLimits limits;
+  limits.max_key_bytes = 64;
+  KvStore store(limits);
+  ASSERT_TRUE(store.Set("gloo", "g0/a", "v").ok());
+  auto now = KvStore::Clock::now();
+  auto long_prefix = store.WaitPrefix("gloo", std::string(65, 'g'), 0, now);
+  EXPECT_EQ(long_prefix.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(long_prefix.status().message().find("prefix of 65 bytes"),
+            std::string::npos)
+      << long_prefix.status().ToString();
+  std::vector<std::shared_ptr<const KvStore::PrefixSnapshot>> held;
+  for (int i = 0; i < 4 * static_cast<int>(kKvMaxCachedPrefixes); ++i) {
+    auto answer = store.WaitPrefix("gloo", "g" + std::to_string(i), 0, now);
+    ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+    if (i % 2 == 0) held.push_back(*answer);  // some still being written
+  }
+  EXPECT_LE(store.Stats().cached_prefixes, kKvMaxCachedPrefixes);
+  // A change forgets them all (they are stale).
+  ASSERT_TRUE(store.Set("gloo", "g0/b", "v").ok());
+  EXPECT_EQ(store.Stats().cached_prefixes, 0u);
+  // Waiters of one version still share one answer.
+  auto first = store.WaitPrefix("gloo", "g0/", 2, now);
+  auto second = store.WaitPrefix("gloo", "g0/", 2, now);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->get(), second->get());
 }
 
 TEST(KvStoreTest, WaitAllWakesWhenTheLastKeyArrives) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../common/raw_socket.h"
+#include "http_reply.h"
 #include "hvd/common/hmac.h"
 #include "hvd/rendezvous/client.h"
 
@@ -31,7 +32,7 @@ class ServerTest : public ::testing::Test {
     options.secret = kSecret;
     options.limits.max_key_bytes = 64;
     options.limits.max_value_bytes = 1024;
-    options.limits.max_total_bytes = 64 * 1024;
+    options.limits.max_total_bytes = 256 * 1024;
     options.max_wait = 60s;
     options.threads = 48;
     auto server = RendezvousServer::Start(options);
@@ -264,18 +265,29 @@ TEST_F(ServerTest, TooLargeIs413) {
   EXPECT_EQ(huge->status, 413);
   EXPECT_EQ(client.Set("s", std::string(65, 'k'), "v").code(),
             Code::kResourceExhausted);
-  // 1 KiB values until the 64 KiB store is full: the 64th no longer fits.
+  // 1000-byte values until the 256 KiB store is full. Each key costs its
+  // bytes and kKvEntryOverheadBytes, the scope "s" its name and
+  // kKvScopeOverheadBytes.
   common::Status full;
   int stored = 0;
-  while (stored < 100 &&
+  while (stored < 1000 &&
          (full = client.Set("s", "fill" + std::to_string(stored),
                             std::string(1000, 'x')))
              .ok()) {
     ++stored;
   }
-  EXPECT_EQ(stored, 65);
+  size_t held = 1 + kKvScopeOverheadBytes;
+  int fit = 0;
+  while (held + ("fill" + std::to_string(fit)).size() + 1000 +
+             kKvEntryOverheadBytes <=
+         256 * 1024) {
+    held +=
+        ("fill" + std::to_string(fit++)).size() + 1000 + kKvEntryOverheadBytes;
+  }
+  EXPECT_EQ(stored, fit);
   EXPECT_EQ(full.code(), Code::kResourceExhausted);
-  EXPECT_NE(full.message().find("max_total_bytes=65536"), std::string::npos);
+  EXPECT_NE(full.message().find("max_total_bytes=262144"), std::string::npos);
+  ASSERT_TRUE(client.Delete("s", "fill0").ok());
   ExpectStillServing();
 }
 
@@ -390,9 +402,9 @@ TEST_F(ServerTest, SlowlorisDoesNotDelaySignedRequests) {
 TEST_F(ServerTest, AGibibyteUnauthenticatedBodyIsRefusedWithoutGrowingMemory) {
   const long rss_before = testing::ResidentKiB();
   testing::RawSocket socket(server_->port());
-  ASSERT_TRUE(socket.Send(
-      "PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\n"
-      "Content-Length: 1073741824\r\n\r\n"));
+  ASSERT_TRUE(
+      socket.Send("PUT /v1/kv/s/k HTTP/1.1\r\nHost: x\r\n"
+                  "Content-Length: 1073741824\r\n\r\n"));
   EXPECT_EQ(testing::StatusOf(socket.ReadAnswer(10s)), 401);
   const std::string chunk(1 << 16, 'x');
   size_t sent = 0;
@@ -444,6 +456,29 @@ TEST(ServerStartTest, RefusesToStartWithoutSecretOrOnABusyPort) {
   options.port = (*first)->port();
   auto second = RendezvousServer::Start(options);
   EXPECT_FALSE(second.ok());
+}
+
+// Every reader of one prefix answer is written from one buffer, not a
+// copy each: a 1024-worker round would otherwise hold 1024 copies of 1024
+// entries (issue 33).
+TEST(KvRoutesTest, ReadersOfOnePrefixAnswerShareItsBuffer) {
+  KvStore store;
+  ASSERT_TRUE(store.Set("gloo", "g0/0", "a").ok());
+  ASSERT_TRUE(store.Set("gloo", "g0/1", "b").ok());
+  common::HttpRequest get;
+  get.method = "GET";
+  get.path = "/v1/kv/gloo";
+  get.params = {{"prefix", "g0/"}, {"count", "2"}};
+  std::vector<common::HttpAnswer> answers;
+  std::vector<std::shared_ptr<const KvStore::PrefixSnapshot>> holding;
+  for (int i = 0; i < 3; ++i) {
+    answers.push_back(internal::HandleKv(get, store, 0ms));
+    ASSERT_EQ(answers.back().status, 200);
+    ASSERT_TRUE(answers.back().shared_body);
+  }
+  EXPECT_EQ(answers[0].shared_body.get(), answers[2].shared_body.get());
+  auto json = nlohmann::json::parse(*answers[0].shared_body);
+  EXPECT_EQ(json["values"].size(), 2u);
 }
 
 }  // namespace

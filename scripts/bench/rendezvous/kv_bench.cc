@@ -46,6 +46,7 @@
 
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/rendezvous/client.h"
 #include "hvd/rendezvous/etcd_store.h"
 #include "hvd/rendezvous/http_store.h"
@@ -352,8 +353,11 @@ class StartGate {
 // N simulated workers, one thread and one connection each: publish an
 // address, then fetch everyone's with one prefix wait. With polls_per_second,
 // while a poller watches a status server.
-void BenchRound(const std::string& secret, int workers,
-                double polls_per_second) {
+// With `worker_keys`, each simulated worker signs as a worker (its own key,
+// X-Hvd-Worker; issue 33) and writes where a worker may, the Gloo scope's
+// generation 0; without, every request is signed with the job secret.
+void BenchRound(const std::string& secret, int workers, double polls_per_second,
+                bool worker_keys = false) {
   std::unique_ptr<WatchedJob> watched;
   if (polls_per_second > 0) {
     watched = std::make_unique<WatchedJob>(workers, polls_per_second);
@@ -365,12 +369,21 @@ void BenchRound(const std::string& secret, int workers,
   std::atomic<int> complete{0};
   for (int i = 0; i < workers; ++i) {
     threads.emplace_back([&, i] {
-      RendezvousClient client(ClientOptions(server, secret));
+      hvd::common::HttpClientOptions options = ClientOptions(server, secret);
+      if (worker_keys) {
+        options.worker = hvd::common::WorkerIdentity{
+            i + 1, "10.0.0." + std::to_string(i % 250) + ":" +
+                       std::to_string(i / 250)};
+        options.secret = hvd::common::WorkerKey(secret, *options.worker);
+      }
+      const std::string scope = worker_keys ? "gloo" : "round";
+      const std::string prefix = worker_keys ? "g0/addr/" : "addr/";
+      RendezvousClient client(options);
       gate.Wait();
       std::string address =
           "10.0.0." + std::to_string(i % 250) + ":" + std::to_string(20000 + i);
-      Check(client.Set("round", "addr/" + std::to_string(i), address), "put");
-      auto all = client.WaitPrefix("round", "addr/", workers, 60s);
+      Check(client.Set(scope, prefix + std::to_string(i), address), "put");
+      auto all = client.WaitPrefix(scope, prefix, workers, 60s);
       Check(all.status(), "fetch");
       if (static_cast<int>(all->size()) == workers) ++complete;
     });
@@ -384,10 +397,66 @@ void BenchRound(const std::string& secret, int workers,
       "{\"system\": \"hvd\", \"bench\": \"%s\", \"workers\": %d, "
       "\"seconds\": %.6f, \"requests\": %llu, \"polls_per_s\": %g, "
       "\"polls\": %d}\n",
-      polls_per_second > 0 ? "watched round" : "round", workers, seconds,
+      polls_per_second > 0 ? "watched round"
+      : worker_keys        ? "worker-key round"
+                           : "round",
+      workers, seconds,
       static_cast<unsigned long long>(server.requests_total() -
                                       requests_before),
       polls_per_second, polls);
+}
+
+// What the server spends checking one request's signature (issue 33): with
+// the job secret, and with a worker's key, which it finds (or derives) from
+// the X-Hvd-Worker field as the server does (WorkerKeyCache). `iterations`
+// of each, alternated in blocks.
+void BenchVerify(const std::string& secret, int iterations) {
+  const hvd::common::WorkerIdentity who{7, "10.0.0.7:0"};
+  const std::string target = "/v1/kv/gloo/g0/addr/7";
+  const int64_t now = hvd::common::WallClockMs();
+  auto by_secret =
+      hvd::common::SignNewRequest(secret, "PUT", target, "10.0.0.7:20007", now);
+  auto by_worker =
+      hvd::common::SignNewRequest(hvd::common::WorkerKey(secret, who), "PUT",
+                                  target, "10.0.0.7:20007", now);
+  Check(by_secret.status(), "sign");
+  Check(by_worker.status(), "sign");
+  const std::string header = who.Header();
+  auto received = [](const hvd::common::SignatureHeaders& h) {
+    return hvd::common::ReceivedSignature{h.timestamp, h.nonce,
+                                          h.content_sha256, h.signature};
+  };
+  hvd::common::WorkerKeyCache keys;
+  double secret_ns = 0, worker_ns = 0;
+  constexpr int kBlock = 1000;
+  for (int done = 0; done < iterations; done += kBlock) {
+    auto started = Clock::now();
+    for (int i = 0; i < kBlock; ++i) {
+      Check(hvd::common::VerifyRequestHeaders(secret, "PUT", target,
+                                              received(*by_secret), now, 60s)
+                .status(),
+            "verify");
+    }
+    auto middle = Clock::now();
+    for (int i = 0; i < kBlock; ++i) {
+      auto known = keys.Lookup(secret, header);
+      Check(known.status(), "identity");
+      Check(hvd::common::VerifyRequestHeaders((*known)->key, "PUT", target,
+                                              received(*by_worker), now, 60s)
+                .status(),
+            "verify");
+    }
+    auto ended = Clock::now();
+    secret_ns +=
+        std::chrono::duration<double, std::nano>(middle - started).count();
+    worker_ns +=
+        std::chrono::duration<double, std::nano>(ended - middle).count();
+  }
+  const int blocks = (iterations + kBlock - 1) / kBlock;
+  std::printf(
+      "{\"system\": \"hvd\", \"bench\": \"verify\", \"clients\": 1, "
+      "\"secret_ns\": %.1f, \"worker_key_ns\": %.1f}\n",
+      secret_ns / (blocks * kBlock), worker_ns / (blocks * kBlock));
 }
 
 // The round through etcd: each worker's EtcdStore sets its address and
@@ -502,8 +571,9 @@ void BenchConnect(const std::string& secret, int ranks,
 int main(int argc, char** argv) {
   if (argc < 3) {
     Die("usage: hvd_kv_bench get|set <clients> <seconds> | barrier <clients> "
-        "<rounds> | round <workers> | etcd-round <workers> <endpoints> | "
-        "connect <ranks> [<endpoints>]");
+        "<rounds> | round <workers> | worker-key-round <workers> | verify "
+        "<iterations> | etcd-round <workers> <endpoints> | connect <ranks> "
+        "[<endpoints>]");
   }
   Check(hvd::common::InitLogging("bench", -1), "logging");
   const std::string mode = argv[1];
@@ -522,6 +592,10 @@ int main(int argc, char** argv) {
     BenchBarrier(*secret, count, std::atoi(argv[3]));
   } else if (mode == "round" && (argc == 3 || argc == 4)) {
     BenchRound(*secret, count, argc == 4 ? std::atof(argv[3]) : 0);
+  } else if (mode == "worker-key-round" && argc == 3) {
+    BenchRound(*secret, count, 0, true);
+  } else if (mode == "verify" && argc == 3) {
+    BenchVerify(*secret, count);
   } else if (mode == "etcd-round" && argc == 4) {
     BenchEtcdRound(*secret, count, argv[3]);
   } else if (mode == "connect" && (argc == 3 || argc == 4)) {

@@ -24,6 +24,8 @@ def main(path: str) -> None:
 
     if any(k[0] == "watched round" for k in runs):
         print_watched(runs)
+    if any(k[0] == "worker-key round" for k in runs):
+        print_keys(runs)
     if any(k[2] == ETCD for k in runs):
         print_etcd(runs, median)
     if not any(k[0] == "get" for k in runs):
@@ -73,6 +75,33 @@ def print_etcd(runs, median) -> None:
             print(f"| {bench} | {size} | {len(times)} | {h:.3f} | {e:.3f} | "
                   f"{times[0]:.3f}–{times[-1]:.3f} | {requests:,.0f} | "
                   f"{e / h:.2f} |")
+
+
+def print_keys(runs) -> None:
+    """The round signed with the job secret and with workers' own keys, and
+    one signature check each way (issue 33): medians, spreads, ratios."""
+    print("| 1024-worker round | runs | median s | spread s |")
+    print("|---|---|---|---|")
+    medians = {}
+    for bench, label in (("round", "job secret"),
+                         ("worker-key round", "each worker's own key")):
+        times = sorted(r["seconds"] for r in runs[(bench, 1024, HVD)])
+        medians[bench] = statistics.median(times)
+        print(f"| {label} | {len(times)} | {medians[bench]:.3f} | "
+              f"{times[0]:.3f}–{times[-1]:.3f} |")
+    checks = runs[("verify", 1, HVD)]
+    secret = statistics.median(r["secret_ns"] for r in checks)
+    worker = statistics.median(r["worker_key_ns"] for r in checks)
+    print()
+    print("| one signature check | runs | median ns |")
+    print("|---|---|---|")
+    print(f"| job secret | {len(checks)} | {secret:,.0f} |")
+    print(f"| worker key (derived, then checked) | {len(checks)} | "
+          f"{worker:,.0f} |")
+    print()
+    print(f"round, worker keys / job secret (medians): "
+          f"{medians['worker-key round'] / medians['round']:.3f}; "
+          f"signature check: {worker / secret:.2f}")
 
 
 def print_watched(runs) -> None:

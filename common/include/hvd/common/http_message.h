@@ -4,6 +4,7 @@
 // a request that tests and fuzz targets can call directly.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,9 @@ struct HttpAnswer {
   std::string body;
   // Further header fields (name, value), e.g. a page's security policy.
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body instead of `body`: one buffer that many answers
+  // write from (a prefix wait's, which every waiter of a round gets).
+  std::shared_ptr<const std::string> shared_body;
 
   // The JSON error shape of docs/protocol.md with HttpStatusFor(code):
   // {"error": "<code name>", "message": "..."}. Bytes of `message` that are

@@ -22,6 +22,8 @@
 //   3. the signature check from the headers alone (hmac.h) and the nonce
 //      check (replay): 401 and close, before any body byte is read;
 //   4. Content-Length over `body_bytes`: 413 and close, without reading it;
+//      a body that would take the bodies held at once past
+//      `body_budget_bytes`: 503 and close, without reading it;
 //   5. the body, within `body_deadline`; its digest must match the signed
 //      one (401 otherwise);
 //   6. the handler, on the pool; its answer is written back by the I/O
@@ -57,6 +59,10 @@ struct HttpServerLimits {
   uint32_t header_bytes = 16 * 1024;
   size_t header_fields = 64;
   size_t body_bytes = 1 << 20;
+  // Request bodies held in memory at once over all connections, from the
+  // signature check to the end of their handler (body_budget.h); a request
+  // past it is refused with 503 (retried). Never below body_bytes.
+  size_t body_budget_bytes = 32u << 20;
   // From the first byte of a request to the end of its headers (a total
   // deadline, so a client that dribbles a byte a second is still cut).
   std::chrono::milliseconds header_deadline{5000};

@@ -14,9 +14,11 @@
 // same key. docs/security.md says who holds which key.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "hvd/common/status.h"
 
@@ -48,5 +50,28 @@ Result<WorkerIdentity> ParseWorkerIdentity(std::string_view header);
 
 // The key of `who` under `job_secret` (64 lower-case hex digits).
 std::string WorkerKey(std::string_view job_secret, const WorkerIdentity& who);
+
+// The identities and keys a server met lately, by X-Hvd-Worker value, so
+// that a worker's request costs one HMAC and no parsing, as one signed with
+// the job secret does. At most `capacity` entries: when full it starts
+// over, so a client naming ever new workers costs a derivation each, never
+// memory. Not thread-safe: one per I/O thread.
+class WorkerKeyCache {
+ public:
+  struct Entry {
+    WorkerIdentity who;
+    std::string key;  // WorkerKey(job secret, who)
+  };
+  explicit WorkerKeyCache(size_t capacity = 4096) : capacity_(capacity) {}
+  // The worker `header` names and its key; ParseWorkerIdentity's error for
+  // a malformed one (never cached). Valid until the next call.
+  Result<const Entry*> Lookup(std::string_view job_secret,
+                              const std::string& header);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  const size_t capacity_;
+  std::unordered_map<std::string, Entry> entries_;
+};
 
 }  // namespace hvd::common

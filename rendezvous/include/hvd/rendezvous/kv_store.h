@@ -23,11 +23,26 @@
 
 namespace hvd::rendezvous {
 
+// What the byte budget charges besides a key's and a value's own bytes:
+// the hash node, the two strings and the bookkeeping of a key (measured
+// about 100 bytes with libstdc++), and of a scope that holds keys (its maps,
+// about 250, plus its name). Without them a client could hold a thousand
+// times the budget in empty one-byte keys.
+inline constexpr size_t kKvEntryOverheadBytes = 128;
+inline constexpr size_t kKvScopeOverheadBytes = 512;
+// Prefix answers cached per scope (each a weak reference to the snapshot
+// waiters share); past this many, expired ones are dropped and a new prefix
+// is answered uncached rather than remembered.
+inline constexpr size_t kKvMaxCachedPrefixes = 256;
+
 struct KvLimits {
+  // Also the longest prefix a wait may name.
   size_t max_key_bytes = 512;
   size_t max_value_bytes = 16u << 20;
-  // Sum of key and value bytes over all scopes.
-  size_t max_total_bytes = 1u << 30;
+  // Sum over all scopes of key and value bytes plus kKvEntryOverheadBytes
+  // per key, and of kKvScopeOverheadBytes plus the name per scope that holds
+  // keys. A 1024-worker job's Gloo keys of two generations take a few MiB.
+  size_t max_total_bytes = 64u << 20;
   // Keys one wait may name.
   size_t max_keys_per_wait = 1u << 16;
 };
@@ -37,6 +52,7 @@ struct KvStats {
   size_t keys = 0;
   size_t bytes = 0;
   size_t waiters = 0;
+  size_t cached_prefixes = 0;  // prefix answers remembered, all scopes
 };
 
 class KvStore {
@@ -51,6 +67,8 @@ class KvStore {
   struct PrefixSnapshot {
     Values values;
     mutable std::once_flag encode_once;
+    // Every answer of this snapshot is written from this one buffer, and
+    // holds the snapshot (so later waiters of its version still find it).
     mutable std::string encoded;
   };
 
@@ -103,16 +121,23 @@ class KvStore {
     // Waiters per awaited key (WaitAll) and prefix waiters (WaitPrefix).
     std::unordered_map<std::string, std::vector<Waiter*>> key_waiters;
     std::vector<Waiter*> prefix_waiters;
-    // Bumped by every change; snapshots of an older version are stale.
-    // Held weakly: a snapshot lives only while a waiter still answers with
-    // it, so stale copies of the values are not kept.
+    // Bumped by every change, which also forgets the cached snapshots (all
+    // stale). Held weakly: a snapshot lives only while a waiter still
+    // answers with it, so stale copies of the values are not kept; at most
+    // kKvMaxCachedPrefixes entries.
     uint64_t version = 0;
     std::unordered_map<std::string,
                        std::pair<uint64_t, std::weak_ptr<const PrefixSnapshot>>>
         snapshots;
   };
 
-  common::Status CheckKey(const std::string& key) const;
+  common::Status CheckKey(const std::string& key,
+                          const char* what = "key") const;
+  // A change to `scope`: a new version, whose snapshots are not made yet.
+  static void Changed(Scope& scope);
+  // The budget's charge for one key, and for a scope that holds keys.
+  static size_t EntryBytes(const std::string& key, const std::string& value);
+  static size_t ScopeBytes(const std::string& name);
   common::Status CheckWaitSize(size_t keys) const;
   // Bookkeeping when a key appears (+1) or disappears (-1); caller holds mu_.
   void OnPresenceChange(Scope& scope, const std::string& key, int delta);
