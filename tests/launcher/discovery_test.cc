@@ -101,6 +101,9 @@ TEST(ParseDiscoveryOutputTest, MalformedLinesAreRejectedNamingTheLine) {
            {"with space\n", "line 1 'with space'"},
            {":4\n", "line 1 ':4'"},
            {"a/b\n", "line 1 'a/b'"},
+           {"a\n-oProxyCommand=x:2\n",
+            "line 2 '-oProxyCommand=x:2': host name '-oProxyCommand=x' "
+            "starts with '-'"},
        }) {
     auto hosts = ParseDiscoveryOutput(c.output, 1);
     ASSERT_FALSE(hosts.ok()) << c.output;
