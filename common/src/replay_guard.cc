@@ -27,6 +27,18 @@ bool ParseNonce(std::string_view text, std::array<uint64_t, 2>* out) {
   return true;
 }
 
+// The floor is where the guard's memory ran out, not a fault of the request:
+// an honest request that was merely slow to arrive lands below it too. So it
+// is kResourceExhausted, which the server answers 503, and clients retry 503
+// with a fresh signature that passes the floor (a 401 would be final, and a
+// secret holder flooding the guard could fail every worker that way). A
+// replay below the floor is still refused; retrying it never helps.
+Status BelowFloor() {
+  return Status::ResourceExhausted(
+      "request signed before what the replay guard still remembers (too "
+      "many requests inside the window); retry, signed again");
+}
+
 }  // namespace
 
 ReplayGuard::ReplayGuard(std::chrono::milliseconds window, size_t capacity)
@@ -53,11 +65,7 @@ Status ReplayGuard::Admit(std::string_view nonce, int64_t timestamp_ms,
                                    " lower-case hex digits");
   }
   Expire(now_ms);
-  if (timestamp_ms < floor_ms_) {
-    return Status::Unauthenticated(
-        "request signed before what the replay guard still remembers "
-        "(too many requests inside the window); sign it again");
-  }
+  if (timestamp_ms < floor_ms_) return BelowFloor();
   const int64_t index = timestamp_ms / bucket_ms_;
   auto found = buckets_.find(index);
   if (found != buckets_.end() && found->second.count(key) > 0) {
@@ -73,11 +81,7 @@ Status ReplayGuard::Admit(std::string_view nonce, int64_t timestamp_ms,
     size_ -= oldest->second.size();
     buckets_.erase(oldest);
   }
-  if (timestamp_ms < floor_ms_) {
-    return Status::Unauthenticated(
-        "request signed before what the replay guard still remembers "
-        "(too many requests inside the window); sign it again");
-  }
+  if (timestamp_ms < floor_ms_) return BelowFloor();
   if (size_ >= capacity_) {
     return Status::ResourceExhausted(
         "the replay guard holds " + std::to_string(capacity_) +

@@ -12,7 +12,8 @@
 // signature reach the guard, so only a holder of the secret can fill it; if
 // that happens, the oldest buckets are forgotten and the guard refuses every
 // timestamp older than what it still remembers (a "floor"), so forgetting
-// never reopens a replay.
+// never reopens a replay; that refusal is a retry-later (503), since an
+// honest request can be below the floor too.
 //
 // Pure and not thread-safe: the server's I/O thread owns it, and passes the
 // clock reading in.
@@ -34,10 +35,11 @@ class ReplayGuard {
   ReplayGuard(std::chrono::milliseconds window, size_t capacity);
 
   // Ok, and the nonce is remembered, for the first request with this nonce.
-  // kUnauthenticated for a nonce already seen at this timestamp, or a
-  // timestamp below the floor; kInvalidArgument for a nonce that is not
-  // kNonceHexDigits hex digits; kResourceExhausted when the newest bucket
-  // alone holds `capacity` nonces (the caller answers 503: retry later).
+  // kUnauthenticated for a nonce already seen at this timestamp;
+  // kInvalidArgument for a nonce that is not kNonceHexDigits hex digits;
+  // kResourceExhausted when the guard's memory is what refuses it: a
+  // timestamp below the floor, or the newest bucket alone holding `capacity`
+  // nonces (the caller answers 503, which clients retry signed anew).
   Status Admit(std::string_view nonce, int64_t timestamp_ms, int64_t now_ms);
 
   size_t size() const { return size_; }

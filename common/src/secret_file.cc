@@ -33,7 +33,7 @@ Result<std::string> SecretFromFile(const std::string& path,
   const std::string where = rules.flag + " " + path;
   // O_NONBLOCK: a FIFO in its place must not wait for a writer.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0 && errno == ENOENT) {
+  if (fd < 0 && errno == ENOENT && rules.make_missing) {
     // Made whole under another name, then linked into place: a reader
     // never sees it half written, and of two hvdruns making it at once
     // one links and the other reads what that one made.

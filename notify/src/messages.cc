@@ -32,7 +32,7 @@ std::string Encode(const HostsUpdated& m) {
                         {"sequence", m.sequence},
                         {"added", m.added},
                         {"removed", m.removed}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<HostsUpdated> DecodeHostsUpdated(const std::string& text) {
@@ -61,8 +61,9 @@ Result<HostsUpdated> DecodeHostsUpdated(const std::string& text) {
 }
 
 std::string Encode(const Abort& m) {
+  // A reason may quote a worker's or a host's bytes: replaced if not UTF-8.
   return nlohmann::json{{"generation", m.generation}, {"reason", m.reason}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<Abort> DecodeAbort(const std::string& text) {

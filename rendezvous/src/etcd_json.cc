@@ -201,7 +201,10 @@ std::string LeaseIdBody(int64_t lease) {
 }
 
 std::string AuthBody(const std::string& user, const std::string& password) {
-  return json{{"name", user}, {"password", password}}.dump();
+  // From the environment: bytes that are not UTF-8 are replaced (etcd
+  // then refuses the password) rather than thrown.
+  return json{{"name", user}, {"password", password}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string WatchBody(const std::string& key, bool prefix,

@@ -49,12 +49,28 @@ TEST(ReplayGuardTest, AFullGuardForgetsTheOldestAndRefusesBelowItsFloor) {
   EXPECT_TRUE(guard.Admit(Nonce(100), kT0 + 10'000, kT0 + 10'000).ok());
   EXPECT_LE(guard.size(), 10u);
   EXPECT_EQ(guard.floor_ms(), kT0 + 1000);
-  // ... and a replay from that second cannot slip through: refused.
+  // ... and a replay from that second cannot slip through: refused, as
+  // retry-later (503), since an honest but slow request from that second
+  // is refused the same way and must not fail for good.
   Status replay = guard.Admit(Nonce(0), kT0, kT0 + 10'000);
-  EXPECT_EQ(replay.code(), Code::kUnauthenticated);
-  EXPECT_NE(replay.message().find("sign it again"), std::string::npos);
+  EXPECT_EQ(replay.code(), Code::kResourceExhausted);
+  EXPECT_NE(replay.message().find("signed again"), std::string::npos);
+
   // Requests signed now still pass.
   EXPECT_TRUE(guard.Admit(Nonce(101), kT0 + 10'000, kT0 + 10'000).ok());
+}
+
+TEST(ReplayGuardTest, ARequestWhoseOwnSecondIsForgottenIsRetryLater) {
+  ReplayGuard guard(64s, 10);  // buckets of 1 s
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(guard.Admit(Nonce(i), kT0 + i * 1000, kT0 + 10'000).ok());
+  }
+  // A fresh nonce from the oldest second: room is made by forgetting that
+  // very second, so the request lands below the new floor. It is not the
+  // client's fault, so it may retry (503), signed again.
+  Status late = guard.Admit(Nonce(50), kT0 + 10, kT0 + 10'000);
+  EXPECT_EQ(late.code(), Code::kResourceExhausted);
+  EXPECT_EQ(guard.floor_ms(), kT0 + 1000);
 }
 
 TEST(ReplayGuardTest, OneSecondOverCapacityIsRetryLaterNotForgotten) {
@@ -71,8 +87,7 @@ TEST(ReplayGuardTest, MalformedNoncesAreRefused) {
   for (const std::string& bad :
        {std::string(""), std::string("abc"), std::string(32, 'g'),
         std::string(32, 'A'), std::string(33, '0')}) {
-    EXPECT_EQ(guard.Admit(bad, kT0, kT0).code(), Code::kInvalidArgument)
-        << bad;
+    EXPECT_EQ(guard.Admit(bad, kT0, kT0).code(), Code::kInvalidArgument) << bad;
   }
   EXPECT_EQ(guard.size(), 0u);
 }

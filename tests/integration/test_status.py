@@ -3,6 +3,7 @@ read token, status.json during an elastic job with a killed worker, /metrics
 parsed by prometheus_client, and `hvdrun status` in a terminal."""
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -237,6 +238,52 @@ def test_status_token_file_keeps_the_url_and_none_turns_it_off(hvdrun,
                          timeout=60)
     assert off.returncode == 0, off.stderr
     assert "status page" not in off.stderr, off.stderr
+
+
+def test_hvdrun_status_takes_the_token_off_the_command_line(hvdrun,
+                                                           tmp_path):
+    """The read token comes from --token-file or HVD_STATUS_TOKEN, so
+    that `ps` does not show it; a URL with ?token= still works, with a
+    warning."""
+    go = tmp_path / "go"
+    token_file = tmp_path / "status.token"
+    child = hvdrun.start(["--status-token-file", str(token_file), "-np",
+                          "1", "/usr/bin/python3", "-c", waiting_script(go)])
+    url = status_url(child)
+    token = token_file.read_text().strip()
+    bare = url.split("?")[0]
+
+    def shown(*args, env_token=None):
+        env = {k: v for k, v in os.environ.items()
+               if k != "HVD_STATUS_TOKEN"}
+        if env_token is not None:
+            env["HVD_STATUS_TOKEN"] = env_token
+        return subprocess.run([str(HVDRUN), "status", "--json", *args],
+                              capture_output=True, text=True, timeout=30,
+                              env=env)
+
+    for args, env_token in (((bare,), token),
+                            (("--token-file", str(token_file), bare), None),
+                            ((f"--token-file={token_file}", bare), "wrong")):
+        ok = shown(*args, env_token=env_token)
+        assert ok.returncode == 0, (args, ok.stderr)
+        assert json.loads(ok.stdout)["job"]["state"] in ("starting",
+                                                         "running")
+        assert "warning" not in ok.stderr, ok.stderr
+    refused = shown(bare)
+    assert refused.returncode == 1 and "answered 401" in refused.stderr, \
+        refused.stderr
+    in_url = shown(url)
+    assert in_url.returncode == 0, in_url.stderr
+    assert "hvdrun status: warning: the URL's ?token= is on hvdrun's " \
+        "command line, where every user of this machine can read it" in \
+        in_url.stderr, in_url.stderr
+    missing = shown("--token-file", str(tmp_path / "none"), bare)
+    assert missing.returncode == 2
+    assert f"--token-file {tmp_path / 'none'}: cannot read it" in \
+        missing.stderr, missing.stderr
+    go.touch()
+    assert child.wait(timeout=60) == 0
 
 
 def test_rendezvous_port_is_the_one_given(hvdrun, tmp_path):

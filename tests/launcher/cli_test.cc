@@ -246,7 +246,10 @@ TEST(CliTest, HostListsFollowTheOneHostRule) {
   for (const Case& c : std::vector<Case>{
            {"a:2,a:1", "'a:1': host 'a' listed twice"},
            {"a,a:2", "listed twice"},
-           {"-oProxyCommand=x", "not 'host' or 'host:slots'"},
+           {"-oProxyCommand=x",
+            "host name '-oProxyCommand=x' starts with '-', which ssh would "
+            "read as one of its options"},
+           {"a,-x:2", "'-x:2': host name '-x' starts with '-'"},
            {"a:4097", "slots of 'a' must be a whole number in [1, 4096]"},
            {"a:0", "[1, 4096]"},
            {"a b", "not 'host' or 'host:slots'"},

@@ -8,12 +8,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "driver/discovery_loop.h"
 
 namespace hvd::launcher {
 namespace {
@@ -101,6 +106,9 @@ TEST(ParseDiscoveryOutputTest, MalformedLinesAreRejectedNamingTheLine) {
            {"with space\n", "line 1 'with space'"},
            {":4\n", "line 1 ':4'"},
            {"a/b\n", "line 1 'a/b'"},
+           {"a\n-oProxyCommand=x:2\n",
+            "line 2 '-oProxyCommand=x:2': host name '-oProxyCommand=x' "
+            "starts with '-'"},
        }) {
     auto hosts = ParseDiscoveryOutput(c.output, 1);
     ASSERT_FALSE(hosts.ok()) << c.output;
@@ -172,6 +180,28 @@ bool ProcessEnds(pid_t pid) {
     std::this_thread::sleep_for(10ms);
   }
   return false;
+}
+
+// A run that throws (here: what the driver does with its hosts) is a
+// failed run, logged; the loop goes on, and hvdrun with it (an exception
+// on this thread used to be std::terminate).
+TEST_F(RunDiscoveryTest, ARunThatThrowsIsAFailedRunNotTheEnd) {
+  LaunchConfig config;
+  config.discovery_script = Script("hosts.sh", "echo a:1\n");
+  config.discovery_interval = 10ms;
+  std::mutex mu;
+  std::condition_variable ran;
+  int runs = 0;
+  {
+    DiscoveryLoop loop(config, [&](std::vector<HostSlots>) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++runs;
+      ran.notify_all();
+      if (runs == 1) throw std::runtime_error("not UTF-8");
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(ran.wait_for(lock, 30s, [&] { return runs >= 2; }));
+  }
 }
 
 TEST_F(RunDiscoveryTest, PrintedHostsAreParsed) {

@@ -27,6 +27,14 @@ using rendezvous::EtcdClient;
 
 const std::string kSecret(64, 's');
 
+// The machine's name is outside text: one that is not UTF-8 is replaced in
+// the leader's identity, not thrown.
+TEST(LeaderIdentityTest, AMachineNameThatIsNotUtf8IsReplaced) {
+  std::string identity;
+  ASSERT_NO_THROW(identity = LeaderIdentity("n\xff", 42, 0));
+  EXPECT_NE(identity.find("n\xef\xbf\xbd"), std::string::npos) << identity;
+}
+
 class EtcdJobTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -62,6 +62,37 @@ TEST(JobPolicyHostCheck, StaticChecksEveryHostOfItsRanksBeforeAnyWorker) {
   EXPECT_EQ(h.exit_code(), 0);
 }
 
+// A hundred discovered hosts are checked kHostChecksAtOnce at a time (each
+// check is an ssh and an errand thread); the next starts as one ends, and
+// a waiting check's deadline runs from its own start, so hosts that were
+// only waiting their turn are not failed for the slow ones before them.
+TEST(JobPolicyHostCheck, ABoundedNumberOfChecksRunAtOnce) {
+  std::vector<HostSlots> hosts;
+  for (int i = 0; i < 100; ++i) hosts.push_back({"h" + std::to_string(i), 1});
+  Harness h(Checked(Elastic(60, 1)), hosts);
+  std::vector<std::string> asked = Checks(h.Start());
+  ASSERT_EQ(asked.size(), kHostChecksAtOnce);
+  EXPECT_EQ(asked.front(), "h0");
+  // One answer, one more check.
+  std::vector<std::string> next = Checks(h.On(Passed("h0")));
+  EXPECT_EQ(next, std::vector<std::string>{"h32"});
+  // The running ones hang until their deadline: they fail, and as many
+  // start, with deadlines of their own.
+  Actions late = h.ToDeadline();
+  EXPECT_EQ(Checks(late).size(), kHostChecksAtOnce);
+  EXPECT_EQ(Checks(late).front(), "h33");
+  EXPECT_NE(Lines(late).find("the check of host h1 did not answer"),
+            std::string::npos)
+      << Lines(late);
+  EXPECT_EQ(Lines(late).find("host h33 did not answer"), std::string::npos);
+  for (int i = 33; i < 100; ++i) {
+    asked = Checks(h.On(Passed("h" + std::to_string(i))));
+    for (const std::string& host : asked) EXPECT_NE(host, "h1");
+  }
+  // Every host was checked once; the 68 that passed form the job.
+  EXPECT_EQ(h.plan().slots.size(), 68u) << h.log();
+}
+
 TEST(JobPolicyHostCheck, StaticFailsWithOneLinePerFailedHostAndNoWorker) {
   Harness h(Checked(Static(3)), {{"a", 1}, {"b", 1}, {"c", 1}});
   h.Start();

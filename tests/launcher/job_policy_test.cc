@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <set>
 #include <string>
 #include <vector>
@@ -134,6 +135,34 @@ TEST(JobPolicyElastic, DiscoveredHostsEndTheWait) {
   Actions more = h.On(HostsDiscovered{{{"a", 2}, {"b", 2}}});
   EXPECT_EQ(All<StartWorker>(more).size(), 4u);
   EXPECT_EQ(h.plan().generation, 1);
+}
+
+// A hundred thousand discovered hosts (issue 33): each discovery run is
+// O(N log N) for the policy, not a scan of the host table per host, nor of
+// every worker per slot. The bound is far above that, even under a
+// sanitizer; the scans took minutes.
+TEST(JobPolicyElastic, AHundredThousandDiscoveredHostsAreNoQuadraticWork) {
+  PolicyConfig config = Elastic(64, 1);
+  config.max_np = 64;
+  Harness h(config, {{"a", 2}});
+  h.Start();
+  h.CheckInAll();
+  std::vector<HostSlots> hosts{{"a", 2}};
+  for (int i = 0; i < 100'000; ++i) {
+    hosts.push_back({"node" + std::to_string(i), 1});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  h.On(HostsDiscovered{hosts});
+  EXPECT_EQ(h.plan().slots.size(), 64u);
+  h.CheckInAll();
+  EXPECT_TRUE(All<PublishGeneration>(h.On(HostsDiscovered{hosts})).empty());
+  hosts.pop_back();  // a host no worker is on: no new generation
+  EXPECT_TRUE(All<PublishGeneration>(h.On(HostsDiscovered{hosts})).empty());
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 10s)
+      << "quadratic? "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms";
 }
 
 TEST(JobPolicyElastic, WorkersExitingZeroWithoutInitFinishTheJob) {

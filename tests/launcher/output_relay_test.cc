@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -128,29 +129,30 @@ TEST(OutputRelayTest, TimestampIsPythonsAsctime) {
 
 TEST(OutputRelayTest, StaticJobsUseHorovodsRankDirectories) {
   OutputFiles files = OutputFilesOf("/out", false, Slot("h", 3, 4, 1), 0);
-  EXPECT_EQ(files.dir, "/out/rank.3");
-  EXPECT_EQ(files.stdout_path, "/out/rank.3/stdout");
-  EXPECT_EQ(files.stderr_path, "/out/rank.3/stderr");
+  EXPECT_EQ(files.dir(), "/out/rank.3");
+  EXPECT_EQ(files.stdout_path(), "/out/rank.3/stdout");
+  EXPECT_EQ(files.stderr_path(), "/out/rank.3/stderr");
   // Padded to the largest rank's width, as horovodrun's _pad_rank.
-  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 7, 12, 0), 0).dir,
+  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 7, 12, 0), 0).dir(),
             "/out/rank.07");
-  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 11, 12, 0), 0).dir,
+  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 11, 12, 0), 0).dir(),
             "/out/rank.11");
-  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 5, 101, 0), 0).dir,
+  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 5, 101, 0), 0).dir(),
             "/out/rank.005");
-  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 0, 1, 0), 0).dir,
+  EXPECT_EQ(OutputFilesOf("/out", false, Slot("h", 0, 1, 0), 0).dir(),
             "/out/rank.0");
 }
 
 TEST(OutputRelayTest, ElasticJobsUseSlotDirectoriesAndGenerationFiles) {
   OutputFiles files = OutputFilesOf("/out", true, Slot("node1", 5, 8, 1), 3);
-  EXPECT_EQ(files.dir, "/out/node1.1");
-  EXPECT_EQ(files.stdout_path, "/out/node1.1/gen.3.stdout");
-  EXPECT_EQ(files.stderr_path, "/out/node1.1/gen.3.stderr");
+  EXPECT_EQ(files.dir(), "/out/node1.1");
+  EXPECT_EQ(files.stdout_path(), "/out/node1.1/gen.3.stdout");
+  EXPECT_EQ(files.stderr_path(), "/out/node1.1/gen.3.stderr");
   // The rank plays no part; a '/' cannot make another directory.
-  EXPECT_EQ(OutputFilesOf("/out", true, Slot("node1", 0, 2, 1), 3).stdout_path,
-            files.stdout_path);
-  EXPECT_EQ(OutputFilesOf("/out", true, Slot("a/../b", 0, 1, 0), 1).dir,
+  EXPECT_EQ(
+      OutputFilesOf("/out", true, Slot("node1", 0, 2, 1), 3).stdout_path(),
+      files.stdout_path());
+  EXPECT_EQ(OutputFilesOf("/out", true, Slot("a/../b", 0, 1, 0), 1).dir(),
             "/out/a_.._b.0");
 }
 
@@ -165,7 +167,7 @@ TEST(OutputRelayTest, OptionsFollowTheLaunchConfig) {
   RelayOptions both = RelayOptionsFor(config, Slot("h", 2, 4, 1), 7);
   EXPECT_TRUE(both.timestamp);
   ASSERT_TRUE(both.files.has_value());
-  EXPECT_EQ(both.files->stdout_path, "/out/h.1/gen.7.stdout");
+  EXPECT_EQ(both.files->stdout_path(), "/out/h.1/gen.7.stdout");
 }
 
 TEST(OutputRelayTest, FilesHoldTheLinesWithoutThePrefix) {
@@ -253,9 +255,39 @@ TEST(OutputRelayTest, AnUnwritableDirectoryStillRelays) {
   const std::string out = testing::internal::GetCapturedStdout();
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(out, "[0]<stdout>:still here\n");
-  EXPECT_NE(err.find("--output-filename: cannot create " + blocker),
+  EXPECT_NE(err.find("--output-filename: " + blocker + ": cannot create it"),
             std::string::npos)
       << err;
+}
+
+// Another user who can write where the files go could put a link to a
+// file of this user's in their place; hvdrun truncated and wrote through
+// it. Now the link is refused, said, and left alone with what it points to.
+TEST(OutputRelayTest, ALinkWhereAFileGoesIsNotFollowed) {
+  ASSERT_TRUE(common::InitLogging("driver", -1).ok());  // to stderr
+  TempDir dir;
+  const std::string victim = dir.path() + "/victim";
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(mkdir((dir.path() + "/out").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir.path() + "/out/rank.0").c_str(), 0700), 0);
+  ASSERT_EQ(
+      symlink(victim.c_str(), (dir.path() + "/out/rank.0/stdout").c_str()), 0);
+  RelayOptions options;
+  options.files =
+      OutputFilesOf(dir.path() + "/out", false, Slot("h", 0, 1, 0), 0);
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  Relay("overwritten?\n", "err\n", 0, options);
+  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out, "[0]<stdout>:overwritten?\n");  // still relayed
+  EXPECT_EQ(Read(victim), "precious\n");
+  EXPECT_NE(err.find("--output-filename: " + dir.path() +
+                     "/out/rank.0/stdout: a symbolic link (not followed)"),
+            std::string::npos)
+      << err;
+  // The other stream's file is written as before.
+  EXPECT_EQ(Read(dir.path() + "/out/rank.0/stderr"), "err\n");
 }
 
 }  // namespace

@@ -104,5 +104,19 @@ TEST(AllocationFromEnvironmentTest, MismatchedCountsNameTheVariables) {
   EXPECT_FALSE(AllocationFromEnvironment(Env({{"SLURM_JOB_ID", "7"}})).ok());
 }
 
+// Slurm's node list goes through the one host rule: a node name that
+// starts with '-' would be an option of ssh, and is refused naming it.
+TEST(AllocationFromEnvironmentTest, ANodeNameStartingWithDashIsRefused) {
+  auto allocation =
+      AllocationFromEnvironment(Env({{"SLURM_JOB_ID", "7"},
+                                     {"SLURM_JOB_NODELIST", "a,-oProxyCommand"},
+                                     {"SLURM_TASKS_PER_NODE", "1(x2)"}}));
+  ASSERT_FALSE(allocation.ok());
+  EXPECT_NE(allocation.status().message().find(
+                "host name '-oProxyCommand' starts with '-'"),
+            std::string::npos)
+      << allocation.status().message();
+}
+
 }  // namespace
 }  // namespace hvd::launcher

@@ -59,6 +59,18 @@ TEST(LeaderPageTest, ItsRecordReadsBackAsWritten) {
   }
 }
 
+// The machine's name and URL are outside text: a name that is not UTF-8
+// is replaced, not thrown (the etcd thread encodes it).
+TEST(LeaderPageTest, AMachineNameThatIsNotUtf8IsReplaced) {
+  LeaderPage page = UrlPage();
+  page.host = "n\xff";
+  std::string text;
+  ASSERT_NO_THROW(text = EncodeLeaderPage(page));
+  auto parsed = ParseLeaderPage(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->host, "n\xef\xbf\xbd");
+}
+
 TEST(LeaderPageTest, AnythingElseIsRefusedSayingWhy) {
   const std::pair<std::string, std::string> cases[] = {
       {"not json", "no JSON object"},

@@ -116,6 +116,16 @@ TEST(WorkerEnvTest, SshArgsCarryPortIdentityAndHostLast) {
   EXPECT_EQ(ssh.back(), "node2");
 }
 
+// A host name is ssh's destination whatever it looks like: one that starts
+// with '-' would otherwise be an option (-oProxyCommand runs a command).
+TEST(WorkerEnvTest, SshArgsEndTheOptionsBeforeTheHost) {
+  LaunchConfig config;
+  auto ssh = SshArgs("-oProxyCommand=touch /tmp/x", config);
+  ASSERT_GE(ssh.size(), 2u);
+  EXPECT_EQ(ssh[ssh.size() - 2], "--");
+  EXPECT_EQ(ssh.back(), "-oProxyCommand=touch /tmp/x");
+}
+
 // Host keys are the user's ssh configuration's to check; the flag lets
 // ssh record a host it has never seen, nothing more.
 TEST(WorkerEnvTest, SshArgsLeaveHostKeyCheckingToTheUsersSsh) {

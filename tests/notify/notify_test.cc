@@ -73,6 +73,23 @@ TEST(HostsUpdatedCodecTest, RoundTrip) {
   EXPECT_EQ(decoded->removed, std::vector<std::string>{"old-1"});
 }
 
+// A reason or a host quoting bytes that are not UTF-8 is sent with them
+// replaced: encoding throws nothing (it ran on an errand thread of hvdrun's,
+// where a throw ended hvdrun).
+TEST(HostsUpdatedCodecTest, BytesThatAreNotUtf8AreReplacedNotThrown) {
+  HostsUpdated m = Message(3);
+  m.added = {"h\xff"};
+  std::string text;
+  ASSERT_NO_THROW(text = Encode(m));
+  auto decoded = DecodeHostsUpdated(text);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->added, std::vector<std::string>{"h\xef\xbf\xbd"});
+  ASSERT_NO_THROW(text = Encode(Abort{2, "slot h:0 said \xc3("}));
+  auto abort = DecodeAbort(text);
+  ASSERT_TRUE(abort.ok()) << abort.status().ToString();
+  EXPECT_EQ(abort->generation, 2);
+}
+
 TEST(HostsUpdatedCodecTest, EmptyListsRoundTrip) {
   HostsUpdated m;
   m.generation = 1;

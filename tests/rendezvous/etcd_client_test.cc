@@ -31,6 +31,14 @@ TEST(EtcdJsonTest, PrefixEndFollowsEtcdsRule) {
   EXPECT_EQ(etcd_json::PrefixEnd(""), std::string(1, '\0'));
 }
 
+// ETCDCTL_USER and ETCDCTL_PASSWORD are outside text: not UTF-8 is
+// replaced (etcd then refuses the login, saying so), never thrown.
+TEST(EtcdJsonTest, CredentialsThatAreNotUtf8AreReplacedNotThrown) {
+  std::string body;
+  ASSERT_NO_THROW(body = etcd_json::AuthBody("u\xff", "p\xfe"));
+  EXPECT_NE(body.find("\"u\xef\xbf\xbd\""), std::string::npos) << body;
+}
+
 TEST(EtcdJsonTest, AnswersAreReadWithTheirNumbersAsStrings) {
   auto kvs = etcd_json::KeyValuesOf(
       R"({"header":{"revision":"7"},"kvs":[{"key":"aHZkL2E=",)"

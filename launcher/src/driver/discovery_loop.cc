@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "driver/discovery.h"
+#include "driver/errands.h"
 
 namespace hvd::launcher {
 
@@ -39,13 +40,21 @@ void DiscoveryLoop::Run() {
       return;
     }
     lock.unlock();
-    auto hosts = RunDiscovery(config_.discovery_script, config_.slots_per_host,
-                              config_.discovery_timeout, cancel_fd_);
-    if (hosts.ok()) {
-      on_hosts_(std::move(*hosts));
-    } else if (hosts.status().code() != common::Code::kAborted) {
-      spdlog::error("hvdrun: {}; keeping the last known hosts",
-                    hosts.status().message());
+    // A run that throws (the script's bytes, an allocation) is a failed
+    // run, not the end of hvdrun.
+    common::Status ran = RunCatching("host discovery", [this] {
+      auto hosts =
+          RunDiscovery(config_.discovery_script, config_.slots_per_host,
+                       config_.discovery_timeout, cancel_fd_);
+      if (hosts.ok()) {
+        on_hosts_(std::move(*hosts));
+      } else if (hosts.status().code() != common::Code::kAborted) {
+        spdlog::error("hvdrun: {}; keeping the last known hosts",
+                      hosts.status().message());
+      }
+    });
+    if (!ran.ok()) {
+      spdlog::error("hvdrun: {}; keeping the last known hosts", ran.message());
     }
     lock.lock();
   }

@@ -306,10 +306,15 @@ void Driver::Carry(const Action& action) {
             inbox_.Post(WorkerProbed{a.worker, false, false});
             return;
           }
-          errands_.Run([this, worker = a.worker, slot = a.slot,
-                        address = address->second,
-                        key = common::WorkerKey(launch_.endpoint.secret,
-                                                {a.worker, a.slot})] {
+          // The policy waits for an answer: a probe that threw failed.
+          auto unanswered = [this, worker = a.worker](const common::Status&) {
+            inbox_.Post(WorkerProbed{worker, false, false});
+          };
+          errands_.Run(unanswered, [this, worker = a.worker, slot = a.slot,
+                                    address = address->second,
+                                    key = common::WorkerKey(
+                                        launch_.endpoint.secret,
+                                        {a.worker, a.slot})] {
             common::Status alive =
                 notify::Ping(address, key, std::chrono::milliseconds(1500));
             if (!alive.ok()) {
@@ -322,7 +327,10 @@ void Driver::Carry(const Action& action) {
         } else if constexpr (std::is_same_v<T, ReattachWorker>) {
           Reattach(a);
         } else if constexpr (std::is_same_v<T, CheckHost>) {
-          errands_.Run([this, host = a.host] {
+          auto unchecked = [this, host = a.host](const common::Status& why) {
+            inbox_.Post(HostChecked{host, false, why.message(), {}});
+          };
+          errands_.Run(unchecked, [this, host = a.host] {
             auto interfaces = RunHostCheck(host, launch_.hvdrun_path, config_,
                                            cancel_errands_.fd());
             HostChecked checked{host, interfaces.ok(), "", {}};

@@ -1,8 +1,7 @@
 // What the driver's one thread shares with its helpers: the Inbox their
 // events come through (posting wakes the poll loop), the Cancellation that
-// tells errands the job is over, and the Errands themselves (pushes,
-// probes, host checks), each bounded by its own deadline so that a hung
-// worker or host never holds the loop.
+// tells errands the job is over, and the Errands themselves (errands.h:
+// pushes, probes, host checks).
 #pragma once
 
 #include <sys/eventfd.h>
@@ -17,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/errands.h"
 #include "policy/job_policy.h"
 
 namespace hvd::launcher {
@@ -75,42 +75,6 @@ class Cancellation {
 
  private:
   const int fd_;
-};
-
-// Short errands off the loop (a push, a probe, a host check), each bounded
-// by its deadline: a hung worker or host answers late and must not hold the
-// driver up.
-class Errands {
- public:
-  ~Errands() { JoinAll(); }
-  void Run(std::function<void()> errand) {
-    // Join the finished ones so a long job does not pile up threads.
-    for (auto it = running_.begin(); it != running_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    running_.push_back({std::thread([errand = std::move(errand), done] {
-                          errand();
-                          *done = true;
-                        }),
-                        done});
-  }
-  void JoinAll() {
-    for (auto& entry : running_) entry.thread.join();
-    running_.clear();
-  }
-
- private:
-  struct Entry {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::list<Entry> running_;
 };
 
 }  // namespace hvd::launcher

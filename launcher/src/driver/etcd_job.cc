@@ -12,6 +12,7 @@
 #include <ctime>
 #include <optional>
 
+#include "driver/errands.h"
 #include "hvd/common/build_info.h"
 #include "hvd/common/hmac.h"
 #include "hvd/common/logging.h"
@@ -55,9 +56,11 @@ EtcdOp DeletePrefix(std::string key) {
 
 std::string LeaderIdentity(const std::string& host, int64_t pid,
                            int64_t started_ms) {
+  // The machine's name is outside text: what is not UTF-8 is replaced,
+  // never thrown.
   return nlohmann::json{
       {"host", host}, {"pid", pid}, {"started_ms", started_ms}}
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string DescribeLeader(const std::string& identity) {
@@ -352,14 +355,16 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
   // for this run's.
   nlohmann::json command = config.command;
   const EtcdOp settings = job->SealedPut(
-      "settings", nlohmann::json{{"version", common::GetBuildInfo().version},
-                                 {"command", command},
-                                 {"num_proc", config.num_proc},
-                                 {"min_np", config.min_np},
-                                 {"max_np", config.max_np},
-                                 {"elastic", config.elastic},
-                                 {"leader", job->identity_}}
-                      .dump());
+      "settings",
+      nlohmann::json{{"version", common::GetBuildInfo().version},
+                     {"command", command},
+                     {"num_proc", config.num_proc},
+                     {"min_np", config.min_np},
+                     {"max_np", config.max_np},
+                     {"elastic", config.elastic},
+                     {"leader", job->identity_}}
+          // The command is the user's bytes: not always UTF-8.
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   EtcdOp no_state;
   no_state.kind = EtcdOp::Kind::kDelete;
   no_state.key = job->prefix_ + "state";
@@ -379,7 +384,16 @@ void EtcdJob::Run(std::function<void(const LeadChange&)> on_change) {
     std::lock_guard<std::mutex> lock(mu_);
     sure_until_ = leadership_.policy().sure_until();
   }
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    // Never std::terminate: the driver hears it as a lead it can no longer
+    // be sure of, and holds its side effects back.
+    common::Status ended =
+        RunCatching("hvdrun's etcd thread", [this] { Loop(); });
+    if (!ended.ok()) {
+      spdlog::error("hvdrun: {}", ended.message());
+      Tell({false, ended.message(), ""});
+    }
+  });
 }
 
 void EtcdJob::GenerationPublished(int64_t generation) {

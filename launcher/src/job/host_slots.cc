@@ -54,6 +54,15 @@ Status HostListBuilder::Add(const HostSlots& host, const std::string& where) {
 
 Status HostListBuilder::Admit(const HostSlots& host, const std::string& text,
                               const std::string& where) {
+  // Apart from the other malformed names, to say why: a name like
+  // "-oProxyCommand=..." would become an option of ssh (or of any tool a
+  // host is handed to), not a host.
+  if (!host.host.empty() && host.host[0] == '-') {
+    return Status::InvalidArgument(
+        where + " '" + text + "': host name '" + host.host +
+        "' starts with '-', which ssh would read as one of its options; "
+        "host names never start with '-'");
+  }
   if (!IsHostName(host.host)) {
     return Status::InvalidArgument(
         where + " '" + text +

@@ -1,6 +1,7 @@
 #include "policy/host_table.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace hvd::launcher {
 
@@ -15,15 +16,15 @@ bool HostTable::Update(const std::vector<HostSlots>& listed) {
   }
   bool changed = false;
   for (const HostSlots& host : listed) {
-    auto it = std::find_if(entries_.begin(), entries_.end(),
-                           [&](const Entry& e) { return e.host == host.host; });
-    if (it == entries_.end()) {
+    auto [at, added] = index_.emplace(host.host, entries_.size());
+    if (added) {
       entries_.push_back(Entry{host.host, host.slots, true, {}, {}});
       changed = true;
     } else {
-      changed |= it->slots != host.slots;
-      it->slots = host.slots;
-      it->listed = true;
+      Entry& entry = entries_[at->second];
+      changed |= entry.slots != host.slots;
+      entry.slots = host.slots;
+      entry.listed = true;
     }
   }
   for (size_t i = 0; i < was_listed.size(); ++i) {
@@ -47,19 +48,16 @@ void HostTable::Extend(Blacklisting& blacklisting,
 }
 
 void HostTable::Blacklist(const std::string& host, Clock::time_point now) {
-  for (Entry& entry : entries_) {
-    if (entry.host == host) Extend(entry.blacklisting, now);
-  }
+  if (Entry* entry = Find(host)) Extend(entry->blacklisting, now);
 }
 
 std::optional<HostTable::Clock::duration> HostTable::BlacklistSlot(
     const std::string& host, int index, Clock::time_point now) {
-  for (Entry& entry : entries_) {
-    if (entry.host != host) continue;
-    Blacklisting& slot = entry.slots_out[index];
-    Extend(slot, now);
-    if (slot.until) return *slot.until - now;
-  }
+  Entry* entry = Find(host);
+  if (entry == nullptr) return std::nullopt;
+  Blacklisting& slot = entry->slots_out[index];
+  Extend(slot, now);
+  if (slot.until) return *slot.until - now;
   return std::nullopt;
 }
 
@@ -80,10 +78,12 @@ std::set<int> HostTable::SlotsOut(const std::string& host,
 }
 
 const HostTable::Entry* HostTable::Find(const std::string& host) const {
-  for (const Entry& entry : entries_) {
-    if (entry.host == host) return &entry;
-  }
-  return nullptr;
+  auto at = index_.find(host);
+  return at == index_.end() ? nullptr : &entries_[at->second];
+}
+
+HostTable::Entry* HostTable::Find(const std::string& host) {
+  return const_cast<Entry*>(std::as_const(*this).Find(host));
 }
 
 bool HostTable::IsBlacklisted(const std::string& host,
@@ -95,7 +95,7 @@ bool HostTable::IsBlacklisted(const std::string& host,
 std::vector<HostSlots> HostTable::Usable(Clock::time_point now) const {
   std::vector<HostSlots> usable;
   for (const Entry& entry : entries_) {
-    if (entry.listed && !IsBlacklisted(entry.host, now)) {
+    if (entry.listed && !entry.blacklisting.Holds(now)) {
       usable.push_back({entry.host, entry.slots});
     }
   }
@@ -105,7 +105,7 @@ std::vector<HostSlots> HostTable::Usable(Clock::time_point now) const {
 std::vector<std::string> HostTable::Blacklisted(Clock::time_point now) const {
   std::vector<std::string> hosts;
   for (const Entry& entry : entries_) {
-    if (entry.listed && IsBlacklisted(entry.host, now)) {
+    if (entry.listed && entry.blacklisting.Holds(now)) {
       hosts.push_back(entry.host);
     }
   }
@@ -144,7 +144,7 @@ std::vector<HostTable::Row> HostTable::Rows(Clock::time_point now) const {
   for (const Entry& entry : entries_) {
     Row row{entry.host, entry.slots,  entry.listed,
             false,      std::nullopt, entry.blacklisting.times};
-    row.blacklisted = IsBlacklisted(entry.host, now);
+    row.blacklisted = entry.blacklisting.Holds(now);
     if (row.blacklisted) row.usable_again = entry.blacklisting.until;
     rows.push_back(std::move(row));
   }
@@ -196,6 +196,11 @@ HostTable HostTable::Restore(std::optional<CooldownRange> cooldown,
         saved.host, saved.slots, saved.listed, restore(saved.blacklisting), {}};
     for (const auto& [index, out] : saved.slots_out) {
       entry.slots_out[index] = restore(out);
+    }
+    // A saved table lists each host once; a second entry of a name would
+    // be unreachable by it, so it is dropped.
+    if (!table.index_.emplace(entry.host, table.entries_.size()).second) {
+      continue;
     }
     table.entries_.push_back(std::move(entry));
   }

@@ -9,6 +9,9 @@
 //
 // One slot of a host ("host:index") can be out instead, when the job keeps
 // the host (job_policy.h, "Slots"): the same cooldown, counted per slot.
+//
+// A host is found by name in O(log N), so that a discovery of N hosts
+// (a hundred thousand, say) is applied and read in O(N log N).
 #pragma once
 
 #include <chrono>
@@ -122,11 +125,15 @@ class HostTable {
     std::map<int, Blacklisting> slots_out;  // by slot index
   };
   const Entry* Find(const std::string& host) const;
+  Entry* Find(const std::string& host);
   // Counts one more blacklisting and sets its end.
   void Extend(Blacklisting& blacklisting, Clock::time_point now) const;
 
   std::optional<CooldownRange> cooldown_;
   std::vector<Entry> entries_;
+  // Each host's place in entries_: a discovery of N hosts costs
+  // O(N log N), not N scans of the table.
+  std::map<std::string, size_t> index_;
 };
 
 }  // namespace hvd::launcher

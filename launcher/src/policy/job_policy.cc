@@ -111,8 +111,7 @@ Actions JobPolicy::Start(TimePoint now) {
       awaiting_checks_ = *ranks;
       for (const SlotAssignment& slot : *ranks) {
         if (checks_.count(slot.host)) continue;
-        checks_[slot.host].started = now;
-        out.push_back(CheckHost{slot.host});
+        QueueCheck(now, slot.host, out);
       }
     } else {
       for (const SlotAssignment& slot : *ranks) StartSlot(now, slot, 0, out);
@@ -408,7 +407,7 @@ JobPolicy::Failed JobPolicy::FailWorker(TimePoint now, Worker& w,
                       : std::string("for good"))});
   } else {
     table_.Blacklist(w.host, now);
-    checks_.erase(w.host);  // checked again when it comes back
+    DropCheck(w.host);  // checked again when it comes back
     // The host is out of the job: its other workers go too.
     for (auto& [id, other] : workers_) {
       if (other.active() && other.host == w.host && id != w.id) {

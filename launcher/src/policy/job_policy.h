@@ -56,7 +56,10 @@
 // starts nothing unless all passed. Elastic mode checks every usable host
 // before its first worker and again when it comes back from the blacklist;
 // one that fails is blacklisted like a failed worker's host; the first
-// generation waits until no check is pending. A check without an answer by
+// generation waits until no check is pending. At most
+// kHostChecksAtOnce checks run at a time (each is an ssh and an errand
+// thread of the driver's); the others wait their turn, in the order asked,
+// and their deadline runs from their start. A check without an answer by
 // start_timeout + host_check_grace has failed.
 //
 // Not thread-safe: one driver thread owns it.
@@ -71,6 +74,8 @@
 #include <variant>
 #include <vector>
 
+#include <deque>
+
 #include "hvd/common/network_interfaces.h"
 #include "hvd/rendezvous/elastic_board.h"
 #include "job/assignment.h"
@@ -79,6 +84,11 @@
 #include "policy/host_table.h"
 
 namespace hvd::launcher {
+
+// Host checks running at once: a hundred thousand discovered hosts are
+// checked a batch at a time, and leave the driver's errand pool
+// (kErrandThreads, 64) room for pushes and probes.
+inline constexpr size_t kHostChecksAtOnce = 32;
 
 using common::NetworkInterface;
 
@@ -399,9 +409,13 @@ class JobPolicy {
   std::vector<SlotAssignment> WouldBeSlots(
       TimePoint now, const std::string& also_out = "") const;
   // The slots of `host` a generation may use, by index (job_policy.h,
-  // "Slots": survivors keep theirs, a new worker only below every gap).
-  std::vector<int> UsableSlotsOf(const HostSlots& host, TimePoint now,
-                                 const std::string& also_out) const;
+  // "Slots": survivors keep theirs, a new worker only below every gap);
+  // `active`: ActiveBySlot().
+  std::vector<int> UsableSlotsOf(
+      const HostSlots& host, TimePoint now, const std::string& also_out,
+      const std::map<std::string, const Worker*>& active) const;
+  // The active worker of each slot (RunningIn for many slots at once).
+  std::map<std::string, const Worker*> ActiveBySlot() const;
   // Whether the next generation would have other slots than plan_'s.
   bool MembershipChanged(TimePoint now) const;
   void StartSlot(TimePoint now, const SlotAssignment& slot, int64_t generation,
@@ -426,6 +440,13 @@ class JobPolicy {
 
   // Host checks. RequestChecks asks for every usable host without one.
   void RequestChecks(TimePoint now, Actions& out);
+  // Queues a check of `host` (an entry of checks_ made by the caller).
+  void QueueCheck(TimePoint now, const std::string& host, Actions& out);
+  // Starts queued checks while fewer than kHostChecksAtOnce run.
+  void StartQueuedChecks(TimePoint now, Actions& out);
+  // Forgets `host`'s check, whatever its state (it is checked again when
+  // asked again).
+  void DropCheck(const std::string& host);
   void FailHostCheck(TimePoint now, const std::string& host,
                      const std::string& problem, Actions& out);
   // After a check ended: start the static job (or fail it), form the first
@@ -483,12 +504,18 @@ class JobPolicy {
   // Host checks: the verdict, or when a pending one began. Elastic mode drops
   // a host's entry when it is blacklisted, so it is checked again when it
   // comes back.
+  // kQueued: asked for, waiting for one of kHostChecksAtOnce; kPending:
+  // running since `started`.
   struct HostCheckState {
-    enum { kPending, kPassed, kFailed } state = kPending;
+    enum { kQueued, kPending, kPassed, kFailed } state = kQueued;
     TimePoint started;
     bool returning = false;  // back from a blacklisting
   };
   std::map<std::string, HostCheckState> checks_;
+  // The hosts of kQueued checks in the order asked (a host whose entry
+  // went meanwhile is skipped), and how many checks are kPending.
+  std::deque<std::string> check_queue_;
+  size_t checks_running_ = 0;
   // Static mode: the ranks waiting for their hosts' checks, and the hosts
   // that failed them.
   std::optional<std::vector<SlotAssignment>> awaiting_checks_;

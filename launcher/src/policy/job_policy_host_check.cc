@@ -32,7 +32,9 @@ void JobPolicy::OnHostChecked(TimePoint now, const HostChecked& event,
     FailHostCheck(now, event.host, *problem, out);  // erases the check
   } else {
     it->second.state = HostCheckState::kPassed;
+    --checks_running_;
   }
+  StartQueuedChecks(now, out);
   AfterChecks(now, why, out);
 }
 
@@ -40,16 +42,44 @@ void JobPolicy::RequestChecks(TimePoint now, Actions& out) {
   if (!config_.check_hosts || !config_.elastic || stopping_) return;
   for (const HostSlots& host : table_.Usable(now)) {
     if (checks_.count(host.host)) continue;
-    HostCheckState& check = checks_[host.host];
-    check.started = now;
-    check.returning = table_.TimesBlacklisted(host.host) > 0;
-    out.push_back(CheckHost{host.host});
+    checks_[host.host].returning = table_.TimesBlacklisted(host.host) > 0;
+    QueueCheck(now, host.host, out);
   }
+}
+
+void JobPolicy::QueueCheck(TimePoint now, const std::string& host,
+                           Actions& out) {
+  checks_[host].state = HostCheckState::kQueued;
+  check_queue_.push_back(host);
+  StartQueuedChecks(now, out);
+}
+
+void JobPolicy::StartQueuedChecks(TimePoint now, Actions& out) {
+  while (checks_running_ < kHostChecksAtOnce && !check_queue_.empty()) {
+    const std::string host = std::move(check_queue_.front());
+    check_queue_.pop_front();
+    auto it = checks_.find(host);
+    if (it == checks_.end() || it->second.state != HostCheckState::kQueued) {
+      continue;  // dropped (blacklisted) while it waited
+    }
+    it->second.state = HostCheckState::kPending;
+    it->second.started = now;
+    ++checks_running_;
+    out.push_back(CheckHost{host});
+  }
+}
+
+void JobPolicy::DropCheck(const std::string& host) {
+  auto it = checks_.find(host);
+  if (it == checks_.end()) return;
+  if (it->second.state == HostCheckState::kPending) --checks_running_;
+  checks_.erase(it);
 }
 
 void JobPolicy::FailHostCheck(TimePoint now, const std::string& host,
                               const std::string& problem, Actions& out) {
   if (!config_.elastic) {
+    if (checks_[host].state == HostCheckState::kPending) --checks_running_;
     checks_[host].state = HostCheckState::kFailed;
     failed_checks_.push_back(host);
     out.push_back(Say{problem});
@@ -58,7 +88,7 @@ void JobPolicy::FailHostCheck(TimePoint now, const std::string& host,
   // As a failed worker's host: blacklisted, with the cooldown rules, and
   // checked again if it comes back.
   table_.Blacklist(host, now);
-  checks_.erase(host);
+  DropCheck(host);
   failures_.push_back({0, "host " + host + " failed its check: " + problem});
   out.push_back(Say{problem + "; host " + host + " blacklisted"});
 }
@@ -104,7 +134,8 @@ bool JobPolicy::HostReady(const std::string& host) const {
 
 bool JobPolicy::AnyCheckPending() const {
   return std::any_of(checks_.begin(), checks_.end(), [](const auto& entry) {
-    return entry.second.state == HostCheckState::kPending;
+    return entry.second.state == HostCheckState::kPending ||
+           entry.second.state == HostCheckState::kQueued;
   });
 }
 
@@ -128,7 +159,10 @@ void JobPolicy::FailUnansweredChecks(TimePoint now, Actions& out) {
                       " s",
                   out);
   }
-  if (!unanswered.empty()) AfterChecks(now, "hosts changed", out);
+  if (!unanswered.empty()) {
+    StartQueuedChecks(now, out);
+    AfterChecks(now, "hosts changed", out);
+  }
 }
 
 }  // namespace hvd::launcher

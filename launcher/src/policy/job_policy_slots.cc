@@ -15,14 +15,14 @@
 namespace hvd::launcher {
 
 bool JobPolicy::KeepsHostOf(TimePoint now, const Worker& failed) const {
+  std::set<std::string> usable;  // once, not once per holder
+  for (const HostSlots& host : table_.Usable(now)) usable.insert(host.host);
   bool holder_here = false;
   for (const auto& [id, w] : workers_) {
     if (id == failed.id || !w.active() || !IsHolder(w)) continue;
     if (w.host != failed.host) {
       // Horovod's rule loses nothing: a holder elsewhere carries the state.
-      for (const HostSlots& usable : table_.Usable(now)) {
-        if (usable.host == w.host) return false;
-      }
+      if (usable.count(w.host) != 0) return false;
     } else {
       holder_here = true;
     }
@@ -37,8 +37,18 @@ bool JobPolicy::KeepsHostOf(TimePoint now, const Worker& failed) const {
              config_.min_np;
 }
 
-std::vector<int> JobPolicy::UsableSlotsOf(const HostSlots& host, TimePoint now,
-                                          const std::string& also_out) const {
+std::map<std::string, const JobPolicy::Worker*> JobPolicy::ActiveBySlot()
+    const {
+  std::map<std::string, const Worker*> active;
+  for (const auto& [id, w] : workers_) {
+    if (w.active()) active.emplace(w.slot, &w);
+  }
+  return active;
+}
+
+std::vector<int> JobPolicy::UsableSlotsOf(
+    const HostSlots& host, TimePoint now, const std::string& also_out,
+    const std::map<std::string, const Worker*>& active) const {
   const std::set<int> out = table_.SlotsOut(host.host, now);
   std::vector<int> indices;
   bool gap = false;  // a lower slot is out: new workers cannot start here
@@ -46,7 +56,7 @@ std::vector<int> JobPolicy::UsableSlotsOf(const HostSlots& host, TimePoint now,
     const std::string name = rendezvous::SlotName(host.host, index);
     if (out.count(index) || name == also_out) {
       gap = true;
-    } else if (RunningIn(name) || !gap) {
+    } else if (active.count(name) != 0 || !gap) {
       indices.push_back(index);  // a survivor, or a new worker at its index
     }
   }
@@ -72,14 +82,21 @@ std::vector<SlotAssignment> JobPolicy::WouldBeSlots(
   std::stable_partition(usable.begin(), usable.end(), [&](const auto& host) {
     return holder_hosts.count(host.host) != 0;
   });
+  // Looked up per slot of every usable host: one pass over the workers,
+  // not one per slot (a hundred thousand discovered hosts).
+  const std::map<std::string, const Worker*> active = ActiveBySlot();
+  auto running_in = [&](const std::string& slot) -> const Worker* {
+    auto at = active.find(slot);
+    return at == active.end() ? nullptr : at->second;
+  };
   std::vector<SlotGroup> groups;
   int total = 0;
   for (const HostSlots& host : usable) {
-    SlotGroup group{host.host, UsableSlotsOf(host, now, also_out)};
+    SlotGroup group{host.host, UsableSlotsOf(host, now, also_out, active)};
     if (group.indices.empty()) continue;
     total += static_cast<int>(group.indices.size());
     auto holds = [&](int index) {
-      const Worker* w = RunningIn(rendezvous::SlotName(host.host, index));
+      const Worker* w = running_in(rendezvous::SlotName(host.host, index));
       return w != nullptr && IsHolder(*w);
     };
     auto first_holder =
@@ -98,7 +115,7 @@ std::vector<SlotAssignment> JobPolicy::WouldBeSlots(
     for (int index : group.indices) {
       if (index < *first_holder) {
         following.indices.push_back(index);
-      } else if (RunningIn(rendezvous::SlotName(host.host, index))) {
+      } else if (running_in(rendezvous::SlotName(host.host, index))) {
         leading.indices.push_back(index);
       } else {
         --total;

@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
+#include <optional>
+
+#include "process/output_files.h"
 
 namespace hvd::launcher {
 
@@ -20,7 +20,7 @@ struct OutputRelay::Stream {
   RelayStream source;
   std::string prefix;
   std::string pending;  // bytes after the last newline
-  std::ofstream file;
+  OutputFile file;      // not open: none, or it failed
 };
 
 std::string AsctimeOf(const std::tm& time) {
@@ -47,6 +47,7 @@ std::string OutputTimestamp(std::time_t when) {
 OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
                           const SlotAssignment& slot, int64_t generation) {
   OutputFiles files;
+  files.root = output_dir;
   if (!elastic) {
     // Horovod's layout: the rank padded to the width of the largest one
     // (rank.07 of 12).
@@ -56,20 +57,19 @@ OutputFiles OutputFilesOf(const std::string& output_dir, bool elastic,
     if (rank.size() < largest.size()) {
       rank.insert(0, largest.size() - rank.size(), '0');
     }
-    files.dir = output_dir + "/rank." + rank;
-    files.stdout_path = files.dir + "/stdout";
-    files.stderr_path = files.dir + "/stderr";
+    files.subdir = "rank." + rank;
+    files.stdout_name = "stdout";
+    files.stderr_name = "stderr";
     return files;
   }
   std::string host = slot.host;
   for (char& c : host) {
     if (c == '/') c = '_';
   }
-  files.dir =
-      output_dir + "/" + host + "." + std::to_string(slot.layout.local_rank);
-  const std::string base = files.dir + "/gen." + std::to_string(generation);
-  files.stdout_path = base + ".stdout";
-  files.stderr_path = base + ".stderr";
+  files.subdir = host + "." + std::to_string(slot.layout.local_rank);
+  const std::string base = "gen." + std::to_string(generation);
+  files.stdout_name = base + ".stdout";
+  files.stderr_name = base + ".stderr";
   return files;
 }
 
@@ -88,32 +88,23 @@ common::Result<std::unique_ptr<OutputRelay>> OutputRelay::Start(
     std::vector<RelayStream> streams, const RelayOptions& options) {
   std::unique_ptr<OutputRelay> relay(new OutputRelay());
   relay->timestamp_ = options.timestamp;
-  bool files = options.files.has_value();
-  if (files) {
-    std::error_code error;
-    std::filesystem::create_directories(options.files->dir, error);
-    if (error) {
-      spdlog::error(
-          "hvdrun: --output-filename: cannot create {}: {}; this worker's "
-          "output goes to hvdrun's only",
-          options.files->dir, error.message());
-      files = false;
-    }
-  }
+  const std::optional<OutputFiles>& files = options.files;
   for (const RelayStream& source : streams) {
     auto stream = std::make_unique<Stream>();
     stream->source = source;
     const char* kind = source.is_stderr ? "stderr" : "stdout";
     stream->prefix = "[" + std::to_string(source.rank) + "]<" + kind + ">:";
     if (files) {
-      const std::string& path = source.is_stderr ? options.files->stderr_path
-                                                 : options.files->stdout_path;
-      stream->file.open(path, std::ios::out | std::ios::trunc);
-      if (!stream->file) {
+      auto file = OpenOutputFile(
+          files->root, files->subdir,
+          source.is_stderr ? files->stderr_name : files->stdout_name);
+      if (file.ok()) {
+        stream->file = std::move(*file);
+      } else {
         spdlog::error(
-            "hvdrun: --output-filename: cannot write {}: {}; this worker's "
-            "{} goes to hvdrun's only",
-            path, std::strerror(errno), kind);
+            "hvdrun: --output-filename: {}; this worker's {} goes to "
+            "hvdrun's only",
+            file.status().message(), kind);
       }
     }
     relay->streams_.push_back(std::move(stream));
@@ -161,7 +152,7 @@ void OutputRelay::Emit(Stream* stream, bool eof) {
   // Every line of this read gets the time it was read.
   const std::string stamp =
       timestamp_ ? OutputTimestamp(std::time(nullptr)) : std::string();
-  const bool to_file = stream->file.is_open() && stream->file.good();
+  const bool to_file = stream->file.is_open();
   std::string out, file_text;
   size_t start = 0;
   while (start <= end) {
@@ -186,13 +177,10 @@ void OutputRelay::Emit(Stream* stream, bool eof) {
   std::fflush(target);
   if (to_file) {
     if (timestamp_) {
-      stream->file.write(file_text.data(),
-                         static_cast<std::streamsize>(file_text.size()));
+      stream->file.Write(file_text.data(), file_text.size());
     } else {
-      stream->file.write(stream->pending.data(),
-                         static_cast<std::streamsize>(end + 1));
+      stream->file.Write(stream->pending.data(), end + 1);
     }
-    stream->file.flush();
   }
   stream->pending.erase(0, end + 1);
 }

@@ -8,7 +8,8 @@
 // read, as horovodrun writes it: "Tue Mar  5 14:03:09 2024[0]<stdout>:text"
 // on the terminal, "Tue Mar  5 14:03:09 2024 text" in the file.
 //
-// The files (--output-filename DIR; docs/design.md, "Output"): a static
+// The files (--output-filename DIR; docs/design.md, "Output"; opened as
+// output_files.h says, so no other user can redirect them): a static
 // job writes Horovod's DIR/rank.<rank>/stdout and stderr; an elastic job,
 // whose slots get new processes and whose ranks change between
 // generations, writes one directory per slot and one pair of files per
@@ -42,10 +43,16 @@ struct RelayStream {
   std::shared_ptr<OutputTail> tail;
 };
 
-// Where one worker's output goes besides hvdrun's stdout and stderr.
+// Where one worker's output goes besides hvdrun's stdout and stderr:
+// root/subdir/stdout_name and stderr_name, opened as output_files.h says
+// (directories made 0700, no symbolic link followed).
 struct OutputFiles {
-  std::string dir;  // created (with its parents) before the files
-  std::string stdout_path, stderr_path;
+  std::string root;    // --output-filename
+  std::string subdir;  // the worker's directory in it
+  std::string stdout_name, stderr_name;
+  std::string dir() const { return root + "/" + subdir; }
+  std::string stdout_path() const { return dir() + "/" + stdout_name; }
+  std::string stderr_path() const { return dir() + "/" + stderr_name; }
 };
 
 struct RelayOptions {

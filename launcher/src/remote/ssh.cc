@@ -34,7 +34,11 @@ std::vector<std::string> SshArgs(const std::string& host,
   if (!config.ssh_identity_file.empty()) {
     ssh.insert(ssh.end(), {"-i", config.ssh_identity_file});
   }
-  ssh.push_back(host);
+  // "--": a host name that starts with '-' is ssh's destination, never an
+  // option (-oProxyCommand=... would run a command here). Host names are
+  // also refused with a leading '-' where they enter (job/host_slots.h);
+  // this holds for any caller.
+  ssh.insert(ssh.end(), {"--", host});
   return ssh;
 }
 

@@ -19,7 +19,7 @@ namespace hvd::launcher {
 inline constexpr std::chrono::seconds kSshAliveInterval{1};
 inline constexpr int kSshAliveCountMax = 2;
 
-// `ssh <options> host`, to which the caller appends the remote command.
+// `ssh <options> -- host`, to which the caller appends the remote command.
 // ssh never prompts (BatchMode), gives up connecting after
 // config.start_timeout, ends when the connected link stops answering its
 // keep-alives, and takes hvdrun's -p and -i. Host keys are checked as the

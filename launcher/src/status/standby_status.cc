@@ -92,7 +92,8 @@ std::string EncodeLeaderPage(const LeaderPage& page) {
               {"host", page.host},
               {"leader", page.leader},
               {"since_ms", page.since_ms}}
-      .dump();
+      // A URL and a machine's name: outside text, maybe not UTF-8.
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<LeaderPage> ParseLeaderPage(std::string_view text) {

@@ -3,10 +3,13 @@
 #include <httplib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "hvd/common/env_vars.h"
 #include "hvd/common/http_message.h"
+#include "hvd/common/secret_file.h"
 #include "hvd/common/status.h"
 #include "status/job_file.h"
 #include "status/status_server.h"
@@ -16,10 +19,14 @@ namespace hvd::launcher {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hvdrun status [--json] [URL]\n"
+    "usage: hvdrun status [--json] [--token-file FILE] [URL]\n"
     "  Shows a running job: without URL, every job of this user on this\n"
-    "  machine; with URL (as hvdrun printed it, ?token=... included), that\n"
-    "  job. --json prints the status as JSON: with URL, that job's\n"
+    "  machine; with URL (as hvdrun printed it), that job. The URL's read\n"
+    "  token is best left out of it (other users see command lines in\n"
+    "  ps): --token-file FILE reads it from FILE (as --status-token-file\n"
+    "  wrote it), else the environment variable HVD_STATUS_TOKEN gives it;\n"
+    "  a URL with ?token=... still works, with a warning.\n"
+    "  --json prints the status as JSON: with URL, that job's\n"
     "  status.json; without, one array of {\"pid\", \"url\", \"status\"},\n"
     "  one element per job (status null for a job that ended meanwhile).\n"
     "  A standby hvdrun (--standby) sends the reader on to the hvdrun that\n"
@@ -32,12 +39,16 @@ struct Got {
   std::string body;
   std::string location;
 };
-common::Result<Got> Get(const SplitUrl& url) {
+// `token`, when not empty, goes as `Authorization: Bearer`, which the
+// server takes before a ?token= of the target.
+common::Result<Got> Get(const SplitUrl& url, const std::string& token) {
   httplib::Client client(url.origin);
   client.set_connection_timeout(std::chrono::seconds(3));
   client.set_read_timeout(std::chrono::seconds(5));
   client.set_follow_location(false);  // one redirect, followed here
-  auto answer = client.Get(url.target);
+  httplib::Headers headers;
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  auto answer = client.Get(url.target, headers);
   if (!answer) {
     return common::Status::Transport("cannot reach " + url.origin + ": " +
                                      httplib::to_string(answer.error()));
@@ -61,10 +72,13 @@ common::Result<nlohmann::json> StatusJsonOf(const SplitUrl& url,
   return body;
 }
 
-// Fetches URL's status.json: "http://host:port/...?token=T". A standby
-// redirects to its leader: followed once, and what the standby said goes
-// along as the member `standby`. Bounded: two requests at most.
-common::Result<nlohmann::json> Fetch(const std::string& url) {
+// Fetches URL's status.json: "http://host:port/...?token=T", or without
+// the ?token= when `token` is given. A standby redirects to its leader:
+// followed once (with `token` too: every hvdrun of a job takes the same
+// one), and what the standby said goes along as the member `standby`.
+// Bounded: two requests at most.
+common::Result<nlohmann::json> Fetch(const std::string& url,
+                                     const std::string& token) {
   auto split = SplitStatusUrl(url);
   if (!split.ok()) return split.status();
   const size_t mark = split->target.find('?');
@@ -72,14 +86,14 @@ common::Result<nlohmann::json> Fetch(const std::string& url) {
                  "/status.json" + (mark == std::string::npos
                                        ? std::string()
                                        : split->target.substr(mark))};
-  auto got = Get(first);
+  auto got = Get(first, token);
   if (!got.ok()) return got.status();
   if (!IsRedirect(got->code)) return StatusJsonOf(first, *got);
   auto said = nlohmann::json::parse(got->body, nullptr, false);
   const nlohmann::json standby = StatusField(said, "standby");
   auto next = RedirectTarget(got->location, first.origin, false);
   if (!next.ok()) return next.status();
-  auto then = Get(*next);
+  auto then = Get(*next, token);
   if (!then.ok()) {
     return then.status().WithContext("following " + first.origin +
                                      "'s redirect (a standby's, to its "
@@ -115,11 +129,63 @@ int Print(const common::Result<nlohmann::json>& status, bool as_json) {
   return 0;
 }
 
-int Show(const std::string& url, bool as_json) {
-  return Print(Fetch(url), as_json);
+int Show(const std::string& url, const std::string& token_file, bool as_json) {
+  auto token = ChooseReadToken(url, token_file,
+                               std::getenv(common::env_vars::kHvdStatusToken));
+  if (!token.ok()) {
+    std::fprintf(stderr, "hvdrun status: %s\n",
+                 token.status().message().c_str());
+    return 2;
+  }
+  if (!token->warning.empty()) {
+    std::fprintf(stderr, "hvdrun status: warning: %s\n",
+                 token->warning.c_str());
+  }
+  return Print(Fetch(url, token->token), as_json);
+}
+
+// Whether the query of `url` has a parameter `token`.
+bool CarriesToken(std::string_view url) {
+  size_t query = url.find('?');
+  if (query == std::string_view::npos) return false;
+  std::string_view rest = url.substr(query + 1);
+  rest = rest.substr(0, rest.find('#'));
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    std::string_view param = rest.substr(0, amp);
+    if (param.substr(0, param.find('=')) == "token") return true;
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return false;
 }
 
 }  // namespace
+
+common::Result<ReadToken> ChooseReadToken(std::string_view url,
+                                          const std::string& token_file,
+                                          const char* env_token) {
+  ReadToken chosen;
+  if (CarriesToken(url)) {
+    chosen.warning =
+        "the URL's ?token= is on hvdrun's command line, where every user of "
+        "this machine can read it (ps); give the URL without it, and the "
+        "token with --token-file FILE or in the environment variable " +
+        std::string(common::env_vars::kHvdStatusToken);
+  }
+  if (!token_file.empty()) {
+    common::SecretFileRules rules;
+    rules.flag = "--token-file";
+    rules.noun = "token";
+    rules.make_missing = false;  // a reader's file: made by the job's hvdrun
+    auto token = common::SecretFromFile(token_file, rules);
+    if (!token.ok()) return token.status();
+    chosen.token = *token;
+  } else if (env_token != nullptr) {
+    chosen.token = env_token;
+  }
+  return chosen;
+}
 
 common::Result<SplitUrl> SplitStatusUrl(std::string_view url) {
   size_t rest = 0;
@@ -172,9 +238,15 @@ common::Result<SplitUrl> RedirectTarget(std::string_view location,
 int StatusMain(const std::vector<std::string>& args) {
   bool as_json = false;
   std::string url;
-  for (const std::string& arg : args) {
+  std::string token_file;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
     if (arg == "--json") {
       as_json = true;
+    } else if (arg == "--token-file" && i + 1 < args.size()) {
+      token_file = args[++i];
+    } else if (arg.rfind("--token-file=", 0) == 0) {
+      token_file = arg.substr(std::string_view("--token-file=").size());
     } else if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -186,7 +258,13 @@ int StatusMain(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (!url.empty()) return Show(url, as_json);
+  if (!url.empty()) return Show(url, token_file, as_json);
+  if (!token_file.empty()) {
+    // The jobs listed here carry their own tokens; one token for them all
+    // would be a mistake to pass over in silence.
+    std::fprintf(stderr, "hvdrun status: --token-file needs a URL\n%s", kUsage);
+    return 2;
+  }
   auto jobs = RunningJobs();
   if (!jobs.ok()) {
     std::fprintf(stderr, "hvdrun status: %s\n",
@@ -208,7 +286,7 @@ int StatusMain(const std::vector<std::string>& args) {
       std::printf("%shvdrun pid %d: %s\n", &job == &jobs->front() ? "" : "\n",
                   static_cast<int>(job.pid), job.url.c_str());
     }
-    auto status = Fetch(job.url);
+    auto status = Fetch(job.url, "");  // the job file's URL has its token
     if (!status.ok() && (!StillListed(job) || !StillRuns(job))) {
       // It ended between the listing and the question: not running, and so
       // not an error.

@@ -20,7 +20,7 @@ double Number(const json& value, double otherwise = 0) {
 std::string Str(const json& value) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_null()) return "-";
-  return value.dump();
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // "1.23 s", "45 ms", "-".

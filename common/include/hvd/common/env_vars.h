@@ -60,6 +60,9 @@ inline constexpr char kHvdWorkerId[] = "HVD_WORKER_ID";
 // Seconds a remote worker's guard waits without a word (a heartbeat every
 // second) from hvdrun before it stops the worker (hvdrun; default 5).
 inline constexpr char kHvdRemoteSilenceSeconds[] = "HVD_REMOTE_SILENCE_SECONDS";
+// The read token `hvdrun status URL` sends (--token-file wins), so that it
+// need not be on the command line, where `ps` shows it to other users.
+inline constexpr char kHvdStatusToken[] = "HVD_STATUS_TOKEN";
 // Seconds between a worker's progress reports to hvdrun (ops, bytes, steps,
 // commits, stalls, recovery phases; fractions allowed; default 1; 0: none).
 inline constexpr char kHvdReportIntervalSeconds[] =

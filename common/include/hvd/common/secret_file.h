@@ -23,14 +23,17 @@ struct SecretFileRules {
   // job's workers. A read token may be shared with a group (a metrics
   // scraper), so it does not ask this.
   bool private_to_user = false;
+  // A reader of another's secret (`hvdrun status --token-file`) must not
+  // make one: a missing file is an error then.
+  bool make_missing = true;
 };
 
 // The secret in `path`: its content without surrounding white space,
 // `min_chars` to `max_chars` characters a URL carries as they are
-// (letters, digits, '-', '.', '_', '~'). A missing file is made, mode
-// 0600, with a new random secret, and appears whole (written under
-// another name, then linked into place). Errors name the flag, the file and what
-// to do.
+// (letters, digits, '-', '.', '_', '~'). A missing file is made (unless
+// !make_missing), mode 0600, with a new random secret, and appears whole
+// (written under another name, then linked into place). Errors name the flag,
+// the file and what to do.
 Result<std::string> SecretFromFile(const std::string& path,
                                    const SecretFileRules& rules);
 

@@ -34,8 +34,10 @@ inline constexpr char kValues[] = "values";
 inline constexpr char kError[] = "error";
 inline constexpr char kMessage[] = "message";
 
-// httplib refuses request lines over 8 KiB; clients split multi-key waits
-// so that each target stays below this.
+// The server takes a request line and headers of 16 KiB together
+// (common::HttpServerLimits::header_bytes); clients split multi-key waits
+// so that each target stays below this, leaving the signature headers
+// room.
 inline constexpr size_t kMaxTargetBytes = 7 * 1024;
 
 // Scopes: 1-128 characters of [A-Za-z0-9._-].
