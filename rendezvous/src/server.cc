@@ -100,8 +100,8 @@ void RendezvousServer::LogDenied(const common::WorkerIdentity& who,
     return;
   }
   spdlog::warn(
-      "rendezvous: refused (403) a request of {} from here on "
-      "logged no more: {}",
+      "rendezvous: refused (403) a request of {} (its first refusal, and "
+      "the only one logged): {}",
       who.Describe(), answer);
 }
 

@@ -189,6 +189,31 @@ TEST(JobPolicyElastic, SuccessWhenEveryHolderExitsZeroStopsNewcomers) {
   EXPECT_EQ(h.exit_code(), 0);
 }
 
+// A host removed and back before its workers left (they learn it at their
+// next check-in, and exit): they are not the slot's workers any more, so
+// the new generation starts new ones, and their exit is neither a failure
+// nor the job's success. Reusing them left every survivor waiting for a
+// process that was leaving (the attack test's quick add, remove, add).
+TEST(JobPolicyElastic, AHostBackBeforeItsLeftOutWorkersExitGetsNewOnes) {
+  Harness h = Trained();
+  const WorkerId old_b0 = h.worker("b:0"), old_b1 = h.worker("b:1");
+  h.On(HostsDiscovered{{{"a", 2}}});
+  ASSERT_EQ(h.plan().slots.count("b:0"), 0u);
+  h.CheckInAll();
+  Actions back = h.On(HostsDiscovered{{{"a", 2}, {"b", 2}}});
+  ASSERT_EQ(h.plan().slots.count("b:0"), 1u);
+  auto starts = All<StartWorker>(back);
+  ASSERT_EQ(starts.size(), 2u) << Lines(back);
+  EXPECT_NE(h.plan().workers.at("b:0"), old_b0);
+  EXPECT_NE(h.plan().workers.at("b:1"), old_b1);
+  for (WorkerId old : {old_b0, old_b1}) {
+    Actions left = h.On(WorkerExited{old, Exit(0)});
+    EXPECT_TRUE(All<PublishGeneration>(left).empty()) << Lines(left);
+    EXPECT_TRUE(All<WorkerFailed>(left).empty()) << Lines(left);
+  }
+  EXPECT_FALSE(h.policy().finished());
+}
+
 // ---- elastic: no committed state is thrown away ----
 
 TEST(JobPolicyElastic, LongStepsAreNeverKilledWhileTheWorkersAnswer) {

@@ -512,6 +512,15 @@ void JobPolicy::Reassign(TimePoint now, const std::string& why,
     if (!new_hosts.count(host)) push.removed.push_back(host);
   }
   plan_ = plan;
+  // Workers of slots the plan leaves out learn it at their next check-in
+  // and leave by themselves: from now on they are not their slots'
+  // workers (a slot back before they exit gets a new one), and their exit
+  // is no failure.
+  for (auto& [id, w] : workers_) {
+    if (w.active() && !plan_.slots.count(w.slot)) {
+      w.state = Worker::State::kStopping;
+    }
+  }
   board_ = BoardChanged{plan.generation, {}, {}};
   for (const auto& [name, a] : plan.slots) board_.missing.insert(name);
   out.push_back(PublishGeneration{plan});

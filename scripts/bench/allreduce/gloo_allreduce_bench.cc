@@ -27,9 +27,12 @@
 #include <vector>
 
 #include "hvd/common/env.h"
-#include "hvd/common/network_interfaces.h"
 #include "hvd/common/env_vars.h"
+#include "hvd/common/network_interfaces.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/rendezvous/http_store.h"
+#include "hvd/rendezvous/protocol.h"
+#include "hvd/rendezvous/worker_assignment.h"
 
 namespace {
 
@@ -130,21 +133,26 @@ Job JobFromEnv() {
   job.rank = static_cast<int>(Ok(hvd::common::GetEnvInt(ev::kRank, 0, 0)));
   job.size = static_cast<int>(Ok(hvd::common::GetEnvInt(ev::kSize, 1, 1)));
   job.hostname = hvd::common::GetEnvString(ev::kHostname, "127.0.0.1");
+  // Signed as the worker hvdrun started: its id, slot and own key.
+  job.store.worker = hvd::common::WorkerIdentity{
+      Ok(hvd::common::GetEnvInt(ev::kHvdWorkerId, 0, 1)),
+      hvd::rendezvous::SlotName(
+          job.hostname,
+          static_cast<int>(Ok(hvd::common::GetEnvInt(ev::kLocalRank, 0, 0))))};
+  job.store.secret = hvd::common::GetEnvString(ev::kHvdWorkerKey, "");
   // As hvd's workers: the address of the first interface of
   // HOROVOD_GLOO_IFACE this host has (the test bed's hosts resolve their
   // own names to 127.0.1.1, which peers cannot reach).
   const std::string iface = hvd::common::GetEnvString(ev::kGlooIface, "");
   if (!iface.empty()) {
     auto found = hvd::common::FirstListedInterface(
-        hvd::common::SplitInterfaceList(iface),
-        hvd::common::LocalInterfaces());
+        hvd::common::SplitInterfaceList(iface), hvd::common::LocalInterfaces());
     if (!found) Die("no interface of " + iface + " on this host");
     job.hostname = found->address;
   }
   job.store.host = hvd::common::GetEnvString(ev::kGlooRendezvousAddr, "");
   job.store.port = static_cast<int>(
       Ok(hvd::common::GetEnvInt(ev::kGlooRendezvousPort, 0, 1, 65535)));
-  job.store.secret = hvd::common::GetEnvString(ev::kHvdSecretKey, "");
   job.start_timeout =
       Ok(hvd::common::GetEnvSeconds(ev::kStartTimeout, job.start_timeout));
   return job;
@@ -160,9 +168,12 @@ std::shared_ptr<gloo::Context> Connect(const Job& job) {
   // descheduled peer can stall one for much longer on a busy machine; a
   // hung peer still ends the run instead of blocking it forever.
   context->setTimeout(120s);
-  // Its own prefix, so that it can never meet the keys of an hvd runtime.
-  hvd::rendezvous::HttpStore store(job.store, "gloo", "bench/allreduce/",
-                                   job.start_timeout);
+  // Its own prefix, so that it can never meet the keys of an hvd runtime,
+  // in generation 0 of the Gloo scope, where a static job's workers write.
+  hvd::rendezvous::HttpStore store(
+      job.store, hvd::rendezvous::protocol::kGlooScope,
+      hvd::rendezvous::protocol::GlooGenerationPrefix(0) + "bench/allreduce/",
+      job.start_timeout);
   store.PrefetchFullMesh(job.rank, job.size);
   context->connectFullMesh(store, device);
   return context;
