@@ -28,6 +28,17 @@ std::string Dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// An answer of `type` with `body` and further header fields.
+HttpAnswer Answer(int status, const char* type, std::string body,
+                  std::vector<std::pair<std::string, std::string>> headers) {
+  HttpAnswer answer;
+  answer.status = status;
+  answer.content_type = type;
+  answer.body = std::move(body);
+  answer.headers = std::move(headers);
+  return answer;
+}
+
 }  // namespace
 
 common::Result<std::string> StatusTokenFrom(const std::string& path) {
@@ -128,10 +139,8 @@ HttpAnswer StatusServer::StandbyRoute(const StandbyView& view,
                                       const common::HttpRequest& request) {
   const int64_t now = common::WallClockMs();
   if (request.path == "/metrics") {
-    return HttpAnswer{200,
-                      "text/plain; version=0.0.4; charset=utf-8",
-                      StandbyMetricsText(view),
-                      {{"Cache-Control", "no-store"}}};
+    return Answer(200, "text/plain; version=0.0.4; charset=utf-8",
+                  StandbyMetricsText(view), {{"Cache-Control", "no-store"}});
   }
   const bool page = request.path == "/" || request.path == "/index.html";
   if (!page && request.path != "/status.json") {
@@ -143,14 +152,12 @@ HttpAnswer StatusServer::StandbyRoute(const StandbyView& view,
   auto location = RedirectLocation(view, request.path, request.target);
   if (location) {
     // The body says where to and why, for a reader that does not follow.
-    return HttpAnswer{307,
-                      "application/json",
-                      Dump(StandbyJson(view, now)),
-                      {{"Location", *location}, {"Cache-Control", "no-store"}}};
+    return Answer(307, "application/json", Dump(StandbyJson(view, now)),
+                  {{"Location", *location}, {"Cache-Control", "no-store"}});
   }
   if (page) {
-    return HttpAnswer{200, "text/html; charset=utf-8",
-                      StandbyPageHtml(view, now), kPageHeaders};
+    return Answer(200, "text/html; charset=utf-8", StandbyPageHtml(view, now),
+                  kPageHeaders);
   }
   HttpAnswer answer = HttpAnswer::Json(Dump(StandbyJson(view, now)));
   answer.headers = {{"Cache-Control", "no-store"}};
@@ -167,9 +174,8 @@ HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
   }
   if (standby) return StandbyRoute(*standby, request);
   if (request.path == "/" || request.path == "/index.html") {
-    HttpAnswer page{200, "text/html; charset=utf-8", StatusPageHtml(),
-                    kPageHeaders};
-    return page;
+    return Answer(200, "text/html; charset=utf-8", StatusPageHtml(),
+                  kPageHeaders);
   }
   if (request.path == "/status.json") {
     HttpAnswer answer = HttpAnswer::Json(Rendered(source, false));
@@ -177,10 +183,8 @@ HttpAnswer StatusServer::Route(const common::HttpRequest& request) {
     return answer;
   }
   if (request.path == "/metrics") {
-    return HttpAnswer{200,
-                      "text/plain; version=0.0.4; charset=utf-8",
-                      Rendered(source, true),
-                      {{"Cache-Control", "no-store"}}};
+    return Answer(200, "text/plain; version=0.0.4; charset=utf-8",
+                  Rendered(source, true), {{"Cache-Control", "no-store"}});
   }
   return HttpAnswer::Error(
       Status::NotFound("no page " + common::Printable(request.path) +
