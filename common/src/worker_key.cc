@@ -23,8 +23,10 @@ Result<WorkerIdentity> ParseWorkerIdentity(std::string_view header) {
       at == std::string_view::npos ? std::string_view() : header.substr(at + 1);
   bool printable = true;
   for (char c : slot) printable = printable && c > ' ' && c < 0x7f;
-  if (at == std::string_view::npos || at == 0 || error != std::errc() ||
-      stop != end || who.worker < 1 || slot.empty() ||
+  // The id as Header() writes it (no leading zero), so that one worker has
+  // one name.
+  if (at == std::string_view::npos || at == 0 || header[0] == '0' ||
+      error != std::errc() || stop != end || who.worker < 1 || slot.empty() ||
       slot.size() > kMaxSlotBytes || !printable) {
     return Status::Unauthenticated(
         std::string(kWorkerHeader) +

@@ -50,7 +50,8 @@ std::optional<int64_t> GlooKeyGeneration(std::string_view key) {
   // Digits only, as GlooGenerationPrefix writes them: "g+1/" or "g01/"
   // would name a generation the writer may not be in.
   std::string_view digits = key.substr(1, slash - 1);
-  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) {
+  if (digits.empty() || digits[0] < '0' || digits[0] > '9' ||
+      (digits.size() > 1 && digits[0] == '0')) {
     return std::nullopt;
   }
   int64_t generation = 0;

@@ -28,6 +28,7 @@ TEST(WorkerKeyTest, MalformedIdentitiesAreUnauthenticated) {
        {std::string(""), std::string("7"), std::string("@n1:0"),
         std::string("7@"), std::string("0@n1:0"), std::string("-1@n1:0"),
         std::string("+1@n1:0"), std::string("07x@n1:0"),
+        std::string("07@n1:0"), std::string("0007@n1:0"),
         std::string("99999999999999999999@n1:0"), std::string("7@n1 0"),
         std::string("7@n1\x01:0"), std::string("7@n1\xff:0"),
         "1@" + longest + "h"}) {

@@ -31,8 +31,9 @@ TEST(GlooKeyTest, TheGenerationOfAKeyIsItsPrefixsAsWritten) {
   EXPECT_EQ(protocol::GlooGenerationPrefix(12), "g12/");
   EXPECT_EQ(protocol::GlooKeyGeneration("g12/global/0"), 12);
   EXPECT_EQ(protocol::GlooKeyGeneration("g0/nccl/set0.0/n0"), 0);
-  for (const char* other : {"", "g", "g/", "g12", "x12/a", "g-1/a", "g+1/a",
-                            "g01/a", "g1a/b", "g99999999999999999999/a"}) {
+  for (const char* other :
+       {"", "g", "g/", "g12", "x12/a", "g-1/a", "g-0/a", "g+1/a", "g01/a",
+        "g1a/b", "g99999999999999999999/a"}) {
     EXPECT_FALSE(protocol::GlooKeyGeneration(other)) << other;
   }
 }

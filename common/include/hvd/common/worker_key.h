@@ -43,8 +43,8 @@ struct WorkerIdentity {
   }
 };
 
-// Parses an X-Hvd-Worker value: a decimal id from 1, '@', and a slot of
-// 1-kMaxSlotBytes printable ASCII bytes. kUnauthenticated when malformed
+// Parses an X-Hvd-Worker value: a decimal id from 1 without leading zeros,
+// '@', and a slot of 1-kMaxSlotBytes printable ASCII bytes. kUnauthenticated when malformed
 // (the server answers 401: the signature cannot be checked).
 Result<WorkerIdentity> ParseWorkerIdentity(std::string_view header);
 
