@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,9 +34,13 @@ common::Result<std::chrono::milliseconds> ParseWait(
 // "a,b,c" -> {"a", "b", "c"}; empty items stay (and are refused later).
 std::vector<std::string> SplitKeys(const std::string& list);
 
-// PUT, GET and DELETE under /v1/kv/ (the path must start with it).
-common::HttpAnswer HandleKv(const common::HttpRequest& req, KvStore& store,
-                            std::chrono::milliseconds max_wait);
+// PUT, GET and DELETE under /v1/kv/ (the path must start with it). A
+// request a worker signed must pass WorkerMayUseKv, `member_of(g)` saying
+// whether it belongs to generation g (none: to no generation).
+common::HttpAnswer HandleKv(
+    const common::HttpRequest& req, KvStore& store,
+    std::chrono::milliseconds max_wait,
+    const std::function<bool(int64_t)>& member_of = nullptr);
 
 // GET /v1/elastic/checkin.
 common::HttpAnswer HandleCheckIn(const common::HttpRequest& req,

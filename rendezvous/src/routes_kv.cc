@@ -9,6 +9,7 @@
 #include "hvd/common/base64.h"
 #include "hvd/common/env.h"
 #include "hvd/rendezvous/protocol.h"
+#include "worker_access.h"
 
 namespace hvd::rendezvous::internal {
 
@@ -151,10 +152,18 @@ HttpAnswer HandleGet(const HttpRequest& req, KvStore& store, const KvPath& path,
 }  // namespace
 
 HttpAnswer HandleKv(const HttpRequest& req, KvStore& store,
-                    std::chrono::milliseconds max_wait) {
+                    std::chrono::milliseconds max_wait,
+                    const std::function<bool(int64_t)>& member_of) {
   auto path = ParseKvPath(
       std::string_view(req.path).substr(std::strlen(protocol::kKvPath)));
   if (!path.ok()) return HttpAnswer::Error(path.status());
+  if (req.worker) {
+    Status may = WorkerMayUseKv(*req.worker, req.method, *path,
+                                [&member_of](int64_t generation) {
+                                  return member_of && member_of(generation);
+                                });
+    if (!may.ok()) return HttpAnswer::Error(may);
+  }
   if (req.method == "GET") return HandleGet(req, store, *path, max_wait);
   if (req.method == "PUT") {
     if (!path->key) {

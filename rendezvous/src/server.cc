@@ -7,7 +7,6 @@
 
 #include "http_reply.h"
 #include "hvd/rendezvous/protocol.h"
-#include "worker_access.h"
 
 namespace hvd::rendezvous {
 
@@ -63,18 +62,11 @@ HttpAnswer RendezvousServer::Route(const HttpRequest& req) {
 HttpAnswer RendezvousServer::RouteFor(const HttpRequest& req) {
   if (req.path.compare(0, std::strlen(protocol::kKvPath), protocol::kKvPath) ==
       0) {
-    if (req.worker) {
-      auto path = internal::ParseKvPath(
-          std::string_view(req.path).substr(std::strlen(protocol::kKvPath)));
-      if (!path.ok()) return HttpAnswer::Error(path.status());
-      Status may = internal::WorkerMayUseKv(
-          *req.worker, req.method, *path, [this, &req](int64_t generation) {
-            return board_.IsMember(generation, req.worker->slot,
-                                   req.worker->worker);
-          });
-      if (!may.ok()) return HttpAnswer::Error(may);
-    }
-    return internal::HandleKv(req, store_, options_.max_wait);
+    return internal::HandleKv(
+        req, store_, options_.max_wait, [this, &req](int64_t generation) {
+          return board_.IsMember(generation, req.worker->slot,
+                                 req.worker->worker);
+        });
   }
   if (req.method == "GET" && req.path == protocol::kStatusPath) {
     return HttpAnswer::Json(StatusJson());

@@ -52,6 +52,19 @@ class Attacker:
             return status_of(read_answer(sock, 30))
 
 
+def read_body(sock, answer):
+    """The rest of the answer whose headers (and first body bytes)
+    `answer` holds, by its Content-Length (the socket's timeout bounds each
+    read)."""
+    length = int(answer.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    body = answer.split(b"\r\n\r\n", 1)[1]
+    while len(body) < length:
+        chunk = sock.recv(min(length - len(body), 1 << 20))
+        assert chunk, "the answer ended early"
+        body += chunk
+    return body
+
+
 def fill_the_store(attacker):
     """PUTs of 8 MiB until the store refuses; their statuses."""
     statuses = []
@@ -82,11 +95,7 @@ def distinct_prefixes(attacker, count=30000, threads=4):
                     "GET", f"/v1/kv/gloo?prefix={prefix}&count=0"))
                 answer = read_answer(sock, 30)
                 status = status_of(answer)
-                length = int(answer.split(b"Content-Length: ")[1]
-                             .split(b"\r\n")[0])
-                rest = answer.split(b"\r\n\r\n", 1)[1]
-                while len(rest) < length:
-                    rest += sock.recv(length - len(rest))
+                read_body(sock, answer)
                 with lock:
                     statuses[status] = statuses.get(status, 0) + 1
                 if b"Connection: close" in answer:
@@ -157,11 +166,7 @@ def answered(attacker):
     requests: what other requests it answered, up to a constant."""
     with attacker.connect() as sock:
         sock.sendall(attacker.request("GET", "/v1/status"))
-        answer = read_answer(sock, 30)
-        length = int(answer.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-        body = answer.split(b"\r\n\r\n", 1)[1]
-        while len(body) < length:
-            body += sock.recv(length - len(body))
+        body = read_body(sock, read_answer(sock, 30))
     attacker.status_calls = getattr(attacker, "status_calls", 0) + 1
     return json.loads(body)["requests"]["2xx"] - attacker.status_calls
 
@@ -191,12 +196,7 @@ def readers_that_do_not_read(attacker, readers=64):
             "GET", "/v1/kv/gloo?prefix=g0/big/&count=4"))
         answer = read_answer(sock, 30)
         assert status_of(answer) == 200, answer[:200]
-        length = int(answer.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-        body = answer.split(b"\r\n\r\n", 1)[1]
-        while len(body) < length:
-            chunk = sock.recv(1 << 20)
-            assert chunk, "the answer ended early"
-            body += chunk
+        body = read_body(sock, answer)
     got = json.loads(body)["values"]
     assert {k: base64.b64decode(v) for k, v in got.items()} == values
     for key in values:

@@ -33,6 +33,18 @@ Status Refused(const std::string& path, const std::string& why) {
   return Status::InvalidArgument(path + ": " + why);
 }
 
+// The directory open at `fd` passes UnsafeDirectory.
+Status CheckDirectory(int fd, const std::string& path, bool owner_may_be_root) {
+  struct stat info {};
+  if (fstat(fd, &info) != 0) {
+    return Refused(path,
+                   std::string("cannot stat it: ") + std::strerror(errno));
+  }
+  auto unsafe =
+      UnsafeDirectory(info.st_uid, info.st_mode, geteuid(), owner_may_be_root);
+  return unsafe ? Refused(path, *unsafe) : Status::Ok();
+}
+
 // The directory `path` (the user's, followed as given), made 0700 with
 // its missing parents; then checked.
 Status OpenRoot(const std::string& path, Fd& dir) {
@@ -53,13 +65,7 @@ Status OpenRoot(const std::string& path, Fd& dir) {
     return Refused(path,
                    std::string("cannot create it: ") + std::strerror(errno));
   }
-  struct stat info {};
-  if (fstat(dir.fd, &info) != 0) {
-    return Refused(path,
-                   std::string("cannot stat it: ") + std::strerror(errno));
-  }
-  auto unsafe = UnsafeDirectory(info.st_uid, info.st_mode, geteuid(), true);
-  return unsafe ? Refused(path, *unsafe) : Status::Ok();
+  return CheckDirectory(dir.fd, path, true);
 }
 
 // `name` in `parent`, a directory of the user's alone, made 0700 if it is
@@ -85,13 +91,7 @@ Status OpenWorkerDirectory(int parent, const std::string& path,
     return Refused(path,
                    std::string("cannot open it: ") + std::strerror(errno));
   }
-  struct stat info {};
-  if (fstat(dir.fd, &info) != 0) {
-    return Refused(path,
-                   std::string("cannot stat it: ") + std::strerror(errno));
-  }
-  auto unsafe = UnsafeDirectory(info.st_uid, info.st_mode, geteuid(), false);
-  return unsafe ? Refused(path, *unsafe) : Status::Ok();
+  return CheckDirectory(dir.fd, path, false);
 }
 
 }  // namespace
