@@ -122,8 +122,10 @@ def test_the_leaders_own_workers_stop_when_nobody_adopts_them(
     wait_until(lambda: not any(alive(pid) for pid in pids),
                "the workers stopped after the grace", timeout=40)
     assert time.time() - killed >= 3
-    # Their guards took their sockets with them.
+    # Their guards take their sockets with them, as they exit just after
+    # their workers.
     folder = f"/tmp/hvd-adopt-{os.getuid()}"
-    for worker_id in ids:
-        assert not os.path.exists(
-            os.path.join(folder, socket_name("orphans", worker_id)))
+    sockets = [os.path.join(folder, socket_name("orphans", worker_id))
+               for worker_id in ids]
+    wait_until(lambda: not any(os.path.exists(path) for path in sockets),
+               f"the guards to remove their sockets {sockets}", timeout=20)
