@@ -272,21 +272,39 @@ void Connection::Dispatch() {
   request.peer = peer_;
   request.worker = std::move(worker_);
   parser_.reset();
-  asio::post(server_.pool(), [self = shared_from_this(),
-                              request = std::move(request),
-                              digest = std::move(body_digest_),
-                              reservation = std::move(reservation_)]() mutable {
-    HandledRequest handled = self->server_.Handle(std::move(request), digest);
-    reservation.reset();  // the body is gone with the request
-    asio::post(self->server_.io(), [self, handled = std::move(handled)]() {
-      if (self->closed_) return;
-      if (!handled.refusal.empty()) {
-        self->server_.Refused(handled.answer.status, self->peer_,
-                              handled.refusal);
-      }
-      self->Answer(std::move(handled.answer), !handled.refusal.empty());
-    });
-  });
+  // A small body's digest is checked here; a request that never blocks
+  // then runs here too, without two hand-offs between threads.
+  const bool prepared = request.body.size() <= kInlineBodyBytes;
+  if (prepared) {
+    std::optional<HandledRequest> done = server_.Prepare(request, body_digest_);
+    if (!done && server_.RunsInline(request)) done = server_.Run(request);
+    if (done) {
+      reservation_.reset();
+      return Finish(std::move(*done));
+    }
+  }
+  asio::post(server_.pool(),
+             [self = shared_from_this(), prepared, request = std::move(request),
+              digest = std::move(body_digest_),
+              reservation = std::move(reservation_)]() mutable {
+               std::optional<HandledRequest> handled;
+               if (!prepared) handled = self->server_.Prepare(request, digest);
+               if (!handled) handled = self->server_.Run(request);
+               request = {};
+               reservation.reset();  // the body is gone with the request
+               asio::post(self->server_.io(),
+                          [self, handled = std::move(*handled)]() mutable {
+                            self->Finish(std::move(handled));
+                          });
+             });
+}
+
+void Connection::Finish(HandledRequest handled) {
+  if (closed_) return;
+  if (!handled.refusal.empty()) {
+    server_.Refused(handled.answer.status, peer_, handled.refusal);
+  }
+  Answer(std::move(handled.answer), !handled.refusal.empty());
 }
 
 void Connection::Refuse(int http_status, const Status& why) {

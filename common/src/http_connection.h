@@ -2,7 +2,8 @@
 // asynchronous steps on the server's I/O thread:
 //   AwaitRequest (idle deadline) -> ReadHeader (header deadline from the
 //   first byte) -> OnHeader (signature, nonce, Content-Length) -> ReadBody
-//   (body deadline) -> Dispatch (handler pool) -> Answer (write deadline)
+//   (body deadline) -> Dispatch (handler pool, or here for a request that
+//   never blocks) -> Answer (write deadline)
 //   -> AwaitRequest again, or close.
 // Refusals are answered and the connection closed after a short bounded
 // drain ("lingering close"), so the client can read the answer instead of
@@ -52,6 +53,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadBody();
   void OnBody(error_code ec);
   void Dispatch();
+  // Writes what the handler (or the body check) answered.
+  void Finish(HandledRequest handled);
   void Answer(HttpAnswer answer, bool close);
   // Answers `status` with the reason, counts the refusal, closes after.
   void Refuse(int http_status, const Status& why);

@@ -291,24 +291,34 @@ void SignedHttpServer::Impl::CountHandlerTime(
       std::memory_order_relaxed);
 }
 
-HandledRequest SignedHttpServer::Impl::Handle(HttpRequest request,
-                                              const std::string& body_digest) {
-  HandledRequest handled;
+std::optional<HandledRequest> SignedHttpServer::Impl::Prepare(
+    HttpRequest& request, const std::string& body_digest) {
+  HandledRequest refused;
   Status body = options_.access == HttpAccess::kReadToken
                     ? Status::Ok()  // read requests have no body
                     : VerifyBody(body_digest, request.body);
   if (!body.ok()) {
-    handled.answer = HttpAnswer::Error(401, body);
-    handled.refusal = body.message();
-    return handled;
+    refused.answer = HttpAnswer::Error(401, body);
+    refused.refusal = body.message();
+    return refused;
   }
   auto target = ParseTarget(request.target);
   if (!target.ok()) {
-    handled.answer = HttpAnswer::Error(400, target.status());
-    return handled;
+    refused.answer = HttpAnswer::Error(400, target.status());
+    return refused;
   }
   request.path = std::move(target->path);
   request.params = std::move(target->params);
+  return std::nullopt;
+}
+
+bool SignedHttpServer::Impl::RunsInline(const HttpRequest& request) const {
+  return options_.never_blocks && request.body.size() <= kInlineBodyBytes &&
+         options_.never_blocks(request);
+}
+
+HandledRequest SignedHttpServer::Impl::Run(const HttpRequest& request) {
+  HandledRequest handled;
   std::string what;
   try {
     const auto started = std::chrono::steady_clock::now();

@@ -13,6 +13,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,11 +63,15 @@ class SignedHttpServer::Impl {
   BodyBudget& bodies() { return bodies_; }
   WorkerKeyCache& worker_keys() { return worker_keys_; }
 
-  // ---- handler pool ----
-  // Checks the body against its signed digest, parses the target and runs
-  // the handler; never throws.
-  HandledRequest Handle(HttpRequest request, const std::string& body_digest);
-  void CountHandlerTime(std::chrono::steady_clock::duration took);
+  // ---- handler pool, or the I/O thread for requests RunsInline takes ----
+  // Checks the body against its signed digest and parses the target into
+  // `request`; the answer when the request goes no further.
+  std::optional<HandledRequest> Prepare(HttpRequest& request,
+                                        const std::string& body_digest);
+  // Whether a prepared request runs on the I/O thread (never_blocks).
+  bool RunsInline(const HttpRequest& request) const;
+  // Runs the handler on a prepared request; never throws.
+  HandledRequest Run(const HttpRequest& request);
 
  private:
   void Accept();
@@ -74,6 +79,7 @@ class SignedHttpServer::Impl {
                 boost::asio::ip::tcp::socket socket);
   void Evict(ConnectionTable::Id id, const std::string& reason);
   void ScheduleSummary();
+  void CountHandlerTime(std::chrono::steady_clock::duration took);
   void LogSummary(bool flush = false);
   // Runs `task` on the I/O thread and waits for it.
   void RunOnIo(std::function<void()> task);

@@ -42,6 +42,10 @@ common::HttpAnswer HandleKv(
     std::chrono::milliseconds max_wait,
     const std::function<bool(int64_t)>& member_of = nullptr);
 
+// Whether HandleKv answers `req` at once: any /v1/kv/ request but a GET
+// that asks to wait (wait_ms other than 0).
+bool KvNeverBlocks(const common::HttpRequest& req);
+
 // GET /v1/elastic/checkin.
 common::HttpAnswer HandleCheckIn(const common::HttpRequest& req,
                                  ElasticBoard& board,

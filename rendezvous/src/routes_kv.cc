@@ -151,6 +151,13 @@ HttpAnswer HandleGet(const HttpRequest& req, KvStore& store, const KvPath& path,
 
 }  // namespace
 
+bool KvNeverBlocks(const HttpRequest& req) {
+  if (req.path.compare(0, std::strlen(protocol::kKvPath), protocol::kKvPath))
+    return false;
+  return req.method != "GET" || !req.HasParam(protocol::kWaitMs) ||
+         req.Param(protocol::kWaitMs) == "0";
+}
+
 HttpAnswer HandleKv(const HttpRequest& req, KvStore& store,
                     std::chrono::milliseconds max_wait,
                     const std::function<bool(int64_t)>& member_of) {

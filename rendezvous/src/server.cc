@@ -39,6 +39,7 @@ Result<std::unique_ptr<RendezvousServer>> RendezvousServer::Start(
   http.worker_keys = true;  // workers sign with their own keys
   http.auth_window = o.auth_window;
   http.handler_threads = std::max<size_t>(o.threads, 2);
+  http.never_blocks = internal::KvNeverBlocks;
   http.limits = o.http;
   // A value at the store's limit plus room; a larger body is refused (413)
   // before it is read.

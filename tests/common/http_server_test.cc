@@ -551,6 +551,70 @@ TEST(HttpServerStopTest, StopWaitsForARunningHandlerAndAnswersIt) {
   EXPECT_TRUE(socket.WaitClosed(10s));
 }
 
+// Requests that `never_blocks` names run on the I/O thread: they are
+// answered while every pool thread is held, and checked as strictly.
+TEST(HttpServerInlineTest, AQuickRequestIsAnsweredWhileThePoolIsHeld) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  std::atomic<int> quick{0};
+  HttpServerOptions options;
+  options.secret = kSecret;
+  options.handler_threads = 1;
+  options.limits.body_bytes = 2 * kInlineBodyBytes;
+  options.never_blocks = [](const HttpRequest& req) {
+    return req.path == "/quick";
+  };
+  auto server = SignedHttpServer::Start(options, [&](const HttpRequest& req) {
+    if (req.path == "/quick") {
+      ++quick;
+      return HttpAnswer::Json(std::to_string(req.body.size()));
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return HttpAnswer{};
+  });
+  ASSERT_TRUE(server.ok());
+  auto release_pool = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+  };
+  RawSocket waiting((*server)->port());
+  ASSERT_TRUE(waiting.Send(SignedRequestBytes(kSecret, "GET", "/wait")));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return entered; }));
+  }
+  // The one pool thread is held: only the I/O thread can answer these.
+  RawSocket quick_socket((*server)->port());
+  ASSERT_TRUE(
+      quick_socket.Send(SignedRequestBytes(kSecret, "PUT", "/quick", "abc")));
+  std::string answer = quick_socket.ReadAnswer(10s);
+  EXPECT_EQ(StatusOf(answer), 200) << answer;
+  EXPECT_NE(answer.find("\r\n\r\n3"), std::string::npos) << answer;
+  std::string forged = SignedRequestBytes(kSecret, "PUT", "/quick", "good");
+  forged.replace(forged.size() - 4, 4, "evil");
+  RawSocket forged_socket((*server)->port());
+  ASSERT_TRUE(forged_socket.Send(forged));
+  EXPECT_EQ(StatusOf(forged_socket.ReadAnswer(10s)), 401);
+  EXPECT_EQ(quick, 1);
+  // A body past kInlineBodyBytes waits for the pool like any request.
+  RawSocket large((*server)->port());
+  ASSERT_TRUE(large.Send(SignedRequestBytes(
+      kSecret, "PUT", "/quick", std::string(kInlineBodyBytes + 1, 'x'))));
+  EXPECT_EQ(quick, 1);
+  release_pool();
+  EXPECT_EQ(StatusOf(waiting.ReadAnswer(10s)), 200);
+  EXPECT_EQ(StatusOf(large.ReadAnswer(10s)), 200);
+  EXPECT_EQ(quick, 2);
+  (*server)->Stop();
+}
+
 // The read-token mode of the status server: GET with the token, nothing
 // else, and a signature does not stand in for the token.
 class ReadTokenServerTest : public HttpServerTest {

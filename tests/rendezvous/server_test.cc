@@ -16,6 +16,7 @@
 #include "http_reply.h"
 #include "hvd/common/hmac.h"
 #include "hvd/rendezvous/client.h"
+#include "hvd/rendezvous/protocol.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -479,6 +480,33 @@ TEST(KvRoutesTest, ReadersOfOnePrefixAnswerShareItsBuffer) {
   EXPECT_EQ(answers[0].shared_body.get(), answers[2].shared_body.get());
   auto json = nlohmann::json::parse(*answers[0].shared_body);
   EXPECT_EQ(json["values"].size(), 2u);
+}
+
+// Store requests that answer at once run on the server's I/O thread; a
+// long-poll, or anything else, runs on a handler thread.
+TEST(KvRoutesTest, OnlyRequestsThatDoNotWaitAreQuick) {
+  auto request = [](std::string method, std::string path,
+                    std::vector<std::pair<std::string, std::string>> params) {
+    common::HttpRequest req;
+    req.method = std::move(method);
+    req.path = std::move(path);
+    req.params = std::move(params);
+    return req;
+  };
+  EXPECT_TRUE(internal::KvNeverBlocks(request("GET", "/v1/kv/s/k", {})));
+  EXPECT_TRUE(internal::KvNeverBlocks(
+      request("GET", "/v1/kv/s/k", {{"wait_ms", "0"}})));
+  EXPECT_TRUE(internal::KvNeverBlocks(request("PUT", "/v1/kv/s/k", {})));
+  EXPECT_TRUE(internal::KvNeverBlocks(request("DELETE", "/v1/kv/s", {})));
+  EXPECT_FALSE(internal::KvNeverBlocks(
+      request("GET", "/v1/kv/s/k", {{"wait_ms", "10"}})));
+  EXPECT_FALSE(internal::KvNeverBlocks(
+      request("GET", "/v1/kv/s",
+              {{"prefix", "g0/"}, {"count", "4"}, {"wait_ms", "1"}})));
+  EXPECT_FALSE(internal::KvNeverBlocks(
+      request("GET", protocol::kCheckInPath, {{"after", "3"}})));
+  EXPECT_FALSE(
+      internal::KvNeverBlocks(request("GET", protocol::kStatusPath, {})));
 }
 
 }  // namespace

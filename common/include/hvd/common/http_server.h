@@ -26,8 +26,9 @@
 //      `body_budget_bytes`: 503 and close, without reading it;
 //   5. the body, within `body_deadline`; its digest must match the signed
 //      one (401 otherwise);
-//   6. the handler, on the pool; its answer is written back by the I/O
-//      thread within `write_deadline`.
+//   6. the handler, on the pool, or on the I/O thread for a request that
+//      `never_blocks` names (which saves two thread hand-offs); its answer
+//      is written back by the I/O thread within `write_deadline`.
 // Malformed bytes anywhere are 400; nothing a client sends reaches a
 // handler unauthenticated or ends the process. Refusals are counted and
 // logged as one summary line per `refusal_log_interval` at most, to the
@@ -102,8 +103,16 @@ struct HttpServerOptions {
   // Handler threads: the most requests handled at once. A handler that
   // blocks (a long-poll) holds one for its wait.
   size_t handler_threads = 4;
+  // Requests (target parsed) whose handler answers at once, without
+  // waiting on anything: they run on the I/O thread when their body is
+  // small (kInlineBodyBytes). Unset: every request runs on the pool.
+  std::function<bool(const HttpRequest&)> never_blocks;
   HttpServerLimits limits;
 };
+
+// The largest body a `never_blocks` request may have to run on the I/O
+// thread; a larger one's digest is checked on the pool.
+inline constexpr size_t kInlineBodyBytes = 64 * 1024;
 
 // Upper bounds, in seconds, of the handler-time histogram's buckets; one
 // more bucket takes the rest.
@@ -128,8 +137,9 @@ struct HttpServerCounters {
 
 class SignedHttpServer {
  public:
-  // Runs on a handler thread for every authenticated request; may block. An
-  // exception becomes a 500 answer (and an error log line naming it).
+  // Runs on a handler thread for every authenticated request; may block,
+  // except for the requests `never_blocks` names. An exception becomes a
+  // 500 answer (and an error log line naming it).
   using Handler = std::function<HttpAnswer(const HttpRequest&)>;
 
   // Binds, raises the soft open-file limit to the hard one (so hundreds of
