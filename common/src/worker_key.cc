@@ -1,6 +1,7 @@
 #include "hvd/common/worker_key.h"
 
 #include <charconv>
+#include <optional>
 
 #include "hvd/common/hmac.h"
 
@@ -41,6 +42,60 @@ std::string WorkerKey(std::string_view job_secret, const WorkerIdentity& who) {
   return HmacSha256Hex(
       job_secret,
       "hvd worker key\n" + std::to_string(who.worker) + "\n" + who.slot);
+}
+
+std::string GenerationsKey(std::string_view job_secret) {
+  return HmacSha256Hex(job_secret, "hvd generations key");
+}
+
+std::string GenerationKey(std::string_view generations_key,
+                          int64_t generation) {
+  return HmacSha256Hex(generations_key,
+                       "hvd generation key\n" + std::to_string(generation));
+}
+
+namespace {
+
+constexpr size_t kKeyDigits = 64;
+
+int KeyDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// Each hex digit of `text` XOR the pad's digit at its place; nullopt when
+// `text` is not kKeyDigits lower-case hex digits. Its own inverse.
+std::optional<std::string> XorPad(std::string_view worker_key,
+                                  int64_t generation, std::string_view text) {
+  if (text.size() != kKeyDigits) return std::nullopt;
+  const std::string pad = HmacSha256Hex(
+      worker_key, "hvd generation key wrap\n" + std::to_string(generation));
+  std::string out(kKeyDigits, '0');
+  for (size_t i = 0; i < kKeyDigits; ++i) {
+    const int digit = KeyDigitValue(text[i]);
+    if (digit < 0) return std::nullopt;
+    out[i] = "0123456789abcdef"[digit ^ KeyDigitValue(pad[i])];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string WrapGenerationKey(std::string_view worker_key, int64_t generation,
+                              std::string_view generation_key) {
+  return XorPad(worker_key, generation, generation_key).value_or("");
+}
+
+Result<std::string> UnwrapGenerationKey(std::string_view worker_key,
+                                        int64_t generation,
+                                        std::string_view wrapped) {
+  auto key = XorPad(worker_key, generation, wrapped);
+  if (!key) {
+    return Status::Unauthenticated(
+        "the check-in answer's generation key is not 64 hex digits");
+  }
+  return *key;
 }
 
 Result<const WorkerKeyCache::Entry*> WorkerKeyCache::Lookup(

@@ -18,10 +18,8 @@ core.set_exception_types(HorovodInternalError, MismatchError,
                          RemovedFromJobError, ForkedProcessError,
                          InvalidArgumentError)
 
-# The worker's own key stays with the runtime, out of the environment that
+# The worker's own keys stay with the runtime, out of the environment that
 # the user's code and the programs it starts see (HVD_KEEP_WORKER_KEY=1
-# keeps it there; docs/security.md).
-_taken = core.take_worker_key()
-if _taken:
+# keeps them there; docs/security.md).
+for _taken in core.take_worker_keys():
     os.environ.pop(_taken, None)
-del _taken

@@ -263,14 +263,10 @@ std::vector<const void*> Inputs(const Group& group) {
 PYBIND11_MODULE(_hvd_core, m) {
   m.doc() = "hvd's runtime; use the hvd package, not this module";
   m.def("set_exception_types", &SetExceptionTypes);
-  // The runtime keeps this process's key and takes it out of the
-  // environment (config.h, TakeWorkerKey); the name it took out, or "",
-  // so that Python drops os.environ's copy too.
-  m.def("take_worker_key", [] {
-    return std::string(runtime::TakeWorkerKey().removed
-                           ? common::env_vars::kHvdWorkerKey
-                           : "");
-  });
+  // The runtime keeps this process's keys and takes them out of the
+  // environment (config.h, TakeProcessKeys); the names it took out, so
+  // that Python drops os.environ's copies too.
+  m.def("take_worker_keys", [] { return runtime::TakeProcessKeys().removed; });
   // A CUDA result the runtime allocated (an allgather's): flat bytes on
   // `device`, freed when the last holder of this object (or of a tensor
   // made from its interface) lets go. The host waited for it: no stream.

@@ -10,10 +10,10 @@ namespace hvd::rendezvous {
 using common::Result;
 using common::Status;
 
-EtcdStore::EtcdStore(EtcdOptions options, std::string secret,
+EtcdStore::EtcdStore(EtcdOptions options, std::string seal_key,
                      std::string prefix, std::chrono::milliseconds timeout)
     : etcd_(std::move(options)),
-      secret_(std::move(secret)),
+      seal_key_(std::move(seal_key)),
       prefix_(std::move(prefix)),
       timeout_(timeout) {}
 
@@ -32,15 +32,15 @@ void EtcdStore::set(const std::string& key, const std::vector<char>& data) {
   const std::string full = prefix_ + key;
   ++requests_;
   auto put = etcd_.Put(
-      full,
-      SealEtcdValue(secret_, full, std::string_view(data.data(), data.size())));
+      full, SealEtcdValue(seal_key_, full,
+                          std::string_view(data.data(), data.size())));
   if (!put.ok()) Fail(put.status().WithContext("setting " + full + " in etcd"));
 }
 
 Status EtcdStore::Keep(const EtcdKeyValue& kv) {
   const std::string key = kv.key.substr(prefix_.size());
   if (values_.count(key) > 0) return Status::Ok();
-  auto opened = OpenEtcdValue(secret_, kv.key, kv.value);
+  auto opened = OpenEtcdValue(seal_key_, kv.key, kv.value);
   if (!opened.ok()) return opened.status();
   values_.emplace(key, std::move(*opened));
   return Status::Ok();

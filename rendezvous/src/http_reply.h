@@ -46,10 +46,14 @@ common::HttpAnswer HandleKv(
 // that asks to wait (wait_ms other than 0).
 bool KvNeverBlocks(const common::HttpRequest& req);
 
-// GET /v1/elastic/checkin.
+// GET /v1/elastic/checkin. With `wrapped_key`, a worker's answer carries
+// wrapped_key(worker, generation) as its generation_key.
+using WrappedGenerationKey =
+    std::function<std::string(const common::WorkerIdentity&, int64_t)>;
 common::HttpAnswer HandleCheckIn(const common::HttpRequest& req,
                                  ElasticBoard& board,
-                                 std::chrono::milliseconds max_wait);
+                                 std::chrono::milliseconds max_wait,
+                                 const WrappedGenerationKey& wrapped_key = {});
 
 // POST /v1/elastic/report.
 common::HttpAnswer HandleReport(const common::HttpRequest& req,

@@ -13,7 +13,8 @@ using common::HttpAnswer;
 using common::Status;
 
 HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
-                         std::chrono::milliseconds max_wait) {
+                         std::chrono::milliseconds max_wait,
+                         const WrappedGenerationKey& wrapped_key) {
   const std::string slot = req.Param(protocol::kSlot);
   if (slot.empty() || slot.size() > 512) {
     return HttpAnswer::Error(
@@ -39,6 +40,10 @@ HttpAnswer HandleCheckIn(const common::HttpRequest& req, ElasticBoard& board,
   auto assignment = board.CheckIn(slot, *after, req.Param(protocol::kNotify),
                                   std::chrono::milliseconds(*wait), worker);
   if (!assignment.ok()) return HttpAnswer::Error(assignment.status());
+  if (wrapped_key && req.worker) {
+    assignment->generation_key =
+        wrapped_key(*req.worker, assignment->generation);
+  }
   return HttpAnswer::Json(EncodeAssignment(*assignment));
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "http_reply.h"
+#include "hvd/common/worker_key.h"
 #include "hvd/rendezvous/protocol.h"
 
 namespace hvd::rendezvous {
@@ -17,6 +18,9 @@ using common::Status;
 
 RendezvousServer::RendezvousServer(ServerOptions options)
     : options_(std::move(options)),
+      generations_key_(options_.generation_keys
+                           ? common::GenerationsKey(options_.secret)
+                           : ""),
       store_(options_.limits),
       started_(std::chrono::steady_clock::now()) {}
 
@@ -73,7 +77,16 @@ HttpAnswer RendezvousServer::RouteFor(const HttpRequest& req) {
     return HttpAnswer::Json(StatusJson());
   }
   if (req.method == "GET" && req.path == protocol::kCheckInPath) {
-    return internal::HandleCheckIn(req, board_, options_.max_wait);
+    if (!options_.generation_keys) {
+      return internal::HandleCheckIn(req, board_, options_.max_wait);
+    }
+    return internal::HandleCheckIn(
+        req, board_, options_.max_wait,
+        [this](const common::WorkerIdentity& who, int64_t generation) {
+          return common::WrapGenerationKey(
+              common::WorkerKey(options_.secret, who), generation,
+              common::GenerationKey(generations_key_, generation));
+        });
   }
   if (req.method == "POST" && req.path == protocol::kReportPath) {
     return internal::HandleReport(req, reports_);

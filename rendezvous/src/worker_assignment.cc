@@ -38,17 +38,18 @@ std::string ShortReason(const std::string& reason) {
 std::string EncodeAssignment(const WorkerAssignment& a) {
   // Host names come from the discovery script: invalid UTF-8 becomes
   // U+FFFD instead of an exception.
-  return nlohmann::json{{"generation", a.generation},
-                        {"rank", a.layout.rank},
-                        {"size", a.layout.size},
-                        {"local_rank", a.layout.local_rank},
-                        {"local_size", a.layout.local_size},
-                        {"cross_rank", a.layout.cross_rank},
-                        {"cross_size", a.layout.cross_size},
-                        {"sync", a.sync},
-                        {"reason", a.reason},
-                        {"hosts", a.hosts}}
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  nlohmann::json json{{"generation", a.generation},
+                      {"rank", a.layout.rank},
+                      {"size", a.layout.size},
+                      {"local_rank", a.layout.local_rank},
+                      {"local_size", a.layout.local_size},
+                      {"cross_rank", a.layout.cross_rank},
+                      {"cross_size", a.layout.cross_size},
+                      {"sync", a.sync},
+                      {"reason", a.reason},
+                      {"hosts", a.hosts}};
+  if (!a.generation_key.empty()) json["generation_key"] = a.generation_key;
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
@@ -86,6 +87,11 @@ Result<WorkerAssignment> DecodeAssignment(const std::string& text) {
       if (!host.is_string()) return MalformedAnswer("hosts");
       a.hosts.push_back(host.get<std::string>());
     }
+  }
+  auto key = json.find("generation_key");
+  if (key != json.end()) {
+    if (!key->is_string()) return MalformedAnswer("generation_key");
+    a.generation_key = key->get<std::string>();
   }
   return a;
 }

@@ -40,20 +40,38 @@ Result<std::vector<int>> ParseThreadAffinity(const std::string& text) {
   }
 }
 
-ProcessWorkerKey TakeWorkerKey() {
+ProcessKeys TakeProcessKeys() {
   static std::mutex mu;
-  static std::string last;
+  static std::string last_worker_key, last_generations_key;
   std::lock_guard<std::mutex> lock(mu);
-  ProcessWorkerKey taken;
-  if (auto env = common::GetEnv(ev::kHvdWorkerKey)) {
-    last = *env;
-    if (common::GetEnvString(ev::kHvdKeepWorkerKey, "") != "1") {
-      unsetenv(ev::kHvdWorkerKey);
-      taken.removed = true;
+  ProcessKeys taken;
+  const bool keep = common::GetEnvString(ev::kHvdKeepWorkerKey, "") == "1";
+  for (auto [name, last] :
+       {std::pair{ev::kHvdWorkerKey, &last_worker_key},
+        std::pair{ev::kHvdGenerationsKey, &last_generations_key}}) {
+    if (auto env = common::GetEnv(name)) {
+      *last = *env;
+      if (!keep) {
+        unsetenv(name);
+        taken.removed.push_back(name);
+      }
     }
   }
-  taken.key = last;
+  taken.worker_key = last_worker_key;
+  taken.generations_key = last_generations_key;
   return taken;
+}
+
+Result<std::string> RuntimeConfig::EtcdSealKey(int64_t generation) const {
+  if (!generations_key.empty()) {
+    return common::GenerationKey(generations_key, generation);
+  }
+  if (generation == generation_key_of && !generation_key.empty()) {
+    return generation_key;
+  }
+  return Status::PermissionDenied(
+      "this worker holds no key for generation " + std::to_string(generation) +
+      "'s values in etcd (it is not one of its members)");
 }
 
 common::HttpClientOptions RuntimeConfig::DriverClientOptions() const {
@@ -215,7 +233,8 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   if (!worker_id.ok()) return worker_id.status();
   config.worker_id = *worker_id;
   config.rendezvous_addr = common::GetEnvString(ev::kGlooRendezvousAddr, "");
-  config.worker_key = TakeWorkerKey().key;
+  const ProcessKeys keys = TakeProcessKeys();
+  config.worker_key = keys.worker_key;
   if (config.rendezvous_addr.empty() || config.worker_key.empty() ||
       config.worker_id < 1) {
     return Status::InvalidArgument(
@@ -228,11 +247,12 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
       common::GetEnvString(ev::kHvdRendezvousBackend, "embedded");
   if (backend == "etcd") {
     config.etcd_prefix = common::GetEnvString(ev::kHvdEtcdPrefix, "");
-    config.secret = common::GetEnvString(ev::kHvdSecretKey, "");
-    if (config.etcd_prefix.empty() || config.secret.empty()) {
+    config.job_public_key = common::GetEnvString(ev::kHvdJobPublicKey, "");
+    config.generations_key = keys.generations_key;
+    if (config.etcd_prefix.empty() || config.job_public_key.empty()) {
       return Status::InvalidArgument(std::string(ev::kHvdRendezvousBackend) +
                                      "=etcd needs " + ev::kHvdEtcdPrefix +
-                                     " and " + ev::kHvdSecretKey +
+                                     " and " + ev::kHvdJobPublicKey +
                                      " (is this worker started by hvdrun?)");
     }
     auto etcd = rendezvous::EtcdOptionsFromEnvironment(
@@ -268,6 +288,13 @@ Result<RuntimeConfig> RuntimeConfig::FromEnv() {
   auto elastic = common::GetEnvBool(ev::kElastic, false);
   if (!elastic.ok()) return elastic.status();
   config.elastic = *elastic;
+  if (config.etcd && !config.elastic && config.generations_key.empty()) {
+    // An elastic worker gets its generation's key when it checks in.
+    return Status::InvalidArgument(std::string(ev::kHvdRendezvousBackend) +
+                                   "=etcd in a static job needs " +
+                                   ev::kHvdGenerationsKey +
+                                   " (is this worker started by hvdrun?)");
+  }
   return config;
 }
 

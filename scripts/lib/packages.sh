@@ -18,7 +18,7 @@ hvd_wheel_packages=(python3-pip python3-setuptools python3-wheel python3-venv)
 # The C++ unit tests.
 hvd_unit_test_packages=(libgtest-dev)
 # The end-to-end tests: pytest, its workers, the metrics parser.
-hvd_pytest_packages=(python3-pytest python3-pytest-xdist
+hvd_pytest_packages=(python3-pytest python3-pytest-xdist python3-cryptography
   python3-prometheus-client)
 # The test bed of network-namespace hosts with their own sshd
 # (scripts/cluster/), for the tests and the cluster demo.

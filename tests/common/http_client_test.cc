@@ -70,22 +70,22 @@ class HttpClientTest : public ::testing::Test {
 };
 
 TEST_F(HttpClientTest, SignsRequestsSoTheServerCanVerifyThem) {
-  server_.Put("/v1/thing", [this](const httplib::Request& req,
-                                  httplib::Response& res) {
-    ++hits_;
-    const std::string ts = req.get_header_value(kTimestampHeader);
-    const std::string nonce = req.get_header_value(kNonceHeader);
-    const std::string digest = req.get_header_value(kContentSha256Header);
-    const std::string signature = req.get_header_value(kSignatureHeader);
-    auto verified = VerifyRequestHeaders(
-        kSecret, req.method, req.target,
-        ReceivedSignature{ts, nonce, digest, signature}, WallClockMs(),
-        std::chrono::seconds(5));
-    Status status =
-        verified.ok() ? VerifyBody(digest, req.body) : verified.status();
-    res.status = status.ok() ? 200 : 401;
-    res.set_content(status.ToString(), "text/plain");
-  });
+  server_.Put(
+      "/v1/thing", [this](const httplib::Request& req, httplib::Response& res) {
+        ++hits_;
+        const std::string ts = req.get_header_value(kTimestampHeader);
+        const std::string nonce = req.get_header_value(kNonceHeader);
+        const std::string digest = req.get_header_value(kContentSha256Header);
+        const std::string signature = req.get_header_value(kSignatureHeader);
+        auto verified = VerifyRequestHeaders(
+            kSecret, req.method, req.target,
+            ReceivedSignature{ts, nonce, digest, signature}, WallClockMs(),
+            std::chrono::seconds(5));
+        Status status =
+            verified.ok() ? VerifyBody(digest, req.body) : verified.status();
+        res.status = status.ok() ? 200 : 401;
+        res.set_content(status.ToString(), "text/plain");
+      });
   HttpClient client(Options());
   auto response = client.Send("PUT", "/v1/thing?x=1", "payload");
   ASSERT_TRUE(response.ok()) << response.status().ToString();
@@ -95,14 +95,13 @@ TEST_F(HttpClientTest, SignsRequestsSoTheServerCanVerifyThem) {
 
 TEST_F(HttpClientTest, Retries503ThenSucceedsWithAFreshNonceEachAttempt) {
   std::set<std::string> nonces;
-  server_.Get("/flaky",
-              [this, &nonces](const httplib::Request& req,
-                              httplib::Response& res) {
-                std::lock_guard<std::mutex> lock(mu_);
-                nonces.insert(req.get_header_value(kNonceHeader));
-                res.status = ++hits_ < 3 ? 503 : 200;
-                res.set_content("ok", "text/plain");
-              });
+  server_.Get("/flaky", [this, &nonces](const httplib::Request& req,
+                                        httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nonces.insert(req.get_header_value(kNonceHeader));
+    res.status = ++hits_ < 3 ? 503 : 200;
+    res.set_content("ok", "text/plain");
+  });
   HttpClient client(Options());
   auto response = client.Send("GET", "/flaky");
   ASSERT_TRUE(response.ok()) << response.status().ToString();

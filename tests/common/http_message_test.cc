@@ -61,7 +61,8 @@ TEST(HttpAnswerTest, ErrorsHaveTheJsonShapeEvenForBytesThatAreNotUtf8) {
 
 TEST(PrintableTest, EscapesWhatIsNotPrintableAsciiAndTruncates) {
   EXPECT_EQ(Printable("plain text"), "plain text");
-  EXPECT_EQ(Printable(std::string("a\nb\xff\0\\", 6)), "a\\x0ab\\xff\\x00\\x5c");
+  EXPECT_EQ(Printable(std::string("a\nb\xff\0\\", 6)),
+            "a\\x0ab\\xff\\x00\\x5c");
   EXPECT_EQ(Printable(std::string(300, 'x'), 10), "xxxxxxxxxx...");
 }
 

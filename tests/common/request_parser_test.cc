@@ -51,8 +51,9 @@ TEST(RequestParserTest, KeepsMethodTargetSignatureAndBody) {
 
 TEST(RequestParserTest, AHugeContentLengthPassesTheHeaderWithoutAllocating) {
   RequestParser parser(16 * 1024, 64);
-  auto ec = Feed(parser, "PUT / HTTP/1.1\r\nContent-Length: 1099511627776"
-                         "\r\n\r\n");
+  auto ec = Feed(parser,
+                 "PUT / HTTP/1.1\r\nContent-Length: 1099511627776"
+                 "\r\n\r\n");
   EXPECT_FALSE(ec) << ec.message();
   ASSERT_TRUE(parser.is_header_done());
   EXPECT_EQ(*parser.content_length(), 1099511627776u);
@@ -68,15 +69,16 @@ TEST(RequestParserTest, TooManyFieldsAreAHeaderLimit) {
 
 TEST(RequestParserTest, TooManyBytesAreAHeaderLimit) {
   RequestParser parser(1024, 64);
-  EXPECT_EQ(Feed(parser, "GET / HTTP/1.1\r\nA: " + std::string(2000, 'x') +
-                             "\r\n\r\n"),
+  EXPECT_EQ(Feed(parser,
+                 "GET / HTTP/1.1\r\nA: " + std::string(2000, 'x') + "\r\n\r\n"),
             http::error::header_limit);
 }
 
 TEST(RequestParserTest, RepeatedOrOversizedSignatureFieldsAreMalformed) {
   RequestParser twice(16 * 1024, 64);
-  EXPECT_EQ(Feed(twice, "GET / HTTP/1.1\r\nX-Hvd-Nonce: a\r\n"
-                        "x-hvd-nonce: b\r\n\r\n"),
+  EXPECT_EQ(Feed(twice,
+                 "GET / HTTP/1.1\r\nX-Hvd-Nonce: a\r\n"
+                 "x-hvd-nonce: b\r\n\r\n"),
             http::error::bad_value);
   RequestParser oversized(16 * 1024, 64);
   EXPECT_EQ(Feed(oversized, "GET / HTTP/1.1\r\nX-Hvd-Signature: " +

@@ -27,11 +27,10 @@ TEST(WorkerKeyTest, MalformedIdentitiesAreUnauthenticated) {
   for (const std::string& bad :
        {std::string(""), std::string("7"), std::string("@n1:0"),
         std::string("7@"), std::string("0@n1:0"), std::string("-1@n1:0"),
-        std::string("+1@n1:0"), std::string("07x@n1:0"),
-        std::string("07@n1:0"), std::string("0007@n1:0"),
-        std::string("99999999999999999999@n1:0"), std::string("7@n1 0"),
-        std::string("7@n1\x01:0"), std::string("7@n1\xff:0"),
-        "1@" + longest + "h"}) {
+        std::string("+1@n1:0"), std::string("07x@n1:0"), std::string("07@n1:0"),
+        std::string("0007@n1:0"), std::string("99999999999999999999@n1:0"),
+        std::string("7@n1 0"), std::string("7@n1\x01:0"),
+        std::string("7@n1\xff:0"), "1@" + longest + "h"}) {
     auto parsed = ParseWorkerIdentity(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_EQ(parsed.status().code(), Code::kUnauthenticated) << bad;
@@ -70,6 +69,33 @@ TEST(WorkerKeyTest, TheCacheGivesTheDerivedKeyAndStaysBounded) {
   auto malformed = cache.Lookup("s", "seven@n1:0");
   EXPECT_EQ(malformed.status().code(), Code::kUnauthenticated);
   EXPECT_LE(cache.size(), 3u);
+}
+
+TEST(GenerationKeyTest, EachGenerationHasItsOwnAndWrappingHidesIt) {
+  const std::string generations = GenerationsKey("s3cret");
+  EXPECT_EQ(generations.size(), 64u);
+  EXPECT_NE(generations, GenerationsKey("other"));
+  const std::string key = GenerationKey(generations, 3);
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_NE(key, GenerationKey(generations, 4));
+  EXPECT_NE(key, GenerationKey(GenerationsKey("other"), 3));
+  const std::string seven = WorkerKey("s3cret", {7, "n1:0"});
+  const std::string eight = WorkerKey("s3cret", {8, "n1:1"});
+  const std::string wrapped = WrapGenerationKey(seven, 3, key);
+  EXPECT_EQ(wrapped.size(), 64u);
+  EXPECT_NE(wrapped, key);
+  EXPECT_EQ(*UnwrapGenerationKey(seven, 3, wrapped), key);
+  // Another worker, or the same one for another generation, reads noise.
+  EXPECT_NE(*UnwrapGenerationKey(eight, 3, wrapped), key);
+  EXPECT_NE(*UnwrapGenerationKey(seven, 4, wrapped), key);
+  EXPECT_NE(WrapGenerationKey(eight, 3, key), wrapped);
+  for (const std::string& bad :
+       {std::string(), std::string(63, 'a'), std::string(64, 'G'),
+        std::string(64, 'A'), std::string(65, 'a')}) {
+    EXPECT_EQ(UnwrapGenerationKey(seven, 3, bad).status().code(),
+              Code::kUnauthenticated)
+        << bad;
+  }
 }
 
 }  // namespace

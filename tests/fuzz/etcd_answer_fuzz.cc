@@ -1,14 +1,18 @@
 // Fuzzes the readers of etcd's JSON gateway answers
-// (rendezvous/src/etcd_json.cc) and the opening of a sealed store value
-// (etcd_store.cc): whatever a member, or something posing as one, sends
-// back (an answer or a line of a watch), each reader returns a value or a
-// status, never crashes, and what it accepts is well formed.
+// (rendezvous/src/etcd_json.cc), the opening of a sealed store value
+// (etcd_store.cc) and of a value hvdrun signed (etcd_seal.h), and the
+// unwrapping of a generation key (common/worker_key.h): whatever a member,
+// or something posing as one, sends back (an answer or a line of a watch),
+// each reader returns a value or a status, never crashes, and what it
+// accepts is well formed.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "etcd_json.h"
 #include "fuzz_check.h"
+#include "hvd/common/worker_key.h"
+#include "hvd/rendezvous/etcd_seal.h"
 #include "hvd/rendezvous/etcd_store.h"
 
 namespace {
@@ -47,5 +51,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      ? hvd::rendezvous::SealEtcdValue("secret", "/job/g1/0",
                                                       *opened) == body
                      : opened.status().code() == Code::kUnauthenticated);
+  // A signed value opens only if it is hvdrun's signature (Ed25519 signs
+  // deterministically, so signing what it holds gives it back).
+  static const auto signer = hvd::common::JobSigningKey::FromSecret("secret");
+  HVD_FUZZ_CHECK(signer.ok());
+  auto checked = hvd::rendezvous::OpenSignedEtcdValue(signer->public_key(),
+                                                      "/job/driver", body);
+  HVD_FUZZ_CHECK(checked.ok()
+                     ? hvd::rendezvous::SignEtcdValue(*signer, "/job/driver",
+                                                      *checked) == body
+                     : checked.status().code() == Code::kUnauthenticated);
+  // A wrapped generation key unwraps only from 64 hex digits, and back.
+  auto unwrapped = hvd::common::UnwrapGenerationKey("worker", 3, body);
+  HVD_FUZZ_CHECK(
+      unwrapped.ok()
+          ? hvd::common::WrapGenerationKey("worker", 3, *unwrapped) == body
+          : unwrapped.status().code() == Code::kUnauthenticated);
   return 0;
 }

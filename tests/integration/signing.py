@@ -13,6 +13,38 @@ def worker_key(secret, worker, slot):
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
+def job_public_key(secret):
+    """The job signing key's public half (HVD_JOB_PUBLIC_KEY), hex."""
+    from cryptography.hazmat.primitives import serialization
+    raw = serialization.Encoding.Raw
+    return _job_signing_key(secret).public_key().public_bytes(
+        raw, serialization.PublicFormat.Raw).hex()
+
+
+def open_signed_etcd_value(secret, key, signed):
+    """The value hvdrun signed for etcd key `key` (etcd_seal.h), its
+    Ed25519 signature checked against the job's public key; raises
+    AssertionError when it does not verify."""
+    from cryptography.exceptions import InvalidSignature
+    signature, value = signed[:128], signed[128:]
+    message = b"hvd etcd signed\n" + key.encode() + b"\n" + value.encode()
+    try:
+        _job_signing_key(secret).public_key().verify(bytes.fromhex(signature),
+                                                     message)
+    except (InvalidSignature, ValueError):
+        raise AssertionError(f"{key} is not signed by the job: {signed}")
+    return value
+
+
+def _job_signing_key(secret):
+    """common/job_signing_key.h: Ed25519 from HMAC(secret, label)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey)
+    seed = hmac.new(secret.encode(), b"hvd job signing key",
+                    hashlib.sha256).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
 def worker_identity_from_environment(env=None):
     """(HVD_WORKER_KEY, "<id>@<slot>") of the worker whose environment
     `env` is (this process's by default)."""

@@ -4,10 +4,9 @@ each remote guard keeps its worker and waits on its socket for the hvdrun
 that leads the job next, which reaches it with `ssh host hvdrun
 --hvd-internal-adopt NAME`; a guard nobody adopts within the grace stops
 its worker. The workers and their socket names are read from the driver's
-state in etcd, sealed with the job's secret (--job-secret-file)."""
+state in etcd, signed with the job's key (from --job-secret-file)."""
 
 import hashlib
-import hmac
 import json
 import os
 import signal
@@ -16,6 +15,7 @@ import threading
 import time
 
 from conftest import HVDRUN, ROOT, etcdctl, wait_until
+from signing import open_signed_etcd_value
 from test_bed_jobs import hosts_arg
 
 WORKER = ROOT / "tests" / "integration" / "workers" / "until_told_worker.py"
@@ -28,18 +28,15 @@ def steps(folder, rank):
 
 
 def driver_state(endpoints, secret, job):
-    """The driver's state the leader keeps in etcd, its seal checked."""
+    """The driver's state the leader keeps in etcd, its signature
+    checked."""
     key = f"/hvd/jobs/{job}/state"
     got = etcdctl(endpoints, "get", "--print-value-only", key)
     assert got.returncode == 0, got.stderr
-    sealed = got.stdout.rstrip("\n")
-    if not sealed:
+    signed = got.stdout.rstrip("\n")
+    if not signed:
         return None
-    tag, value = sealed[:64], sealed[64:]
-    want = hmac.new(secret.encode(), b"hvd etcd store\n" + key.encode() +
-                    b"\n" + value.encode(), hashlib.sha256).hexdigest()
-    assert hmac.compare_digest(tag, want), sealed
-    return json.loads(value)
+    return json.loads(open_signed_etcd_value(secret, key, signed))
 
 
 def socket_name(job, worker_id):

@@ -1,35 +1,29 @@
 """What the leading hvdrun keeps of its driver in etcd (--rendezvous-backend
 etcd), so that another hvdrun could take the job over: the state under
-<prefix>state, sealed with the job's secret, which the hvdruns of a job
-share through --job-secret-file."""
+<prefix>state, signed with the job's signing key, which the hvdruns of a
+job derive from the secret they share through --job-secret-file."""
 
-import hashlib
-import hmac
 import json
 import os
 import subprocess
 import time
 
 from conftest import HVDRUN, wait_until
+from signing import open_signed_etcd_value
 from test_elastic import Scenario, check_consistent_finish
 
 PREFIX = "/hvd/jobs/state/"
 
 
 def opened(etcd, secret, key):
-    """The value of `key`, its seal checked with `secret` as hvd seals it
+    """The value of `key`, its signature checked as hvd signs it
     (rendezvous/etcd_seal.h); None while there is no such key."""
     got = etcd.ctl("get", "--print-value-only", key)
     assert got.returncode == 0, got.stderr
-    sealed = got.stdout.rstrip("\n")
-    if not sealed:
+    signed = got.stdout.rstrip("\n")
+    if not signed:
         return None
-    tag, value = sealed[:64], sealed[64:]
-    want = hmac.new(secret.encode(),
-                    b"hvd etcd store\n" + key.encode() + b"\n" +
-                    value.encode(), hashlib.sha256).hexdigest()
-    assert hmac.compare_digest(tag, want), f"{key} is not sealed: {sealed}"
-    return value
+    return open_signed_etcd_value(secret, key, signed)
 
 
 def worker_id_of(pid):

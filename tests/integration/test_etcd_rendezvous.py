@@ -3,6 +3,8 @@ real etcd member on this machine: the workers meet under the job's
 prefix, one hvdrun leads a job id, the job outlives a pause of etcd
 longer than the lease, and leaves no key behind."""
 
+import hashlib
+import hmac
 import json
 import signal
 import time
@@ -142,6 +144,45 @@ def test_an_elastic_job_recovers_from_a_kill_through_etcd(
     check_consistent_finish(s, 2)
     assert "host 127.0.0.1 blacklisted" in result.stderr
     assert etcd.keys("/hvd/jobs/kill/") == []
+
+
+def environ_of(pid):
+    """The environment process `pid` started with."""
+    entries = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+    return dict(e.decode().split("=", 1) for e in entries if b"=" in e)
+
+
+def test_a_workers_keys_cannot_move_the_address_its_peers_follow(
+        hvdrun, etcd, tmp_path):
+    """Issue 33: an etcd job's worker holds no job secret, so whatever it
+    seals with what it holds, the workers refuse it as the leading
+    hvdrun's address and recover from a kill through the real one."""
+    s = Scenario(tmp_path, "", epochs=3, batches=40, sleep=0.1,
+                 exits=[{"slot": "127.0.0.1:0", "epoch": 1, "batch": 1,
+                         "how": "kill"}])
+    child = hvdrun.start([*etcd_args(etcd, "forge"), "-np", "4", "--min-np",
+                          "2", "-H", "localhost:2,127.0.0.1:2",
+                          *s.command()])
+    wait_until(lambda: len({r["slot"] for r in s.records()
+                            if r["event"] == "batch"}) == 4,
+               "every worker training")
+    log = next(s.log.glob("localhost:0.*.jsonl"))
+    env = environ_of(int(log.name.split(".")[-2]))
+    assert "HVD_SECRET_KEY" not in env and "HVD_GENERATIONS_KEY" not in env
+    assert len(env["HVD_JOB_PUBLIC_KEY"]) == 64, env
+    # The strongest forgery its environment allows (before issue 33 the
+    # job secret was there, and this redirected every worker).
+    key = "/hvd/jobs/forge/driver"
+    fake = "127.0.0.1:1"
+    sealing = env.get("HVD_SECRET_KEY", env["HVD_WORKER_KEY"])
+    forged = hmac.new(sealing.encode(),
+                      f"hvd etcd store\n{key}\n{fake}".encode(),
+                      hashlib.sha256).hexdigest() + fake
+    assert etcd.ctl("put", key, forged).returncode == 0
+    result = child.finish(120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    check_consistent_finish(s, 2)
+    assert len([r for r in s.records() if r["event"] == "exit"]) == 1
 
 
 def kill_while_etcd_is_stopped(hvdrun, etcd, tmp_path, job,

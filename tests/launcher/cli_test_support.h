@@ -27,7 +27,8 @@ inline std::map<std::string, std::string> EnvOf(std::vector<std::string> args) {
   EXPECT_TRUE(out.config) << args[2];
   if (!out.config) return {};
   SlotAssignment slot{"localhost", {0, 1, 0, 1, 0, 1}, {}};
-  EnvList env = WorkerEnvironment(slot, 1, {"127.0.0.1", 1, "s"}, *out.config);
+  EnvList env =
+      WorkerEnvironment(slot, 1, {"127.0.0.1", 1, "s", ""}, *out.config);
   return {env.begin(), env.end()};
 }
 

@@ -74,6 +74,10 @@ class EtcdJobTest : public ::testing::Test {
   std::unique_ptr<EtcdClient> etcd_;
 };
 
+std::string PublicKey(const std::string& secret) {
+  return common::JobSigningKey::FromSecret(secret)->public_key();
+}
+
 TEST_F(EtcdJobTest, OneClaimPerJobIdAndAFinishedJobLeavesNoKey) {
   auto first = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -109,15 +113,15 @@ TEST_F(EtcdJobTest, AClaimTakesOverWhatAnEarlierRunLeftUnderTheId) {
   EXPECT_EQ(Keys("/hvd/jobs/j/state"), std::vector<std::string>{});
   auto settings = etcd_->Range("/hvd/jobs/j/settings");
   ASSERT_TRUE(settings.ok() && settings->size() == 1u);
-  auto opened = rendezvous::OpenEtcdValue(kSecret, "/hvd/jobs/j/settings",
-                                          (*settings)[0].value);
+  auto opened = rendezvous::OpenSignedEtcdValue(
+      PublicKey(kSecret), "/hvd/jobs/j/settings", (*settings)[0].value);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_NE(opened->find(R"("command":["python3","train.py"])"),
             std::string::npos)
       << *opened;
 }
 
-TEST_F(EtcdJobTest, TheNewestDriverStateIsKeptSealed) {
+TEST_F(EtcdJobTest, TheNewestDriverStateIsKeptSigned) {
   auto job = EtcdJob::Claim(config_, kSecret, 5000ms);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   (*job)->SaveState("first");
@@ -126,8 +130,8 @@ TEST_F(EtcdJobTest, TheNewestDriverStateIsKeptSealed) {
   auto state = [&]() -> std::string {
     auto kvs = etcd_->Range("/hvd/jobs/j/state");
     if (!kvs.ok() || kvs->empty()) return "";
-    auto opened = rendezvous::OpenEtcdValue(kSecret, "/hvd/jobs/j/state",
-                                            (*kvs)[0].value);
+    auto opened = rendezvous::OpenSignedEtcdValue(
+        PublicKey(kSecret), "/hvd/jobs/j/state", (*kvs)[0].value);
     EXPECT_TRUE(opened.ok()) << opened.status().ToString();
     return opened.ok() ? *opened : "";
   };
@@ -146,11 +150,18 @@ TEST_F(EtcdJobTest, TheNewestDriverStateIsKeptSealed) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_EQ(state(), "third");
-  // Another secret cannot open it.
+  // Another job's public key does not verify it, nor does it verify
+  // under another key name.
   kvs = etcd_->Range("/hvd/jobs/j/state");
   ASSERT_TRUE(kvs.ok() && kvs->size() == 1u);
-  EXPECT_EQ(rendezvous::OpenEtcdValue(std::string(64, 't'), "/hvd/jobs/j/state",
-                                      (*kvs)[0].value)
+  EXPECT_EQ(
+      rendezvous::OpenSignedEtcdValue(PublicKey(std::string(64, 't')),
+                                      "/hvd/jobs/j/state", (*kvs)[0].value)
+          .status()
+          .code(),
+      common::Code::kUnauthenticated);
+  EXPECT_EQ(rendezvous::OpenSignedEtcdValue(
+                PublicKey(kSecret), "/hvd/jobs/j/settings", (*kvs)[0].value)
                 .status()
                 .code(),
             common::Code::kUnauthenticated);
@@ -300,7 +311,7 @@ TEST_F(EtcdStandbyTest, RefusesAnotherSecretAnEndedJobAndAnotherCommand) {
   auto wrong = Standby(std::string(64, 't'), state);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find(
-                "are sealed with another secret than --job-secret-file's"),
+                "are signed with another secret than --job-secret-file's"),
             std::string::npos)
       << wrong.status().message();
   config_.command = {"python3", "other.py"};

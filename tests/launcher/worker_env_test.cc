@@ -23,7 +23,7 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
   config.cycle_time_ms = 1.5;
   config.network_interface = "eth1";
   auto env =
-      AsMap(WorkerEnvironment(slot, 9, {"10.0.0.1", 4242, "s3"}, config));
+      AsMap(WorkerEnvironment(slot, 9, {"10.0.0.1", 4242, "s3", ""}, config));
   EXPECT_EQ(env["HOROVOD_RANK"], "5");
   EXPECT_EQ(env["HOROVOD_SIZE"], "8");
   EXPECT_EQ(env["HOROVOD_LOCAL_RANK"], "1");
@@ -45,12 +45,12 @@ TEST(WorkerEnvTest, HorovodNamesAndKnobs) {
 TEST(WorkerEnvTest, ElasticJobsPassTheElasticTimeoutInWholeSeconds) {
   SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;
-  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s"}, config))
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s", ""}, config))
                 .count("HOROVOD_ELASTIC_TIMEOUT"),
             0u);
   config.elastic = true;
   config.elastic_timeout = std::chrono::milliseconds(2500);
-  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s"},
+  EXPECT_EQ(AsMap(WorkerEnvironment(slot, 1, {"a", 1, "s", ""},
                                     config))["HOROVOD_ELASTIC_TIMEOUT"],
             "3");
 }
@@ -58,7 +58,8 @@ TEST(WorkerEnvTest, ElasticJobsPassTheElasticTimeoutInWholeSeconds) {
 TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
   SlotAssignment slot{"node2", {0, 1, 0, 1, 0, 1}, {}};
   LaunchConfig config;
-  auto env = AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config));
+  auto env =
+      AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s", ""}, config));
   for (const char* name :
        {"HOROVOD_TIMELINE_MARK_CYCLES", "HOROVOD_AUTOTUNE",
         "HOROVOD_AUTOTUNE_LOG", "HOROVOD_AUTOTUNE_WARMUP_SAMPLES",
@@ -77,7 +78,7 @@ TEST(WorkerEnvTest, TimelineAutotuneAndStallKnobs) {
   config.stall_check_disable = true;
   config.stall_check_warning_seconds = 9;
   config.stall_check_shutdown_seconds = 0;
-  env = AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config));
+  env = AsMap(WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s", ""}, config));
   EXPECT_EQ(env["HOROVOD_TIMELINE_MARK_CYCLES"], "1");
   EXPECT_EQ(env["HOROVOD_AUTOTUNE"], "1");
   EXPECT_EQ(env["HOROVOD_AUTOTUNE_LOG"], "tune.csv");
@@ -93,7 +94,7 @@ TEST(WorkerEnvTest, ExportedVariablesComeLastAndNeverOverrideHvdrunsOwn) {
   SlotAssignment slot{"node2", {3, 4, 0, 1, 0, 1}, {}};
   LaunchConfig config;
   config.extra_env = {{"OMP_NUM_THREADS", "2"}, {"HOROVOD_RANK", "9"}};
-  EnvList env = WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s"}, config);
+  EnvList env = WorkerEnvironment(slot, 1, {"10.0.0.1", 1, "s", ""}, config);
   EXPECT_EQ(env.back(),
             (std::pair<std::string, std::string>{"OMP_NUM_THREADS", "2"}));
   EXPECT_EQ(AsMap(env)["HOROVOD_RANK"], "3");
@@ -173,18 +174,30 @@ TEST(WorkerEnvTest, SshCannotHangOnAnUnreachableOrSilentHost) {
 }
 
 }  // namespace
-TEST(WorkerEnvTest, TheKeyNamesTheSlotItsIndexNamesAndEtcdAddsTheSecret) {
+TEST(WorkerEnvTest, TheKeyNamesTheSlotItsIndexNamesAndNeverTheSecret) {
   // A warm joiner's slot keeps its index while its local rank moves.
   SlotAssignment slot{"n1", {0, 2, 0, 1, 0, 2}, 3};
   LaunchConfig config;
-  auto env = AsMap(WorkerEnvironment(slot, 4, {"a", 1, "s"}, config));
+  const DriverEndpoint driver{"a", 1, "s", "public"};
+  auto env = AsMap(WorkerEnvironment(slot, 4, driver, config));
   EXPECT_EQ(env["HVD_WORKER_KEY"], common::WorkerKey("s", {4, "n1:3"}));
   EXPECT_NE(env["HVD_WORKER_KEY"], common::WorkerKey("s", {4, "n1:0"}));
   EXPECT_NE(env["HVD_WORKER_KEY"], common::WorkerKey("s", {5, "n1:3"}));
+  EXPECT_EQ(env.count("HVD_JOB_PUBLIC_KEY"), 0u);
+  // With etcd: the public key checks hvdrun's address there; a static
+  // job's workers seal with the generations key.
   config.rendezvous_backend = RendezvousBackend::kEtcd;
   config.job_id = "j";
-  env = AsMap(WorkerEnvironment(slot, 4, {"a", 1, "s"}, config));
-  EXPECT_EQ(env["HVD_SECRET_KEY"], "s") << "what workers write to etcd";
+  env = AsMap(WorkerEnvironment(slot, 4, driver, config));
+  EXPECT_EQ(env.count("HVD_SECRET_KEY"), 0u);
+  EXPECT_EQ(env["HVD_JOB_PUBLIC_KEY"], "public");
+  EXPECT_EQ(env["HVD_GENERATIONS_KEY"], common::GenerationsKey("s"));
+  EXPECT_NE(env["HVD_GENERATIONS_KEY"], "s");
+  // An elastic worker gets each generation's key when it checks in.
+  config.elastic = true;
+  env = AsMap(WorkerEnvironment(slot, 4, driver, config));
+  EXPECT_EQ(env.count("HVD_SECRET_KEY"), 0u);
+  EXPECT_EQ(env.count("HVD_GENERATIONS_KEY"), 0u);
 }
 
 }  // namespace hvd::launcher

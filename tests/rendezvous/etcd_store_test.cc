@@ -13,6 +13,8 @@
 
 #include "child_processes.h"
 #include "etcd_member.h"
+#include "hvd/common/worker_key.h"
+#include "hvd/rendezvous/etcd_seal.h"
 
 namespace hvd::rendezvous {
 namespace {
@@ -40,6 +42,34 @@ TEST(EtcdValueSealTest, OnlyTheSameSecretAndKeyOpenAValue) {
     auto refused = OpenEtcdValue(secret, key, text);
     ASSERT_FALSE(refused.ok()) << key;
     EXPECT_EQ(refused.status().code(), Code::kUnauthenticated);
+  }
+}
+
+// What hvdrun writes is signed: the public key checks it, and neither a
+// value sealed with a key workers hold nor one moved between keys passes.
+TEST(EtcdValueSignTest, OnlyTheJobsSignatureForTheKeyOpensAValue) {
+  auto signer = common::JobSigningKey::FromSecret(kSecret);
+  ASSERT_TRUE(signer.ok());
+  const std::string key = "/hvd/jobs/j/driver";
+  const std::string signed_value = SignEtcdValue(*signer, key, "10.0.0.1:4000");
+  auto opened = OpenSignedEtcdValue(signer->public_key(), key, signed_value);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(*opened, "10.0.0.1:4000");
+  const std::string generations = common::GenerationsKey(kSecret);
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/hvd/jobs/j/status", signed_value},  // moved
+           {key, signed_value.substr(0, signed_value.size() - 1) + "9"},
+           {key, SealEtcdValue(common::GenerationKey(generations, 1), key,
+                               "10.6.6.6:4000")},  // a member's forgery
+           {key, "10.6.6.6:4000"},
+           {key, ""}}) {
+    auto refused = OpenSignedEtcdValue(signer->public_key(), name, text);
+    ASSERT_FALSE(refused.ok()) << name << " " << text;
+    EXPECT_EQ(refused.status().code(), Code::kUnauthenticated);
+    EXPECT_NE(refused.status().message().find("not signed by an hvdrun"),
+              std::string::npos)
+        << refused.status().message();
   }
 }
 

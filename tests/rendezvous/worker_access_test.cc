@@ -10,6 +10,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "hvd/common/http_client.h"
 #include "hvd/rendezvous/client.h"
@@ -100,6 +102,9 @@ TEST(ElasticBoardMembershipTest, MembersAreTheNewestGenerationsProcesses) {
 
 class WorkerAtServerTest : public ::testing::Test {
  protected:
+  // The etcd backend's server: check-in answers carry generation keys.
+  virtual bool GenerationKeys() const { return false; }
+
   void SetUp() override {
     log_ = std::make_shared<std::ostringstream>();
     auto logger = std::make_shared<spdlog::logger>(
@@ -108,6 +113,7 @@ class WorkerAtServerTest : public ::testing::Test {
     spdlog::set_default_logger(logger);
     ServerOptions options;
     options.secret = kSecret;
+    options.generation_keys = GenerationKeys();
     auto server = RendezvousServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
@@ -206,6 +212,66 @@ TEST_F(WorkerAtServerTest, EachWorkersRefusalsAreLoggedOnce) {
   EXPECT_EQ(count("refused (403)"), 2u) << log;
   EXPECT_EQ(count("worker 7 (slot n1:0)"), 2u) << log;  // who, and the why
   EXPECT_EQ(count("not a member of generation 1"), 1u) << log;
+}
+
+// With the etcd backend each member's check-in answer carries the
+// generation's key, wrapped so that only that member can read it; the
+// embedded backend's answers carry none.
+class EtcdWorkerAtServerTest : public WorkerAtServerTest {
+ protected:
+  bool GenerationKeys() const override { return true; }
+
+  // Both members of generation 3 check in at once: their answers.
+  std::vector<WorkerAssignment> BothCheckIn() {
+    std::vector<common::Result<WorkerAssignment>> got(
+        2, common::Status::Internal("not run"));
+    std::thread other([&] {
+      got[1] = RendezvousClient(As({8, "n1:1"}))
+                   .CheckIn("n1:1", 0, "127.0.0.1:1", 10s, 8);
+    });
+    got[0] = RendezvousClient(As({7, "n1:0"}))
+                 .CheckIn("n1:0", 0, "127.0.0.1:1", 10s, 7);
+    other.join();
+    std::vector<WorkerAssignment> answers;
+    for (auto& answer : got) {
+      EXPECT_TRUE(answer.ok()) << answer.status().ToString();
+      if (answer.ok()) answers.push_back(*answer);
+    }
+    return answers;
+  }
+};
+
+TEST_F(EtcdWorkerAtServerTest, EachMemberReadsItsGenerationsKeyAndNoOneElse) {
+  const auto answers = BothCheckIn();
+  ASSERT_EQ(answers.size(), 2u);
+  const std::string key =
+      common::GenerationKey(common::GenerationsKey(kSecret), 3);
+  const std::string seven = common::WorkerKey(kSecret, {7, "n1:0"});
+  const std::string eight = common::WorkerKey(kSecret, {8, "n1:1"});
+  EXPECT_EQ(*common::UnwrapGenerationKey(seven, 3, answers[0].generation_key),
+            key);
+  EXPECT_EQ(*common::UnwrapGenerationKey(eight, 3, answers[1].generation_key),
+            key);
+  // On the wire each is wrapped for its reader alone.
+  EXPECT_NE(answers[0].generation_key, key);
+  EXPECT_NE(answers[0].generation_key, answers[1].generation_key);
+  EXPECT_NE(*common::UnwrapGenerationKey(eight, 3, answers[0].generation_key),
+            key);
+  EXPECT_NE(*common::UnwrapGenerationKey(seven, 4, answers[0].generation_key),
+            key);
+}
+
+TEST_F(WorkerAtServerTest, WithoutEtcdACheckInAnswerCarriesNoKey) {
+  std::thread other([&] {
+    (void)RendezvousClient(As({8, "n1:1"}))
+        .CheckIn("n1:1", 0, "127.0.0.1:1", 10s, 8);
+  });
+  auto answer = RendezvousClient(As({7, "n1:0"}))
+                    .CheckIn("n1:0", 0, "127.0.0.1:1", 10s, 7);
+  other.join();
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ(answer->generation, 3);
+  EXPECT_EQ(answer->generation_key, "");
 }
 
 }  // namespace

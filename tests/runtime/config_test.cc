@@ -22,6 +22,8 @@ class ConfigTest : public ::testing::Test {
                              "HOROVOD_GLOO_RENDEZVOUS_PORT",
                              "HVD_SECRET_KEY",
                              "HVD_WORKER_KEY",
+                             "HVD_GENERATIONS_KEY",
+                             "HVD_JOB_PUBLIC_KEY",
                              "HVD_WORKER_ID",
                              "HVD_KEEP_WORKER_KEY",
                              "HOROVOD_START_TIMEOUT",
@@ -128,7 +130,8 @@ TEST_F(ConfigTest, ReadsTheLaunchersVariables) {
   EXPECT_EQ(config->gloo_timeout, std::chrono::seconds(7));
   EXPECT_EQ(config->worker_key, "abc");
   EXPECT_EQ(config->identity(), (common::WorkerIdentity{5, "127.0.0.2:1"}));
-  EXPECT_TRUE(config->secret.empty()) << "the job secret is hvdrun's";
+  EXPECT_TRUE(config->generations_key.empty()) << "only with etcd";
+  EXPECT_FALSE(config->EtcdSealKey(0).ok());
 }
 
 TEST_F(ConfigTest, TheWorkersKeyLeavesTheEnvironmentAndStaysWithTheRuntime) {
@@ -185,18 +188,29 @@ TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
   setenv("HVD_RENDEZVOUS_BACKEND", "etcd", 1);
   setenv("HVD_ETCD_ENDPOINTS", "e1:2379,e2:2379", 1);
   setenv("HVD_ETCD_PREFIX", "/hvd/jobs/j/", 1);
-  setenv("HVD_SECRET_KEY", "s", 1);
+  setenv("HVD_JOB_PUBLIC_KEY", "p", 1);
+  auto without = RuntimeConfig::FromEnv();
+  ASSERT_FALSE(without.ok()) << "a static worker seals with it";
+  EXPECT_NE(without.status().message().find("HVD_GENERATIONS_KEY"),
+            std::string::npos)
+      << without.status().message();
+  setenv("HVD_GENERATIONS_KEY", "gk", 1);
   auto etcd = RuntimeConfig::FromEnv();
   ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
   EXPECT_EQ(etcd->elastic_timeout, std::chrono::seconds(6));
   ASSERT_TRUE(etcd->etcd.has_value());
   EXPECT_EQ(etcd->etcd->endpoints.size(), 2u);
   EXPECT_EQ(etcd->etcd_prefix, "/hvd/jobs/j/");
+  EXPECT_EQ(etcd->job_public_key, "p");
+  EXPECT_EQ(getenv("HVD_GENERATIONS_KEY"), nullptr) << "taken, as the key is";
+  // A static worker is a member of every generation it starts.
+  EXPECT_EQ(*etcd->EtcdSealKey(3), common::GenerationKey("gk", 3));
+  EXPECT_NE(*etcd->EtcdSealKey(3), *etcd->EtcdSealKey(4));
   for (auto [name, value, named] :
        {std::tuple{"HOROVOD_ELASTIC_TIMEOUT", "later", "HOROVOD_ELASTIC"},
         std::tuple{"HVD_RENDEZVOUS_BACKEND", "zookeeper", "neither embedded"},
         std::tuple{"HVD_ETCD_PREFIX", "", "needs HVD_ETCD_PREFIX"},
-        std::tuple{"HVD_SECRET_KEY", "", "HVD_SECRET_KEY"},
+        std::tuple{"HVD_JOB_PUBLIC_KEY", "", "HVD_JOB_PUBLIC_KEY"},
         std::tuple{"HVD_ETCD_ENDPOINTS", "e1:0", "HVD_ETCD_ENDPOINTS"}}) {
     SCOPED_TRACE(name);
     const char* before = getenv(name);
@@ -208,6 +222,19 @@ TEST_F(ConfigTest, TheElasticTimeoutAndTheRendezvousBackend) {
         << refused.status().message();
     setenv(name, kept.c_str(), 1);
   }
+}
+
+// An elastic worker holds the key of the generation it joined, and no
+// other (its check-in answer brought it).
+TEST(EtcdSealKeyTest, AnElasticWorkerSealsOnlyForTheGenerationItJoined) {
+  RuntimeConfig config;
+  config.generation_key = "k5";
+  config.generation_key_of = 5;
+  EXPECT_EQ(*config.EtcdSealKey(5), "k5");
+  auto other = config.EtcdSealKey(6);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), common::Code::kPermissionDenied);
+  EXPECT_NE(other.status().message().find("generation 6"), std::string::npos);
 }
 
 }  // namespace

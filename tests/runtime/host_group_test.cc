@@ -43,10 +43,11 @@ std::string UniqueSecret() {
          "-" + std::to_string(random());
 }
 
-// /dev/shm names of the job whose secret is `secret`.
+// /dev/shm names of the job whose rendezvous server is at `secret`:1
+// (what names a job's segments, host_group.cc's JobPrefix).
 std::vector<std::string> SegmentsOf(const std::string& secret) {
   const std::string prefix =
-      "hvd-" + common::Sha256Hex("shm:" + secret).substr(0, 16);
+      "hvd-" + common::Sha256Hex("shm:" + secret + ":1").substr(0, 16);
   std::vector<std::string> found;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
     const std::string name = entry.path().filename();
@@ -106,7 +107,8 @@ void OnRanks(const Layout& layout, size_t chunk_bytes,
       c.layout.local_size = layout.per_host;
       c.layout.cross_rank = rank / layout.per_host;
       c.layout.cross_size = layout.hosts;
-      c.secret = secret;
+      c.rendezvous_addr = secret;  // names the job (SegmentsOf)
+      c.rendezvous_port = 1;
       c.gloo_timeout = std::chrono::seconds(20);
       c.shm_chunk_bytes = chunk_bytes;
       if (adjust) adjust(c);

@@ -612,7 +612,7 @@ TEST(IdExchangeTest, WithEtcdTheIdGoesThroughEtcdSealed) {
   RuntimeConfig config;
   config.etcd = member.ClientOptions();
   config.etcd_prefix = "/hvd/jobs/nccl-id/";
-  config.secret = "nccl-id-exchange-etcd-test";
+  config.generations_key = "nccl-id-exchange-etcd-test";
   config.start_timeout = seconds(20);
 
   UniqueId made;
@@ -629,7 +629,8 @@ TEST(IdExchangeTest, WithEtcdTheIdGoesThroughEtcdSealed) {
   EXPECT_EQ(got->bytes, made.bytes);
 
   // In etcd under the job's Gloo keys (which hvdrun forgets by
-  // generation); sealed: a reader without the secret is refused (below).
+  // generation); sealed: a reader without the generation's key is refused
+  // (below).
   rendezvous::EtcdClient etcd(*config.etcd);
   auto stored = etcd.Range("/hvd/jobs/nccl-id/gloo/g2/nccl/set0.0/dev1");
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
@@ -643,11 +644,20 @@ TEST(IdExchangeTest, WithEtcdTheIdGoesThroughEtcdSealed) {
       << next_generation.status().ToString();
 
   config.start_timeout = seconds(5);
-  config.secret = "not the job's secret";
+  config.generations_key = "not the job's";
   auto stranger = StoreIdExchange(config, 2, "set0.0/dev1")(nullptr);
   ASSERT_FALSE(stranger.ok());
   EXPECT_EQ(stranger.status().code(), Code::kUnauthenticated)
       << stranger.status().ToString();
+  // A member of generation 3 alone holds no key for generation 2.
+  config.generations_key.clear();
+  config.generation_key =
+      common::GenerationKey("nccl-id-exchange-etcd-test", 3);
+  config.generation_key_of = 3;
+  auto other_generation = StoreIdExchange(config, 2, "set0.0/dev1")(nullptr);
+  ASSERT_FALSE(other_generation.ok());
+  EXPECT_EQ(other_generation.status().code(), Code::kPermissionDenied)
+      << other_generation.status().ToString();
 }
 
 // The real seam on this machine: with NCCL built, the libraries load and

@@ -26,6 +26,7 @@
 #include "driver/worker_launch.h"
 #include "hvd/common/env.h"
 #include "hvd/common/hmac.h"
+#include "hvd/common/job_signing_key.h"
 #include "hvd/common/logging.h"
 #include "hvd/common/network_interfaces.h"
 #include "hvd/common/secret_file.h"
@@ -140,14 +141,19 @@ int RunJob(const LaunchConfig& given) {
   options.bind_host = *address;
   options.port = config.rendezvous_port;
   options.secret = *secret;
+  // Members seal what they write to etcd with their generation's key.
+  options.generation_keys =
+      config.rendezvous_backend == RendezvousBackend::kEtcd;
   // Every worker keeps a connection and may hold a long-poll.
   const int workers = config.max_np > 0 ? config.max_np : config.num_proc;
   options.threads = std::max<size_t>(config.elastic ? 256 : 128,
                                      2 * static_cast<size_t>(workers) + 16);
   auto server = rendezvous::RendezvousServer::Start(options);
   if (!server.ok()) return Fail(server.status().message());
-  auto launch =
-      MakeLaunchContext(DriverEndpoint{*address, (*server)->port(), *secret});
+  auto signer = common::JobSigningKey::FromSecret(*secret);
+  if (!signer.ok()) return Fail(signer.status().message());
+  auto launch = MakeLaunchContext(DriverEndpoint{
+      *address, (*server)->port(), *secret, signer->public_key()});
   if (!launch.ok()) return Fail(launch.status().message());
   spdlog::info("hvdrun: rendezvous server on {}:{}", *address,
                (*server)->port());

@@ -76,7 +76,7 @@ std::string DescribeLeader(const std::string& identity) {
 }
 
 EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
-                 std::string identity, std::string secret)
+                 std::string identity, common::JobSigningKey signer)
     : prefix_(EtcdJobPrefix(config.job_id)),
       etcd_(std::move(options)),
       leadership_(&etcd_, prefix_, identity,
@@ -85,15 +85,15 @@ EtcdJob::EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
       job_id_(config.job_id),
       endpoints_(config.rendezvous_endpoint),
       identity_(std::move(identity)),
-      secret_(std::move(secret)),
+      signer_(std::move(signer)),
       since_ms_(common::WallClockMs()) {}
 
-EtcdOp EtcdJob::SealedPut(const std::string& name,
+EtcdOp EtcdJob::SignedPut(const std::string& name,
                           const std::string& value) const {
   EtcdOp op;
   op.kind = EtcdOp::Kind::kPut;
   op.key = prefix_ + name;
-  op.value = rendezvous::SealEtcdValue(secret_, op.key, value);
+  op.value = rendezvous::SignEtcdValue(signer_, op.key, value);
   return op;
 }
 
@@ -106,10 +106,12 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Connect(const LaunchConfig& config,
   options->deadline = CallDeadline(config.leader_lease);
   options->connect_timeout =
       std::min(options->connect_timeout, options->deadline);
+  auto signer = common::JobSigningKey::FromSecret(secret);
+  if (!signer.ok()) return signer.status();
   std::unique_ptr<EtcdJob> job(new EtcdJob(
       config, *options,
       LeaderIdentity(common::ThisHostName(), getpid(), common::WallClockMs()),
-      secret));
+      std::move(*signer)));
   // One read first: an etcd out of reach is said at once, naming every
   // member and why, instead of after the whole timeout.
   auto reachable = job->etcd_.Range(job->leadership_.leader_key());
@@ -121,12 +123,13 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Connect(const LaunchConfig& config,
   return job;
 }
 
-Result<std::string> EtcdJob::ReadSealed(const std::string& name) {
+Result<std::string> EtcdJob::ReadSigned(const std::string& name) {
   const std::string key = prefix_ + name;
   auto kvs = etcd_.Range(key);
   if (!kvs.ok()) return kvs.status();
   if (kvs->empty()) return Status::NotFound("no " + key + " in etcd");
-  return rendezvous::OpenEtcdValue(secret_, key, (*kvs)[0].value);
+  return rendezvous::OpenSignedEtcdValue(signer_.public_key(), key,
+                                         (*kvs)[0].value);
 }
 
 Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
@@ -152,16 +155,16 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
   };
   // A standby started beside its leader must not win the lead of a job
   // that has not started: it campaigns only once the job's settings are in
-  // etcd, waiting for them up to --start-timeout. One sealed with another
+  // etcd, waiting for them up to --start-timeout. One signed with another
   // secret is refused at once.
   const auto settings_by = Clock::now() + config.start_timeout;
   for (;;) {
-    auto settings = job->ReadSealed("settings");
+    auto settings = job->ReadSigned("settings");
     if (settings.ok()) break;
     if (settings.status().code() == common::Code::kUnauthenticated) {
       return Status::Unauthenticated(
           job_name + "'s keys in " + where +
-          " are sealed with another secret than --job-secret-file's: give "
+          " are signed with another secret than --job-secret-file's: give "
           "the standby the file its leader was started with");
     }
     if (Clock::now() >= settings_by) {
@@ -219,7 +222,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
     if (page_wanted && Clock::now() >= next_page_read) {
       next_page_read = Clock::now() + kPageRead;
       std::string error;
-      auto text = job->ReadSealed("status");
+      auto text = job->ReadSigned("status");
       if (text.ok()) {
         auto page = ParseLeaderPage(*text);
         if (!page.ok()) {
@@ -269,7 +272,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
     job->leadership_.Resign();
     return status;
   };
-  auto settings = job->ReadSealed("settings");
+  auto settings = job->ReadSigned("settings");
   if (!settings.ok()) {
     if (settings.status().code() == common::Code::kNotFound) {
       return fail(Status::NotFound(
@@ -279,7 +282,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
     if (settings.status().code() == common::Code::kUnauthenticated) {
       return fail(Status::Unauthenticated(
           job_name + "'s keys in " + where +
-          " are sealed with another secret than --job-secret-file's: give "
+          " are signed with another secret than --job-secret-file's: give "
           "the standby the file its leader was started with"));
     }
     return fail(settings.status().WithContext("reading " + job_name));
@@ -301,7 +304,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
   job->TakeoverPhase({{"from", told.empty() ? "" : DescribeLeader(told)},
                       {"detected_ms", detected_ms},
                       {"elected_ms", elected_ms}});
-  auto kept = job->ReadSealed("state");
+  auto kept = job->ReadSigned("state");
   if (!kept.ok()) {
     return fail(kept.status().WithContext(
         job_name + "'s last leader left no driver state in " + where +
@@ -311,7 +314,7 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Standby(
   // The next standby's `from` is this hvdrun.
   parsed["leader"] = job->identity_;
   auto written =
-      job->leadership_.FencedWrite({job->SealedPut("settings", parsed.dump())});
+      job->leadership_.FencedWrite({job->SignedPut("settings", parsed.dump())});
   if (!written.ok()) {
     return fail(written.status().WithContext("taking " + job_name + " over"));
   }
@@ -350,11 +353,11 @@ Result<std::unique_ptr<EtcdJob>> EtcdJob::Claim(
         std::min<Clock::time_point>(job->leadership_.NextDeadline(), deadline));
   }
   // A job that starts under an id takes its prefix over: the Gloo keys a
-  // finished or crashed run left there are sealed with another secret.
+  // finished or crashed run left there are sealed with other keys.
   // So is a crashed run's driver state, which a standby must not take
   // for this run's.
   nlohmann::json command = config.command;
-  const EtcdOp settings = job->SealedPut(
+  const EtcdOp settings = job->SignedPut(
       "settings",
       nlohmann::json{{"version", common::GetBuildInfo().version},
                      {"command", command},
@@ -504,7 +507,7 @@ void EtcdJob::Loop() {
     }
     // state_written_ and values_written_ are this thread's alone too.
     if (leading_ && state != state_written_) {
-      if (leadership_.FencedWrite({SealedPut("state", state)}).ok()) {
+      if (leadership_.FencedWrite({SignedPut("state", state)}).ok()) {
         state_written_ = state;
       }
     }
@@ -514,7 +517,7 @@ void EtcdJob::Loop() {
           (written != values_written_.end() && written->second == value)) {
         continue;
       }
-      if (leadership_.FencedWrite({SealedPut(name, value)}).ok()) {
+      if (leadership_.FencedWrite({SignedPut(name, value)}).ok()) {
         values_written_[name] = value;
       }
     }

@@ -2,7 +2,8 @@
 // hvdrun claims the lead of the job (leader/, a lease), writes the job's
 // settings, keeps the driver's state there (policy/driver_state.h), drops
 // old generations' Gloo keys and, when the job ends, every key of the job.
-// What it writes is sealed with the job's secret (SealEtcdValue).
+// What it writes is signed with the job's signing key (SignEtcdValue), which
+// every hvdrun of the job derives from the secret; workers can check it.
 //
 // Every etcd call runs on EtcdJob's own thread, which also keeps the lease
 // alive, so a slow or unreachable etcd never stalls the driver's loop;
@@ -25,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hvd/common/job_signing_key.h"
 #include "hvd/common/status.h"
 #include "hvd/rendezvous/etcd_client.h"
 #include "job/launch_config.h"
@@ -113,15 +115,16 @@ class EtcdJob {
   // Keeps `change` for StatusJson and hands it on.
   void Tell(const LeadChange& change);
   EtcdJob(const LaunchConfig& config, rendezvous::EtcdOptions options,
-          std::string identity, std::string secret);
+          std::string identity, common::JobSigningKey signer);
   // Options from the environment, and the job, ready to campaign; fails
   // when etcd cannot be reached.
   static common::Result<std::unique_ptr<EtcdJob>> Connect(
       const LaunchConfig& config, const std::string& secret);
-  // The opened value of <prefix><name>; kNotFound when there is none.
-  common::Result<std::string> ReadSealed(const std::string& name);
-  // A put of `value` under <prefix><name>, sealed.
-  rendezvous::EtcdOp SealedPut(const std::string& name,
+  // The value of <prefix><name>, its signature checked; kNotFound when
+  // there is none.
+  common::Result<std::string> ReadSigned(const std::string& name);
+  // A put of `value` under <prefix><name>, signed.
+  rendezvous::EtcdOp SignedPut(const std::string& name,
                                const std::string& value) const;
   void Loop();
   // Keeps `value` for <prefix><name>, written by Loop.
@@ -139,7 +142,7 @@ class EtcdJob {
   const std::string job_id_;
   const std::string endpoints_;
   const std::string identity_;
-  const std::string secret_;
+  const common::JobSigningKey signer_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -43,9 +43,13 @@ EnvList WorkerEnvironment(const SlotAssignment& slot, int64_t worker_id,
   }
   if (config.rendezvous_backend == RendezvousBackend::kEtcd) {
     env.emplace_back(ev::kHvdRendezvousBackend, "etcd");
-    // What the workers write to etcd is sealed with it (issue 33 moves
-    // this to keys of their own too).
-    env.emplace_back(ev::kHvdSecretKey, driver.secret);
+    env.emplace_back(ev::kHvdJobPublicKey, driver.job_public_key);
+    // An elastic worker gets each generation's key when it checks in; a
+    // static job's workers are the members of every generation they start.
+    if (!config.elastic) {
+      env.emplace_back(ev::kHvdGenerationsKey,
+                       common::GenerationsKey(driver.secret));
+    }
     env.emplace_back(ev::kHvdEtcdEndpoints, config.rendezvous_endpoint);
     env.emplace_back(ev::kHvdEtcdPrefix, EtcdJobPrefix(config.job_id));
   } else {

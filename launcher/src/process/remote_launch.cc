@@ -98,7 +98,8 @@ Result<RemoteLaunch> DecodeRemoteLaunch(std::string_view payload) {
 bool IsForwardedVariable(std::string_view name) {
   for (std::string_view exact :
        {"HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "XDG_RUNTIME_DIR",
-        common::env_vars::kHvdSecretKey, common::env_vars::kHvdWorkerKey}) {
+        common::env_vars::kHvdSecretKey, common::env_vars::kHvdWorkerKey,
+        common::env_vars::kHvdGenerationsKey}) {
     if (name == exact) return false;
   }
   for (std::string_view prefix :

@@ -52,8 +52,8 @@ inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
 // XDG_RUNTIME_DIR, XDG_SESSION_*, *CUDA_VISIBLE_DEVICES (each host has its
 // own devices), BASH_FUNC_* (exported shell functions), SLURM_* and
 // SLURMD_* (hvdrun's batch step's: a worker step has its own, and a worker
-// over ssh is in no step), and HVD_SECRET_KEY and HVD_WORKER_KEY, which
-// the launch message carries on its own.
+// over ssh is in no step), and HVD_SECRET_KEY, HVD_WORKER_KEY and
+// HVD_GENERATIONS_KEY: a worker gets only its own, from the launch message.
 bool IsForwardedVariable(std::string_view name);
 
 // The variables of `environ` (NAME=VALUE strings) that are forwarded, then

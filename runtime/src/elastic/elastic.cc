@@ -20,7 +20,7 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
   // since this worker started (a standby took the job over).
   if (config.etcd) {
     rendezvous::EtcdClient etcd(*config.etcd);
-    auto found = rendezvous::LeadingDriverAddress(etcd, config.secret,
+    auto found = rendezvous::LeadingDriverAddress(etcd, config.job_public_key,
                                                   config.etcd_prefix);
     if (found.ok()) {
       options.host = found->first;
@@ -55,6 +55,18 @@ Result<JoinedGeneration> JoinNextGeneration(const RuntimeConfig& config,
       joined.config.rendezvous_addr = options.host;
       joined.config.rendezvous_port = options.port;
       joined.config.layout = assignment->layout;
+      if (config.etcd) {
+        // What this worker writes to etcd for the generation is sealed
+        // with its key, which only the generation's members get.
+        auto key = common::UnwrapGenerationKey(
+            config.worker_key, joined.generation, assignment->generation_key);
+        if (!key.ok()) {
+          return key.status().WithContext("joining generation " +
+                                          std::to_string(joined.generation));
+        }
+        joined.config.generation_key = std::move(*key);
+        joined.config.generation_key_of = joined.generation;
+      }
       spdlog::info("slot {} joined generation {} as rank {} of {}", slot,
                    joined.generation, assignment->layout.rank,
                    assignment->layout.size);

@@ -29,11 +29,12 @@ std::optional<ReporterOptions> ReporterOptions::For(
   options.worker_id = config.worker_id;
   options.interval = config.report_interval;
   if (config.etcd) {
-    options.find_driver = [etcd = *config.etcd, secret = config.secret,
+    options.find_driver = [etcd = *config.etcd,
+                           public_key = config.job_public_key,
                            prefix = config.etcd_prefix]()
         -> std::optional<std::pair<std::string, int>> {
       rendezvous::EtcdClient client(etcd);
-      auto found = rendezvous::LeadingDriverAddress(client, secret, prefix);
+      auto found = rendezvous::LeadingDriverAddress(client, public_key, prefix);
       if (!found.ok()) return std::nullopt;
       return *found;
     };

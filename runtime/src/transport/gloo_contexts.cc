@@ -25,8 +25,8 @@ using rendezvous::protocol::kGlooScope;
 Result<std::shared_ptr<gloo::Context>> Connect(
     const RuntimeConfig& config,
     const std::shared_ptr<gloo::transport::Device>& device,
-    const std::shared_ptr<AbortSwitch>& abort_switch, const std::string& prefix,
-    int rank, int size) {
+    const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
+    const std::string& prefix, int rank, int size) {
   auto context = std::make_shared<AbortableContext>(rank, size, abort_switch);
   context->setTimeout(config.gloo_timeout);
   // connectFullMesh wants a mutable reference.
@@ -41,9 +41,13 @@ Result<std::shared_ptr<gloo::Context>> Connect(
   std::function<Status()> last_error;
   std::unique_ptr<gloo::rendezvous::Store> store;
   if (config.etcd) {
+    auto seal_key = config.EtcdSealKey(generation);
+    if (!seal_key.ok()) {
+      return seal_key.status().WithContext("connecting Gloo context " + prefix);
+    }
     auto etcd = std::make_unique<rendezvous::EtcdStore>(
-        *config.etcd, config.secret,
-        config.etcd_prefix + kGlooScope + "/" + prefix, config.start_timeout);
+        *config.etcd, *seal_key, config.etcd_prefix + kGlooScope + "/" + prefix,
+        config.start_timeout);
     last_error = [raw = etcd.get()] { return raw->last_error(); };
     store = std::move(etcd);
   } else {
@@ -96,8 +100,9 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   contexts.device = device;
   contexts.abort_switch = std::make_shared<AbortSwitch>();
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
-  auto global = Connect(config, device, contexts.abort_switch, gen + "global/",
-                        config.layout.rank, config.layout.size);
+  auto global =
+      Connect(config, device, contexts.abort_switch, generation,
+              gen + "global/", config.layout.rank, config.layout.size);
   if (!global.ok()) return global.status();
   contexts.global = *global;
   // Connect() has closed its rendezvous connection by now: what is new and
@@ -106,13 +111,13 @@ Result<GlooContexts> ConnectGlooContexts(const RuntimeConfig& config,
   if (which == ContextSet::kGlobalOnly) return contexts;
   // Ranks on a host are contiguous, so the host's first rank names it.
   auto local = Connect(
-      config, device, contexts.abort_switch,
+      config, device, contexts.abort_switch, generation,
       gen + "local/" +
           std::to_string(config.layout.rank - config.layout.local_rank) + "/",
       config.layout.local_rank, config.layout.local_size);
   if (!local.ok()) return local.status();
   contexts.local = *local;
-  auto cross = Connect(config, device, contexts.abort_switch,
+  auto cross = Connect(config, device, contexts.abort_switch, generation,
                        CrossPrefix(config, generation),
                        config.layout.cross_rank, config.layout.cross_size);
   if (!cross.ok()) return cross.status();
@@ -128,7 +133,7 @@ Result<std::shared_ptr<gloo::Context>> ConnectSetContext(
     std::vector<SocketId>* sockets, const std::string& part) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
   auto context = Connect(
-      config, device, abort_switch,
+      config, device, abort_switch, generation,
       rendezvous::protocol::GlooGenerationPrefix(generation) + "set" +
           std::to_string(id) + "." + std::to_string(serial) + "/" + part,
       rank, size);
@@ -145,9 +150,9 @@ Result<std::shared_ptr<gloo::Context>> ConnectCrossContext(
     const std::shared_ptr<AbortSwitch>& abort_switch, int64_t generation,
     std::vector<SocketId>* sockets) {
   const DescriptorSnapshot before = TakeDescriptorSnapshot();
-  auto context =
-      Connect(config, device, abort_switch, CrossPrefix(config, generation),
-              config.layout.cross_rank, config.layout.cross_size);
+  auto context = Connect(config, device, abort_switch, generation,
+                         CrossPrefix(config, generation),
+                         config.layout.cross_rank, config.layout.cross_size);
   if (!context.ok()) return context.status();
   for (const SocketId& socket : NewConnectedSockets(before)) {
     sockets->push_back(socket);

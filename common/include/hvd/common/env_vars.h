@@ -8,9 +8,8 @@ namespace hvd::common::env_vars {
 inline constexpr char kHorovodLogLevel[] = "HOROVOD_LOG_LEVEL";
 // Same as HOROVOD_LOG_LEVEL; wins when both are set.
 inline constexpr char kHvdLogLevel[] = "HVD_LOG_LEVEL";
-// The per-job secret (hex). hvdrun keeps it; with the etcd backend it is
-// also in the worker's environment, where it seals the workers' values in
-// etcd. Never on a command line.
+// The per-job secret (hex). hvdrun keeps it; workers never get it. Never
+// on a command line (--job-secret-file names a file that holds it).
 inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
 // The worker's own key (hex; common/worker_key.h), set by hvdrun for each
 // worker: it signs the worker's requests to hvdrun, and hvdrun's to its
@@ -19,6 +18,13 @@ inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
 // inherit it, unless HVD_KEEP_WORKER_KEY is 1.
 inline constexpr char kHvdWorkerKey[] = "HVD_WORKER_KEY";
 inline constexpr char kHvdKeepWorkerKey[] = "HVD_KEEP_WORKER_KEY";
+// The etcd backend (common/worker_key.h, job_signing_key.h): the job
+// signing key's public half, with which workers check what hvdrun writes
+// to etcd; and, for a static job's workers only, the key from which each
+// generation's sealing key derives (taken out of the environment as
+// HVD_WORKER_KEY is).
+inline constexpr char kHvdJobPublicKey[] = "HVD_JOB_PUBLIC_KEY";
+inline constexpr char kHvdGenerationsKey[] = "HVD_GENERATIONS_KEY";
 // Address and port of the driver's rendezvous server.
 inline constexpr char kGlooRendezvousAddr[] = "HOROVOD_GLOO_RENDEZVOUS_ADDR";
 inline constexpr char kGlooRendezvousPort[] = "HOROVOD_GLOO_RENDEZVOUS_PORT";

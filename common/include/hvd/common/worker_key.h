@@ -44,12 +44,35 @@ struct WorkerIdentity {
 };
 
 // Parses an X-Hvd-Worker value: a decimal id from 1 without leading zeros,
-// '@', and a slot of 1-kMaxSlotBytes printable ASCII bytes. kUnauthenticated when malformed
-// (the server answers 401: the signature cannot be checked).
+// '@', and a slot of 1-kMaxSlotBytes printable ASCII bytes. kUnauthenticated
+// when malformed (the server answers 401: the signature cannot be checked).
 Result<WorkerIdentity> ParseWorkerIdentity(std::string_view header);
 
 // The key of `who` under `job_secret` (64 lower-case hex digits).
 std::string WorkerKey(std::string_view job_secret, const WorkerIdentity& who);
+
+// The etcd backend's keys for what workers write there (the Gloo addresses
+// and NCCL ids of a generation, sealed with etcd_seal.h):
+//   generations key = hex HMAC-SHA256(job secret, "hvd generations key")
+//   generation key  = hex HMAC-SHA256(generations key,
+//                                     "hvd generation key" "\n" GENERATION)
+// A member of generation G gets G's key in its check-in answer, wrapped
+// for it alone (WrapGenerationKey), so it can write for G and no other
+// generation. A static job's workers are the members of every generation
+// they start, and get the generations key (HVD_GENERATIONS_KEY).
+std::string GenerationsKey(std::string_view job_secret);
+std::string GenerationKey(std::string_view generations_key, int64_t generation);
+
+// `generation_key` (64 lower-case hex digits) one-time-padded, digit by
+// digit, with hex HMAC-SHA256(worker key, "hvd generation key wrap" "\n"
+// GENERATION): readable in the clear check-in answer only with the key of
+// the worker it was wrapped for. Unwrap undoes it; kUnauthenticated for
+// anything but 64 lower-case hex digits.
+std::string WrapGenerationKey(std::string_view worker_key, int64_t generation,
+                              std::string_view generation_key);
+Result<std::string> UnwrapGenerationKey(std::string_view worker_key,
+                                        int64_t generation,
+                                        std::string_view wrapped);
 
 // The identities and keys a server met lately, by X-Hvd-Worker value, so
 // that a worker's request costs one HMAC and no parsing, as one signed with

@@ -2,9 +2,10 @@
 // for the embedded backend, for a job whose rendezvous lives in etcd
 // (hvdrun --rendezvous-backend etcd; the runtime's gloo_contexts.cc).
 //
-// Every key is <prefix><key>, and every value is sealed (etcd_seal.h).
-// A writer without the secret can put keys into etcd, but a
-// value that does not verify is refused (gloo::InvalidOperationException
+// Every key is <prefix><key>, and every value is sealed (etcd_seal.h)
+// with `seal_key`, the key of the generation the prefix belongs to. A
+// writer without it can put keys into etcd, but a value that does not
+// verify is refused (gloo::InvalidOperationException
 // naming the key), never handed to Gloo; a value cannot be moved to
 // another key either.
 //
@@ -36,7 +37,7 @@ namespace hvd::rendezvous {
 
 class EtcdStore : public gloo::rendezvous::Store {
  public:
-  EtcdStore(EtcdOptions options, std::string secret, std::string prefix,
+  EtcdStore(EtcdOptions options, std::string seal_key, std::string prefix,
             std::chrono::milliseconds timeout);
 
   void set(const std::string& key, const std::vector<char>& data) override;
@@ -61,7 +62,7 @@ class EtcdStore : public gloo::rendezvous::Store {
   [[noreturn]] void Fail(common::Status status);
 
   EtcdClient etcd_;
-  const std::string secret_;
+  const std::string seal_key_;  // the generation's (worker_key.h)
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
   std::unordered_map<std::string, std::string> values_;  // by key, opened

@@ -47,6 +47,10 @@ struct ServerOptions {
   // for its wait, so size it above the number of workers; idle and
   // unauthenticated connections hold none.
   size_t threads = 128;
+  // The etcd backend: a worker's check-in answer carries its generation's
+  // key, wrapped for it (WorkerAssignment::generation_key), with which the
+  // members seal what they write to etcd.
+  bool generation_keys = false;
   // Deadlines, size limits and connection admission of the HTTP core. Its
   // body limit is set from limits.max_value_bytes (plus room for framing).
   common::HttpServerLimits http;
@@ -91,6 +95,7 @@ class RendezvousServer {
   void LogDenied(const common::WorkerIdentity& who, const std::string& answer);
 
   const ServerOptions options_;
+  const std::string generations_key_;  // with generation_keys only
   KvStore store_;
   ElasticBoard board_;
   ReportBoard reports_;

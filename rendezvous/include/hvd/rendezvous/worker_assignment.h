@@ -28,6 +28,9 @@ struct WorkerAssignment {
   // blacklisted"), and its hosts in rank order with their slots ("a:2").
   std::string reason;
   std::vector<std::string> hosts;
+  // With the etcd backend: the generation's key (common/worker_key.h),
+  // wrapped for the worker that checked in; "" otherwise.
+  std::string generation_key;
 };
 
 // A generation's reason is cut to this many bytes (ShortReason).
@@ -37,8 +40,9 @@ inline constexpr size_t kMaxReasonBytes = 200;
 // UTF-8 character boundary, and "...", within the bound.
 std::string ShortReason(const std::string& reason);
 
-// The check-in answer's JSON, both ways. `reason` and `hosts` may be
-// missing (empty); a reason beyond kMaxReasonBytes is cut (ShortReason).
+// The check-in answer's JSON, both ways. `reason`, `hosts` and
+// `generation_key` may be missing (empty); a reason beyond kMaxReasonBytes is
+// cut (ShortReason).
 std::string EncodeAssignment(const WorkerAssignment& assignment);
 common::Result<WorkerAssignment> DecodeAssignment(const std::string& json);
 

@@ -24,16 +24,18 @@ inline constexpr char kDynamicTimeline[] = "DYNAMIC";
 // autotune start from it too.
 using common::kDefaultFusionThreshold;
 
-// HVD_WORKER_KEY: read from the environment and removed from it unless
-// HVD_KEEP_WORKER_KEY is 1; when the environment no longer has it, the key
-// this process read last (an elastic reset reads the config again).
-// `removed` says whether this call removed it, for the Python layer to drop
-// its own copy of the environment's entry.
-struct ProcessWorkerKey {
-  std::string key;
-  bool removed = false;
+// The keys hvdrun gave this process (HVD_WORKER_KEY, and a static etcd
+// job's HVD_GENERATIONS_KEY): read from the environment and removed from it
+// unless HVD_KEEP_WORKER_KEY is 1; when the environment no longer has one,
+// the value this process read last (an elastic reset reads the config
+// again). `removed` names the variables this call removed, for the Python
+// layer to drop its own copies of the environment's entries.
+struct ProcessKeys {
+  std::string worker_key;
+  std::string generations_key;
+  std::vector<std::string> removed;
 };
-ProcessWorkerKey TakeWorkerKey();
+ProcessKeys TakeProcessKeys();
 
 struct RuntimeConfig {
   // This worker's place in the job (HOROVOD_RANK, _SIZE, ...; in elastic
@@ -55,9 +57,18 @@ struct RuntimeConfig {
   std::string worker_key;
   std::string slot;
   common::WorkerIdentity identity() const { return {worker_id, slot}; }
-  // The job secret: with the etcd backend only, where it seals the values
-  // workers write to etcd (EtcdStore, LeadingDriverAddress).
-  std::string secret;
+  // The etcd backend (common/worker_key.h, job_signing_key.h): the job's
+  // public key, which checks the leading hvdrun's address there
+  // (HVD_JOB_PUBLIC_KEY); and what seals the Gloo keys this worker writes
+  // there: a static job's generations key (HVD_GENERATIONS_KEY), or the key
+  // of the generation an elastic worker joined, from its check-in answer.
+  std::string job_public_key;
+  std::string generations_key;
+  std::string generation_key;
+  int64_t generation_key_of = -1;
+  // The key that seals `generation`'s values in etcd; kPermissionDenied
+  // when this worker holds none for it (not a member).
+  common::Result<std::string> EtcdSealKey(int64_t generation) const;
   // With the etcd backend (HVD_RENDEZVOUS_BACKEND=etcd): the etcd cluster
   // and the job's prefix in it, where the Gloo contexts meet. Unset: they
   // meet in the rendezvous server.

@@ -43,7 +43,7 @@ class Gpus;
 class ElasticWorker {
  public:
   // Starts the notification server on config.bind_address (an ephemeral port),
-  // accepting messages signed with config.secret.
+  // accepting messages signed with config.worker_key.
   static common::Result<std::unique_ptr<ElasticWorker>> Start(
       const RuntimeConfig& config);
   ~ElasticWorker();

@@ -37,12 +37,14 @@ Result<UniqueId> DecodeId(const std::string& key, const std::string& bytes) {
 
 // With the etcd backend the id goes where the Gloo keys go: into etcd,
 // not to the leading hvdrun's server, which a takeover replaces.
-IdExchange EtcdIdExchange(const RuntimeConfig& config, std::string key) {
-  return [options = *config.etcd, secret = config.secret,
+IdExchange EtcdIdExchange(const RuntimeConfig& config, int64_t generation,
+                          std::string key) {
+  return [options = *config.etcd, seal_key = config.EtcdSealKey(generation),
           prefix = config.etcd_prefix + kGlooScope + "/", key,
           wait =
               config.start_timeout](const UniqueId* made) -> Result<UniqueId> {
-    rendezvous::EtcdStore store(options, secret, prefix, wait);
+    if (!seal_key.ok()) return seal_key.status().WithContext(key);
+    rendezvous::EtcdStore store(options, *seal_key, prefix, wait);
     try {
       if (made != nullptr) {
         store.set(key,
@@ -65,7 +67,7 @@ IdExchange EtcdIdExchange(const RuntimeConfig& config, std::string key) {
 IdExchange StoreIdExchange(const RuntimeConfig& config, int64_t generation,
                            const std::string& communicator) {
   const std::string key = IdKey(generation, communicator);
-  if (config.etcd) return EtcdIdExchange(config, key);
+  if (config.etcd) return EtcdIdExchange(config, generation, key);
   common::HttpClientOptions options = config.DriverClientOptions();
   const auto wait = config.start_timeout;
   return [options, key, wait](const UniqueId* made) -> Result<UniqueId> {
