@@ -5,14 +5,15 @@
 # Compiling hvd: hvdrun, the runtime, the Python extension.
 hvd_build_packages=(g++ cmake ninja-build pkg-config lld
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libssl-dev
-  libcli11-dev libyaml-cpp-dev libboost-dev python3-dev pybind11-dev)
+  libcli11-dev libyaml-cpp-dev libboost-dev python3-dev pybind11-dev
+  libmunge-dev)
 # Running a job, on every node of an installed hvd too (docs/install.md):
 # the Python that imports hvd with Debian's torch and numpy, the libraries
 # hvdrun and the extension load (test_install checks the list against
 # them), and the ssh client that reaches other hosts.
 hvd_run_packages=(python3 python3-numpy python3-torch openssh-client
   libgloo0 libcpp-httplib0.11 libssl3 libspdlog1.10 libfmt9 libyaml-cpp0.7
-  libstdc++6)
+  libmunge2 libstdc++6)
 # Building and installing hvd's wheel into a venv (docs/install.md).
 hvd_wheel_packages=(python3-pip python3-setuptools python3-wheel python3-venv)
 # The C++ unit tests.
@@ -23,9 +24,10 @@ hvd_pytest_packages=(python3-pytest python3-pytest-xdist python3-cryptography
 # The test bed of network-namespace hosts with their own sshd
 # (scripts/cluster/), for the tests and the cluster demo.
 hvd_bed_packages=(openssh-server openssh-client iproute2)
-# The Slurm test cluster over the bed (scripts/cluster/slurm-up.sh).
+# The Slurm test cluster over the bed (scripts/cluster/slurm-up.sh), and
+# tcpdump, which captures its steps' traffic (test_slurm_sealed.py).
 hvd_slurm_packages=(slurmctld slurmd slurm-client slurmdbd munge
-  mariadb-server)
+  mariadb-server tcpdump)
 # etcd: the member the C++ client's tests start, and the cluster over the
 # bed (scripts/cluster/etcd-up.sh). The openssl tool, which makes the
 # certificates of the client's TLS test, comes with the build packages.

@@ -78,6 +78,54 @@ TEST(RemoteLaunchTest, RefusesWhatIsNotAWholeMessage) {
                    .ok());
 }
 
+TEST(RemoteLaunchTest, FramesSayWhetherTheBodyIsSealed) {
+  const std::string plain = FrameLaunch(LaunchSeal::kPlain, "abc");
+  EXPECT_EQ(plain, "3\nabc");
+  const std::string sealed = FrameLaunch(LaunchSeal::kMunge, "MUNGE:xyz:");
+  EXPECT_EQ(sealed, "munge 10\nMUNGE:xyz:");
+  // Control bytes after the frame are left alone.
+  for (const auto& [frame, seal] : {std::pair{plain, LaunchSeal::kPlain},
+                                    std::pair{sealed, LaunchSeal::kMunge}}) {
+    auto parsed = ParseLaunchFrame(frame + std::string("\0\0", 2));
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    ASSERT_TRUE(parsed->has_value());
+    EXPECT_EQ((*parsed)->seal, seal);
+    EXPECT_EQ(frame.substr((*parsed)->body_at, (*parsed)->body_size),
+              seal == LaunchSeal::kPlain ? "abc" : "MUNGE:xyz:");
+  }
+  // The plain encoding is the plain frame of the payload.
+  RemoteLaunch launch{"/w", {{"A", "1"}}, {"true"}, "", 0};
+  EXPECT_EQ(EncodeRemoteLaunch(launch),
+            FrameLaunch(LaunchSeal::kPlain, EncodeRemoteLaunchPayload(launch)));
+}
+
+TEST(RemoteLaunchTest, AFrameNotWholeYetAsksForMore) {
+  const std::string sealed = FrameLaunch(LaunchSeal::kMunge, "MUNGE:xyz:");
+  for (size_t cut = 0; cut < sealed.size(); ++cut) {
+    auto parsed = ParseLaunchFrame(sealed.substr(0, cut));
+    ASSERT_TRUE(parsed.ok()) << cut << ": " << parsed.status().message();
+    EXPECT_FALSE(parsed->has_value()) << cut;
+  }
+}
+
+TEST(RemoteLaunchTest, RefusesMalformedLengthLines) {
+  for (const char* bad :
+       {"\nabc", "munge \nabc", "-3\nabc", "+3\nabc", " 3\nabc", "3 \nabc",
+        "munge  3\nabc", "MUNGE 3\nabc", "sealed 3\nabc", "0x3\nabc",
+        "99999999999999999999999\n", "67108865\n", "munge 67108865\n"}) {
+    EXPECT_FALSE(ParseLaunchFrame(bad).ok()) << bad;
+  }
+  // The bound itself is a length (the body is not whole yet).
+  auto at_bound = ParseLaunchFrame("67108864\n");
+  ASSERT_TRUE(at_bound.ok());
+  EXPECT_FALSE(at_bound->has_value());
+  // No newline: more bytes are awaited only while a length line could
+  // still be valid.
+  EXPECT_TRUE(ParseLaunchFrame("munge 1234").ok());
+  EXPECT_FALSE(ParseLaunchFrame(std::string(64, '1')).ok());
+  EXPECT_FALSE(ParseLaunchFrame("hvd-remote-launch 2 and more text").ok());
+}
+
 TEST(RemoteLaunchTest, ForwardsTheJobsVariablesNotTheLaunchingSessions) {
   for (const char* kept :
        {"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "HOME", "MY_SETTING",

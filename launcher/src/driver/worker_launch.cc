@@ -12,6 +12,7 @@
 #include "process/remote_launch.h"
 #include "remote/adopt_socket.h"
 #include "remote/launch_backend.h"
+#include "remote/munge_seal.h"
 #include "remote/remote_guard.h"
 #include "remote/srun.h"
 
@@ -21,6 +22,22 @@ namespace hvd::launcher {
 
 using common::Result;
 using common::Status;
+
+namespace {
+
+// The framed launch message: sealed through munged at `munge_socket` when
+// there is one. Never in clear then: no munged, no launch.
+Result<std::string> LaunchMessage(
+    const RemoteLaunch& launch,
+    const std::optional<std::string>& munge_socket) {
+  const std::string payload = EncodeRemoteLaunchPayload(launch);
+  if (!munge_socket) return FrameLaunch(LaunchSeal::kPlain, payload);
+  auto sealed = MungeSeal(payload, *munge_socket);
+  if (!sealed.ok()) return sealed.status();
+  return FrameLaunch(LaunchSeal::kMunge, *sealed);
+}
+
+}  // namespace
 
 Result<LaunchContext> MakeLaunchContext(DriverEndpoint endpoint) {
   LaunchContext context;
@@ -53,19 +70,24 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
   } else {
     // An adoptable worker here runs under the remote guard too, without
     // ssh (guard.h), so it outlives this hvdrun as a remote one does.
+    // Sealed where the tool carries the message in clear (srun); the
+    // guard here reads it from a pipe.
+    const std::optional<std::string> munge_socket =
+        here ? std::nullopt : backend->MungeSealSocket();
     const std::vector<std::string> guard = RemoteGuardArgv(
         context.hvdrun_path, config.stop_grace, config.remote_silence,
         std::chrono::duration_cast<std::chrono::milliseconds>(
-            config.start_timeout));
+            config.start_timeout),
+        munge_socket);
     auto remote = here ? Result<std::vector<std::string>>(guard)
                        : backend->Command(slot.host, guard, kWorkerStepName);
     if (!remote.ok()) {
       worker = remote.status();
     } else {
       // The remote worker's environment, directory and command go to the
-      // remote guard in the launch message; ssh or srun itself gets
-      // hvdrun's own environment, without the secret. The guard here has
-      // that environment already.
+      // remote guard in the launch message; ssh itself gets hvdrun's own
+      // environment, without the secret, and srun none (srun.h). The
+      // guard here has that environment already.
       std::vector<std::string> environment;
       for (char** entry = environ; *entry != nullptr; ++entry) {
         environment.emplace_back(*entry);
@@ -77,13 +99,18 @@ Result<WorkerProcess> LaunchWorker(const SlotAssignment& slot,
         launch.adopt_name = AdoptSocketName(config.job_id, worker_id);
         launch.adopt_grace_ms = config.adopt_grace.count();
       }
-      worker = SpawnGuard(
-          slot,
-          GuardCommand(context.hvdrun_path, config.stop_grace,
-                       here ? GuardMode::kAdoptableHere : GuardMode::kRemote,
-                       *remote),
-          {}, EncodeRemoteLaunch(launch));
-      if (worker.ok()) worker->adoptable = adoptable;
+      Result<std::string> message = LaunchMessage(launch, munge_socket);
+      if (!message.ok()) {
+        worker = message.status();
+      } else {
+        worker = SpawnGuard(
+            slot,
+            GuardCommand(context.hvdrun_path, config.stop_grace,
+                         here ? GuardMode::kAdoptableHere : GuardMode::kRemote,
+                         *remote),
+            {}, *message);
+        if (worker.ok()) worker->adoptable = adoptable;
+      }
     }
   }
   if (!worker.ok()) {

@@ -13,6 +13,8 @@ using common::Status;
 namespace {
 
 constexpr char kTag[] = "hvd-remote-launch 2";
+// Starts a sealed frame's length line; a plain one starts with a digit.
+constexpr char kMungeMarker[] = "munge ";
 
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -25,7 +27,7 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
 
 }  // namespace
 
-std::string EncodeRemoteLaunch(const RemoteLaunch& launch) {
+std::string EncodeRemoteLaunchPayload(const RemoteLaunch& launch) {
   std::string payload;
   auto field = [&payload](std::string_view text) {
     payload.append(text);
@@ -38,7 +40,61 @@ std::string EncodeRemoteLaunch(const RemoteLaunch& launch) {
   field(std::to_string(launch.env.size()));
   for (const auto& [name, value] : launch.env) field(name + "=" + value);
   for (const std::string& word : launch.argv) field(word);
-  return std::to_string(payload.size()) + "\n" + payload;
+  return payload;
+}
+
+std::string EncodeRemoteLaunch(const RemoteLaunch& launch) {
+  return FrameLaunch(LaunchSeal::kPlain, EncodeRemoteLaunchPayload(launch));
+}
+
+const char* LaunchSealName(LaunchSeal seal) {
+  return seal == LaunchSeal::kMunge ? "MUNGE-sealed" : "plain";
+}
+
+std::string FrameLaunch(LaunchSeal seal, std::string_view body) {
+  std::string frame = seal == LaunchSeal::kMunge ? kMungeMarker : "";
+  frame += std::to_string(body.size());
+  frame += '\n';
+  frame.append(body);
+  return frame;
+}
+
+Result<std::optional<LaunchFrame>> ParseLaunchFrame(std::string_view input) {
+  // The longest valid length line: the marker and 20 digits.
+  constexpr size_t kLongestLine = sizeof(kMungeMarker) - 1 + 20;
+  const size_t newline = input.find('\n');
+  if (newline == std::string_view::npos) {
+    if (input.size() > kLongestLine) {
+      return Status::InvalidArgument(
+          "the launch message has no length line (is the other end "
+          "hvdrun?)");
+    }
+    return std::optional<LaunchFrame>();
+  }
+  std::string_view line = input.substr(0, newline);
+  LaunchFrame frame;
+  if (StartsWith(line, kMungeMarker)) {
+    frame.seal = LaunchSeal::kMunge;
+    line.remove_prefix(sizeof(kMungeMarker) - 1);
+  }
+  // Decimal digits only (no sign, no space), bounded before it can wrap.
+  size_t size = 0;
+  bool valid = !line.empty();
+  for (char c : line) {
+    if (c < '0' || c > '9' || size > kMaxRemoteLaunchBytes) {
+      valid = false;
+      break;
+    }
+    size = size * 10 + static_cast<size_t>(c - '0');
+  }
+  if (!valid || size > kMaxRemoteLaunchBytes) {
+    return Status::InvalidArgument(
+        "the launch message's length line is malformed");
+  }
+  frame.body_at = newline + 1;
+  frame.body_size = size;
+  if (input.size() - frame.body_at < size) return std::optional<LaunchFrame>();
+  return std::optional<LaunchFrame>(frame);
 }
 
 Result<RemoteLaunch> DecodeRemoteLaunch(std::string_view payload) {

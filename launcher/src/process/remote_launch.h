@@ -1,4 +1,5 @@
-// What crosses ssh to start a remote worker, and the byte stream after it.
+// What crosses ssh (or srun) to start a remote worker, and the byte stream
+// after it.
 //
 // The remote command line is only `exec <hvdrun> --hvd-internal-remote-guard
 // ...`: the worker's working directory, environment (the job secret
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,15 +34,42 @@ struct RemoteLaunch {
   int64_t adopt_grace_ms = 0;
 };
 
-// "<payload bytes>\n<payload>": the payload is NUL-terminated fields (a
-// tag with the format's version, the directory, the adoption's socket
-// name and grace, the count of variables, each as NAME=VALUE, then the
-// command's words).
+// The payload: NUL-terminated fields (a tag with the format's version,
+// the directory, the adoption's socket name and grace, the count of
+// variables, each as NAME=VALUE, then the command's words).
+std::string EncodeRemoteLaunchPayload(const RemoteLaunch& launch);
+// The payload, framed plain: "<payload bytes>\n<payload>".
 std::string EncodeRemoteLaunch(const RemoteLaunch& launch);
-// The payload after the length line. kInvalidArgument names what is wrong.
+// The payload. kInvalidArgument names what is wrong.
 common::Result<RemoteLaunch> DecodeRemoteLaunch(std::string_view payload);
-// Bound on the payload a remote guard accepts.
+// Bound on the body a remote guard accepts.
 inline constexpr size_t kMaxRemoteLaunchBytes = 64u << 20;
+
+// How the message's body holds the payload. A frame's length line says
+// which, so a guard can refuse the kind it must not take (remote_guard.h):
+//   kPlain  "<body bytes>\n<body>"        the body is the payload;
+//   kMunge  "munge <body bytes>\n<body>"  the body is a MUNGE credential
+//           (remote/munge_seal.h) whose sealed content is the payload.
+enum class LaunchSeal { kPlain, kMunge };
+const char* LaunchSealName(LaunchSeal seal);
+
+// `body` framed as `seal`.
+std::string FrameLaunch(LaunchSeal seal, std::string_view body);
+
+// Where a frame's body lies in the bytes read so far.
+struct LaunchFrame {
+  LaunchSeal seal = LaunchSeal::kPlain;
+  size_t body_at = 0;
+  size_t body_size = 0;
+};
+// The frame at the start of `input`, which may hold bytes after it (the
+// control bytes): nullopt while the length line or the body is not whole
+// yet; kInvalidArgument when the length line is malformed or over
+// kMaxRemoteLaunchBytes, or longer than any valid one (so a stream
+// without a newline is refused early). Pure: the bytes are untrusted
+// (tests/fuzz/launch_frame_fuzz.cc).
+common::Result<std::optional<LaunchFrame>> ParseLaunchFrame(
+    std::string_view input);
 
 // Control bytes after the message: 0 is a heartbeat, 1-64 a signal.
 inline constexpr unsigned char kHeartbeatByte = 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ class LaunchBackend {
   virtual common::Result<std::vector<std::string>> Command(
       const std::string& host, const std::vector<std::string>& words,
       const std::string& step_name) const = 0;
+
+  // How a worker's launch message crosses the tool: nullopt, in plain
+  // (ssh encrypts it); else sealed with MUNGE through munged's socket at
+  // that path (empty: libmunge's default), because the tool carries it in
+  // clear (srun). The guard's command line says the same (remote_guard.h).
+  virtual std::optional<std::string> MungeSealSocket() const {
+    return std::nullopt;
+  }
 
   // The tool, for messages: "ssh", "srun".
   virtual const char* tool() const = 0;

@@ -23,6 +23,7 @@
 #include "process/remote_launch.h"
 #include "remote/adopt_socket.h"
 #include "remote/adoptable_guard.h"
+#include "remote/munge_seal.h"
 
 extern char** environ;
 
@@ -32,11 +33,17 @@ using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> RemoteGuardArgv(
     const std::string& hvdrun_path, std::chrono::milliseconds grace,
-    std::chrono::milliseconds silence,
-    std::chrono::milliseconds start_timeout) {
-  return {hvdrun_path, kRemoteGuardFlag, std::to_string(grace.count()),
-          std::to_string(silence.count()),
-          std::to_string(start_timeout.count())};
+    std::chrono::milliseconds silence, std::chrono::milliseconds start_timeout,
+    const std::optional<std::string>& munge_socket) {
+  std::vector<std::string> argv = {
+      hvdrun_path, kRemoteGuardFlag, std::to_string(grace.count()),
+      std::to_string(silence.count()), std::to_string(start_timeout.count())};
+  if (munge_socket) {
+    argv.push_back(kMungeSealWord);
+    argv.push_back(munge_socket->empty() ? kDefaultMungeSocketWord
+                                         : *munge_socket);
+  }
+  return argv;
 }
 
 namespace {
@@ -47,13 +54,21 @@ namespace {
   std::exit(1);
 }
 
-// Reads the launch message from standard input by `deadline`. Bytes that
-// follow it in the same reads are control bytes, left in `rest`.
-RemoteLaunch ReadLaunch(Clock::time_point deadline, std::string& rest) {
+// What the guard's command line says it takes (remote_guard.h).
+struct Expected {
+  LaunchSeal seal = LaunchSeal::kPlain;
+  std::string munge_socket;  // empty: libmunge's default
+};
+
+// Reads the launch message from standard input by `deadline`, unsealing
+// it as `expected` says. Bytes that follow it in the same reads are
+// control bytes, left in `rest`.
+RemoteLaunch ReadLaunch(Clock::time_point deadline, const Expected& expected,
+                        std::string& rest) {
   std::string input;
-  std::optional<size_t> payload_at, payload_size;
+  std::optional<LaunchFrame> frame;
   char buffer[65536];
-  while (!payload_size || input.size() < *payload_at + *payload_size) {
+  while (!frame) {
     pollfd fd{STDIN_FILENO, POLLIN, 0};
     if (poll(&fd, 1, MillisUntil(deadline)) == 0) {
       Die("no launch message from hvdrun within the start timeout");
@@ -62,25 +77,30 @@ RemoteLaunch ReadLaunch(Clock::time_point deadline, std::string& rest) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) Die("hvdrun's connection ended before the launch message");
     input.append(buffer, static_cast<size_t>(n));
-    if (!payload_at) {
-      size_t newline = input.find('\n');
-      if (newline == std::string::npos) {
-        if (input.size() > 32) Die("the launch message has no length line");
-        continue;
-      }
-      char* end = nullptr;
-      unsigned long long size = std::strtoull(input.c_str(), &end, 10);
-      if (end != input.c_str() + newline || size > kMaxRemoteLaunchBytes) {
-        Die("the launch message's length line is malformed");
-      }
-      payload_at = newline + 1;
-      payload_size = size;
-    }
+    auto parsed = ParseLaunchFrame(input);
+    if (!parsed.ok()) Die(parsed.status().message());
+    frame = *parsed;
   }
-  auto launch = DecodeRemoteLaunch(
-      std::string_view(input).substr(*payload_at, *payload_size));
+  if (frame->seal != expected.seal) {
+    Die(std::string("refused a ") + LaunchSealName(frame->seal) +
+        " launch message: this guard takes only a " +
+        LaunchSealName(expected.seal) + " one" +
+        (expected.seal == LaunchSeal::kMunge
+             ? " (a Slurm step's guard: srun carries its input in clear, so "
+               "no one may start a worker by writing to it; is the other "
+               "end this job's hvdrun, of the same version?)"
+             : " (is the other end this job's hvdrun, of the same "
+               "version?)"));
+  }
+  std::string payload = input.substr(frame->body_at, frame->body_size);
+  if (frame->seal == LaunchSeal::kMunge) {
+    auto unsealed = MungeUnseal(payload, expected.munge_socket);
+    if (!unsealed.ok()) Die(unsealed.status().message());
+    payload = std::move(*unsealed);
+  }
+  auto launch = DecodeRemoteLaunch(payload);
   if (!launch.ok()) Die(launch.status().message());
-  rest = input.substr(*payload_at + *payload_size);
+  rest = input.substr(frame->body_at + frame->body_size);
   return std::move(*launch);
 }
 
@@ -103,7 +123,13 @@ std::vector<std::string> WorkerEnviron(const EnvList& env) {
 }  // namespace
 
 int RemoteGuardMain(int argc, char** argv) {
-  if (argc != 5) {
+  Expected expected;
+  if (argc == 7 && std::strcmp(argv[5], kMungeSealWord) == 0) {
+    expected.seal = LaunchSeal::kMunge;
+    if (std::strcmp(argv[6], kDefaultMungeSocketWord) != 0) {
+      expected.munge_socket = argv[6];
+    }
+  } else if (argc != 5) {
     std::fprintf(stderr, "hvdrun remote guard: bad arguments (internal use)\n");
     return 2;
   }
@@ -120,7 +146,8 @@ int RemoteGuardMain(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   std::string control;
-  RemoteLaunch launch = ReadLaunch(Clock::now() + start_timeout, control);
+  RemoteLaunch launch =
+      ReadLaunch(Clock::now() + start_timeout, expected, control);
   if (chdir(launch.working_dir.c_str()) != 0) {
     Die("cannot enter the working directory " + launch.working_dir + ": " +
         std::strerror(errno) +

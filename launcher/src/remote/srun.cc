@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "slurm/slurm_auth.h"
 #include "slurm/slurm_jobs.h"
 
 namespace hvd::launcher {
@@ -12,16 +13,16 @@ std::vector<std::string> SrunArgs(const std::string& node,
                                   const LaunchConfig& config) {
   // Explicit counts: srun would otherwise take the batch step's
   // SLURM_NTASKS, SLURM_NTASKS_PER_NODE, ... from the environment.
-  std::vector<std::string> srun = {"srun",
-                                   "--jobid=" + job_id,
-                                   "--job-name=" + step_name,
-                                   "--nodelist=" + node,
-                                   "--nodes=1",
-                                   "--ntasks=1",
-                                   "--ntasks-per-node=1",
-                                   "--overlap",
-                                   "--kill-on-bad-exit=0",
-                                   "--input=all"};
+  std::vector<std::string> srun = {
+      "srun", "--jobid=" + job_id, "--job-name=" + step_name,
+      "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--ntasks-per-node=1",
+      "--overlap", "--kill-on-bad-exit=0", "--input=all",
+      // srun would send its own environment
+      // (hvdrun's: the job's variables) in
+      // clear in the step's launch request;
+      // the sealed launch message carries
+      // them instead.
+      "--export=NONE"};
   if (config.slurm && config.slurm->cpus_per_task) {
     srun.push_back("--cpus-per-task=" +
                    std::to_string(*config.slurm->cpus_per_task));
@@ -30,6 +31,10 @@ std::vector<std::string> SrunArgs(const std::string& node,
 }
 
 namespace {
+
+// `scontrol show config`, once per hvdrun: a stuck slurmctld must not
+// hold the first launch longer.
+constexpr std::chrono::milliseconds kSlurmConfigTimeout{10000};
 
 class SrunBackend : public LaunchBackend {
  public:
@@ -53,6 +58,11 @@ class SrunBackend : public LaunchBackend {
     std::vector<std::string> argv = SrunArgs(host, *job, step_name, config_);
     argv.insert(argv.end(), words.begin(), words.end());
     return argv;
+  }
+
+  // srun carries the step's standard input in clear TCP to slurmstepd.
+  std::optional<std::string> MungeSealSocket() const override {
+    return SlurmMungeSocket(kSlurmConfigTimeout);
   }
 
   const char* tool() const override { return "srun"; }

@@ -19,9 +19,10 @@ inline constexpr char kHostCheckStepName[] = "hvd-host-check";
 // task on `node` in job `job_id`'s allocation, sharing its resources with
 // the steps already there (--overlap: hvdrun's own batch step and the
 // other workers), with the job's CPUs per task (SLURM_CPUS_PER_TASK) so
-// Slurm binds it as it would bind a task of the job, and nothing of the
-// secret: the worker's environment travels on the
-// step's standard input, as over ssh (remote_launch.h).
+// Slurm binds it as it would bind a task of the job, and none of hvdrun's
+// environment (--export=NONE: Slurm's launch request is not encrypted):
+// the worker's environment travels on the step's standard input, sealed
+// with MUNGE (remote_launch.h, munge_seal.h).
 std::vector<std::string> SrunArgs(const std::string& node,
                                   const std::string& job_id,
                                   const std::string& step_name,
