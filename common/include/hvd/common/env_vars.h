@@ -8,8 +8,9 @@ namespace hvd::common::env_vars {
 inline constexpr char kHorovodLogLevel[] = "HOROVOD_LOG_LEVEL";
 // Same as HOROVOD_LOG_LEVEL; wins when both are set.
 inline constexpr char kHvdLogLevel[] = "HVD_LOG_LEVEL";
-// The per-job secret (hex). hvdrun keeps it; workers never get it. Never
-// on a command line (--job-secret-file names a file that holds it).
+// What older hvdruns called the job secret in workers' environments: hvd
+// reads it nowhere now (workers get keys derived from the secret), and
+// hvdrun never forwards one from its own environment.
 inline constexpr char kHvdSecretKey[] = "HVD_SECRET_KEY";
 // The worker's own key (hex; common/worker_key.h), set by hvdrun for each
 // worker: it signs the worker's requests to hvdrun, and hvdrun's to its
