@@ -9,9 +9,7 @@
 #include <memory>
 
 namespace hvd::common {
-namespace {
-
-std::string ToHex(const unsigned char* data, size_t size) {
+std::string LowerHex(const unsigned char* data, size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex(size * 2, '0');
   for (size_t i = 0; i < size; ++i) {
@@ -20,6 +18,8 @@ std::string ToHex(const unsigned char* data, size_t size) {
   }
   return hex;
 }
+
+namespace {
 
 // Fetching the algorithm is the slow part of an OpenSSL 3 MAC; do it once.
 EVP_MAC* HmacAlgorithm() {
@@ -38,7 +38,7 @@ Result<std::string> NewJobSecret() {
   if (RAND_bytes(bytes.data(), bytes.size()) != 1) {
     return Status::Internal("OpenSSL RAND_bytes could not make a job secret");
   }
-  return ToHex(bytes.data(), bytes.size());
+  return LowerHex(bytes.data(), bytes.size());
 }
 
 namespace {
@@ -68,7 +68,7 @@ std::string HmacParts(std::string_view key,
   ok = ok && EVP_MAC_final(ctx.get(), out, &out_len, sizeof(out)) == 1;
   // Only an OpenSSL without SHA-256 fails here; an empty signature then
   // matches nothing, so requests are refused rather than accepted.
-  return ok ? ToHex(out, out_len) : std::string();
+  return ok ? LowerHex(out, out_len) : std::string();
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ Result<std::string> NewNonce() {
   if (RAND_bytes(bytes.data(), bytes.size()) != 1) {
     return Status::Internal("OpenSSL RAND_bytes could not make a nonce");
   }
-  return ToHex(bytes.data(), bytes.size());
+  return LowerHex(bytes.data(), bytes.size());
 }
 
 std::string Sha256Hex(std::string_view data) {
@@ -123,7 +123,7 @@ std::string Sha256Hex(std::string_view data) {
     // As for the HMAC: an empty digest matches nothing.
     return std::string();
   }
-  return ToHex(digest, size);
+  return LowerHex(digest, size);
 }
 
 std::string SignRequest(std::string_view secret, std::string_view method,

@@ -6,6 +6,8 @@
 #include <array>
 #include <optional>
 
+#include "hvd/common/hmac.h"
+
 namespace hvd::common {
 
 namespace {
@@ -13,16 +15,6 @@ namespace {
 constexpr size_t kSeedBytes = 32;
 constexpr size_t kPublicBytes = 32;
 constexpr size_t kSignatureBytes = 64;
-
-std::string Hex(const unsigned char* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(size * 2, '0');
-  for (size_t i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
-}
 
 // 2N lower-case hex digits as N bytes; nullopt for anything else.
 template <size_t N>
@@ -73,7 +65,7 @@ Result<JobSigningKey> JobSigningKey::FromSecret(std::string_view job_secret) {
   }
   JobSigningKey made;
   made.key_ = std::move(key);
-  made.public_key_ = Hex(public_bytes, kPublicBytes);
+  made.public_key_ = LowerHex(public_bytes, kPublicBytes);
   return made;
 }
 
@@ -90,7 +82,7 @@ std::string JobSigningKey::Sign(std::string_view message) const {
       size != kSignatureBytes) {
     return "";
   }
-  return Hex(signature, kSignatureBytes);
+  return LowerHex(signature, kSignatureBytes);
 }
 
 Status VerifyJobSignature(std::string_view public_key, std::string_view message,

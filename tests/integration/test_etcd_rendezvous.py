@@ -10,6 +10,7 @@ import signal
 import time
 
 from conftest import ROOT, free_port, rank_lines, untimed, wait_until
+from test_control_plane_attack import environ_of
 from test_elastic import Scenario, check_consistent_finish
 from test_status import get, status_url
 
@@ -144,12 +145,6 @@ def test_an_elastic_job_recovers_from_a_kill_through_etcd(
     check_consistent_finish(s, 2)
     assert "host 127.0.0.1 blacklisted" in result.stderr
     assert etcd.keys("/hvd/jobs/kill/") == []
-
-
-def environ_of(pid):
-    """The environment process `pid` started with."""
-    entries = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-    return dict(e.decode().split("=", 1) for e in entries if b"=" in e)
 
 
 def test_a_workers_keys_cannot_move_the_address_its_peers_follow(

@@ -64,6 +64,12 @@ def leader_on(host, args, s, slots, hvdrun, tmp_path, job, extra=()):
     return leader, standby
 
 
+def show_leader(leader):
+    """What the leader (over ssh) said so far, for a failed test's report
+    (pytest shows what a failed test printed)."""
+    print("--- the leader's stderr so far\n" + leader.text("stderr"))
+
+
 def test_a_standby_takes_a_killed_leaders_job_over_without_a_reset(
         bed, bed_etcd, hvdrun, tmp_path):
     _, endpoints = bed_etcd
@@ -141,6 +147,9 @@ def test_a_crash_of_the_leaders_host_that_ran_workers_is_a_failure(
             "adopting 6 of 6 workers" in l, "the standby taking over",
             stream="stderr", timeout=40)
         result = standby.finish(timeout=180)
+    except BaseException:
+        show_leader(leader)
+        raise
     finally:
         leader.proc.kill()
     assert result.returncode == 0, result.stdout + result.stderr
@@ -238,6 +247,9 @@ def test_a_partitioned_leader_changes_nothing_once_its_lease_is_gone(
         bed.ctl("heal", leader_host)
         old = leader.finish(timeout=60)
         result = standby.finish(timeout=180)
+    except BaseException:
+        show_leader(leader)
+        raise
     finally:
         leader.proc.kill()
     assert result.returncode == 0, result.stdout + result.stderr

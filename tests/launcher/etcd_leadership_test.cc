@@ -114,6 +114,28 @@ TEST_F(EtcdLeadershipTest, AStandbyTakesOverAndTheOldLeaderIsFencedOff) {
   EXPECT_EQ(etcd_b.Range("/hvd/job-2/generation")->at(0).value, "b");
 }
 
+// A leader that gives its lead back writes nothing more (a standby whose
+// takeover failed must not delete the job's keys), and another hvdrun
+// leads next.
+TEST_F(EtcdLeadershipTest, AResignedLeaderWritesNothingMore) {
+  EtcdClient etcd_a(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+  EtcdClient etcd_b(testing::EtcdOptionsFor({member_.client_port()}, 500ms));
+  EtcdLeadership a(&etcd_a, "/hvd/job-4/", "hvdrun a", Fast());
+  ASSERT_TRUE(PollUntil(
+      {&a}, [&] { return a.policy().role() == LeaderRole::kLeader; }));
+  ASSERT_TRUE(a.FencedWrite({Put("/hvd/job-4/generation", "a")}).ok());
+  EXPECT_FALSE(a.resigned());
+  a.Resign();
+  EXPECT_TRUE(a.resigned());
+  auto after = a.FencedWrite({Put("/hvd/job-4/generation", "late")});
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().code(), common::Code::kAborted);
+  EtcdLeadership b(&etcd_b, "/hvd/job-4/", "hvdrun b", Fast());
+  ASSERT_TRUE(PollUntil(
+      {&b}, [&] { return b.policy().role() == LeaderRole::kLeader; }));
+  EXPECT_EQ(etcd_b.Range("/hvd/job-4/generation")->at(0).value, "a");
+}
+
 // etcd without quorum for longer than the lease: the leader steps down,
 // and its revoke fails. When the quorum is back, etcd's new raft leader
 // renews every lease, so the leader key is still there, this hvdrun's own

@@ -580,7 +580,10 @@ void EtcdJob::Finish() {
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
-  if (leadership_.policy().role() == LeaderRole::kLeader) {
+  // A standby that gave the lead back (its takeover failed) leaves the
+  // job's keys: they were never its to delete.
+  if (leadership_.policy().role() == LeaderRole::kLeader &&
+      !leadership_.resigned()) {
     Write({DeletePrefix(prefix_)}, "deleting the job's keys");
   }
   leadership_.Resign();

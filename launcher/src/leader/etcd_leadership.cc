@@ -130,12 +130,13 @@ std::vector<LeaderAction> EtcdLeadership::Poll() {
 }
 
 void EtcdLeadership::Resign() {
+  resigned_ = true;
   if (policy_.lease() != 0) (void)etcd_->RevokeLease(policy_.lease());
 }
 
 Result<EtcdTxnResult> EtcdLeadership::FencedWrite(
     const std::vector<EtcdOp>& ops) {
-  if (policy_.role() != LeaderRole::kLeader) {
+  if (policy_.role() != LeaderRole::kLeader || resigned_) {
     return Status::Aborted("this hvdrun does not lead the job (" + leader_key_ +
                            " is not its own)");
   }

@@ -42,8 +42,10 @@ class EtcdLeadership {
       const std::vector<rendezvous::EtcdOp>& ops);
 
   // Gives the lease back, which ends the lead at once (a standby need not
-  // wait for it to expire); best effort, for an hvdrun that is done.
+  // wait for it to expire); best effort, for an hvdrun that is done. No
+  // fenced write follows: the job's keys are no longer this hvdrun's.
   void Resign();
+  bool resigned() const { return resigned_; }
 
   const LeadershipPolicy& policy() const { return policy_; }
   const std::string& leader_key() const { return leader_key_; }
@@ -58,6 +60,7 @@ class EtcdLeadership {
   const std::string leader_key_;
   const std::string identity_;
   const LeadershipSettings settings_;
+  bool resigned_ = false;
   LeadershipPolicy policy_;
   std::vector<LeaderAction> pending_notices_;  // from fenced writes
 };

@@ -41,6 +41,9 @@ Result<std::string> NewJobSecret();
 // A fresh nonce: 16 bytes from OpenSSL's CSPRNG, as 32 hex digits.
 Result<std::string> NewNonce();
 
+// `size` bytes as 2 * size lower-case hex digits.
+std::string LowerHex(const unsigned char* data, size_t size);
+
 // Lower-case hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 
