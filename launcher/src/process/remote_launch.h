@@ -2,8 +2,9 @@
 // after it.
 //
 // The remote command line is only `exec <hvdrun> --hvd-internal-remote-guard
-// ...`: the worker's working directory, environment (the job secret
-// included) and command travel on ssh's standard input as one message, so
+// ...`: the worker's working directory, environment (its own key
+// included) and command travel on the tool's standard input as one
+// message (sealed with MUNGE under srun, which carries it in clear), so
 // no value is on a command line on either host, none needs shell quoting,
 // and no size limit of a single argument applies. After the message the
 // same stream carries control bytes from the local guard: a heartbeat
