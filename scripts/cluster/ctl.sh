@@ -34,8 +34,19 @@ case "$command" in
   add) bed_add_host ;;
   crash)
     needs_host
-    # Processes may fork while they die: repeat until the namespace is empty.
+    # A machine that loses power stops every process at once; SIGKILL to
+    # one pid after another would let a process that dies later see the
+    # others die first and act on it (an hvdrun that fails its job as its
+    # ssh clients die). So stop them all first: once the list is the same
+    # after a round of SIGSTOP, nothing can fork any more.
     deadline=$((SECONDS + 10))
+    stopped=""
+    while pids="$(ip netns pids "$host")" && [ -n "$pids" ] && [ "$pids" != "$stopped" ]; do
+      [ $SECONDS -lt $deadline ] || bed_die "processes of $host kept forking for 10 s: $pids"
+      kill -STOP $pids 2>/dev/null || true
+      stopped="$pids"
+    done
+    # Processes may fork while they die: repeat until the namespace is empty.
     while pids="$(ip netns pids "$host")" && [ -n "$pids" ]; do
       [ $SECONDS -lt $deadline ] || bed_die "processes of $host survived SIGKILL for 10 s: $pids"
       kill -9 $pids 2>/dev/null || true
