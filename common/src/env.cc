@@ -18,6 +18,13 @@ std::string GetEnvString(const char* name, const std::string& fallback) {
   return GetEnv(name).value_or(fallback);
 }
 
+std::string_view TrimBlanks(std::string_view text) {
+  constexpr std::string_view kBlanks = " \t\r\n";
+  const size_t begin = text.find_first_not_of(kBlanks);
+  if (begin == std::string_view::npos) return {};
+  return text.substr(begin, text.find_last_not_of(kBlanks) - begin + 1);
+}
+
 Result<int64_t> ParseInt(const std::string& text, const std::string& what,
                          int64_t min, int64_t max) {
   errno = 0;

@@ -64,5 +64,12 @@ TEST_F(EnvTest, ParsesSeconds) {
   EXPECT_FALSE(GetEnvSeconds(kName, std::chrono::milliseconds(0)).ok());
 }
 
+TEST(TrimBlanksTest, OnlyTheEndsLoseTheirBlanks) {
+  EXPECT_EQ(TrimBlanks(" \t a b \r\n"), "a b");
+  EXPECT_EQ(TrimBlanks("ab"), "ab");
+  EXPECT_EQ(TrimBlanks(" \t\r\n"), "");
+  EXPECT_EQ(TrimBlanks(""), "");
+}
+
 }  // namespace
 }  // namespace hvd::common

@@ -13,24 +13,13 @@ namespace hvd::launcher {
 using common::Result;
 using common::Status;
 
-namespace {
-
-std::string Trim(const std::string& s) {
-  size_t begin = s.find_first_not_of(" \t\r");
-  if (begin == std::string::npos) return "";
-  size_t end = s.find_last_not_of(" \t\r");
-  return s.substr(begin, end - begin + 1);
-}
-
-}  // namespace
-
 Result<std::vector<HostSlots>> ParseDiscoveryOutput(const std::string& output,
                                                     int default_slots) {
   HostListBuilder hosts;
   std::istringstream lines(output);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
-    line = Trim(line);
+    line = std::string(common::TrimBlanks(line));
     if (line.empty()) continue;
     auto added =
         hosts.Add(line, default_slots, "line " + std::to_string(number));

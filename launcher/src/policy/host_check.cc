@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "hvd/common/env.h"
 #include "job/worker_env.h"
 
 namespace hvd::launcher {
@@ -13,13 +14,6 @@ using common::Result;
 using common::Status;
 
 namespace {
-
-std::string Trim(const std::string& text) {
-  const char* blanks = " \t\r\n";
-  size_t begin = text.find_first_not_of(blanks);
-  if (begin == std::string::npos) return "";
-  return text.substr(begin, text.find_last_not_of(blanks) - begin + 1);
-}
 
 bool IsIPv4(const std::string& text) {
   in_addr ignored{};
@@ -44,7 +38,7 @@ Result<std::vector<NetworkInterface>> ParseHostCheckAnswer(
   bool marked = false;
   std::vector<NetworkInterface> interfaces;
   while (std::getline(lines, line)) {
-    line = Trim(line);
+    line = std::string(common::TrimBlanks(line));
     if (!marked) {
       marked = line == kHostCheckMarker;
       continue;
@@ -168,7 +162,7 @@ std::string LastLine(const std::string& text, size_t max_chars) {
   std::istringstream lines(text);
   std::string line, last;
   while (std::getline(lines, line)) {
-    line = Trim(line);
+    line = std::string(common::TrimBlanks(line));
     if (!line.empty()) last = line;
   }
   if (last.size() > max_chars)

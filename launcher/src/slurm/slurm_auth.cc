@@ -7,19 +7,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "hvd/common/env.h"
 #include "process/bounded_run.h"
 
 namespace hvd::launcher {
 
 namespace {
-
-std::string_view Trim(std::string_view text) {
-  const char* space = " \t\r";
-  size_t begin = text.find_first_not_of(space);
-  if (begin == std::string_view::npos) return {};
-  size_t end = text.find_last_not_of(space);
-  return text.substr(begin, end - begin + 1);
-}
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -40,13 +33,14 @@ std::optional<std::string> SocketOption(std::string_view value) {
   std::optional<std::string> socket;
   while (!value.empty()) {
     size_t comma = value.find(',');
-    std::string_view option = Trim(value.substr(0, comma));
+    std::string_view option = common::TrimBlanks(value.substr(0, comma));
     value = comma == std::string_view::npos ? std::string_view()
                                             : value.substr(comma + 1);
     size_t eq = option.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string_view path = Trim(option.substr(eq + 1));
-    if (EqualsIgnoringCase(Trim(option.substr(0, eq)), "socket") &&
+    std::string_view path = common::TrimBlanks(option.substr(eq + 1));
+    if (EqualsIgnoringCase(common::TrimBlanks(option.substr(0, eq)),
+                           "socket") &&
         !path.empty()) {
       socket = std::string(path);
     }
@@ -63,14 +57,15 @@ std::optional<std::string> MungeSocketFromSlurmConfig(std::string_view text) {
     std::string_view line = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view()
                                          : text.substr(end + 1);
-    line = Trim(line.substr(0, line.find('#')));
+    line = common::TrimBlanks(line.substr(0, line.find('#')));
     size_t eq = line.find('=');
     if (eq == std::string_view::npos ||
-        !EqualsIgnoringCase(Trim(line.substr(0, eq)), "AuthInfo")) {
+        !EqualsIgnoringCase(common::TrimBlanks(line.substr(0, eq)),
+                            "AuthInfo")) {
       continue;
     }
     // A later line replaces an earlier one, options and all.
-    socket = SocketOption(Trim(line.substr(eq + 1)));
+    socket = SocketOption(common::TrimBlanks(line.substr(eq + 1)));
   }
   return socket;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "hvd/common/status.h"
 
@@ -31,6 +32,10 @@ Result<bool> GetEnvBool(const char* name, bool fallback);
 // Non-negative seconds, fractions allowed ("2", "0.5").
 Result<std::chrono::milliseconds> GetEnvSeconds(
     const char* name, std::chrono::milliseconds fallback);
+
+// `text` without the spaces, tabs, carriage returns and newlines at its
+// ends (a line of a file or of a program's output, before it is parsed).
+std::string_view TrimBlanks(std::string_view text);
 
 // Parsers behind the readers, usable on any string (CLI values, tests).
 // `what` names the source in the error message.
