@@ -376,6 +376,18 @@ def bed():
         the_bed.down()
 
 
+@pytest.fixture
+def slurm(bed):
+    """A Slurm over the bed (test_slurm.Slurm); call slurm.up() after
+    bed.up(N)."""
+    from test_slurm import Slurm
+    cluster = Slurm(bed)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
 def etcdctl(endpoints, *args, timeout=2):
     """etcd's own client on `endpoints` (comma-separated URLs)."""
     return subprocess.run(

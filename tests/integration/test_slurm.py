@@ -105,16 +105,6 @@ class Slurm:
             return None
 
 
-@pytest.fixture
-def slurm(bed):
-    """A Slurm over the bed; call slurm.up() after bed.up(N)."""
-    cluster = Slurm(bed)
-    try:
-        yield cluster
-    finally:
-        cluster.down()
-
-
 def hvdrun_line(*args):
     return shlex.join([str(HVDRUN), *map(str, args)])
 

@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from conftest import HVDRUN, wait_until
-from test_slurm import PYTHON, Slurm
+from test_slurm import PYTHON
 
 WORKER = (pathlib.Path(__file__).resolve().parent / "workers" /
           "sealed_launch_worker.py")
@@ -52,15 +52,6 @@ echo "replay exit $?"
 printf '3\\nabc' | /usr/bin/srun "${{words[@]}}" >plain.out 2>&1
 echo "plain exit $?"
 """
-
-
-@pytest.fixture
-def slurm(bed):
-    cluster = Slurm(bed)
-    try:
-        yield cluster
-    finally:
-        cluster.down()
 
 
 class Capture:
