@@ -48,8 +48,16 @@ Result<std::string> MungeSeal(std::string_view payload,
   // Only this user's processes can decode it: a guard of the job (same
   // uid) can; another user's process that reads it off the wire cannot.
   const uid_t uid = getuid();
-  munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, uid);
-  munge_ctx_set(ctx->get(), MUNGE_OPT_CIPHER_TYPE, MUNGE_CIPHER_AES128);
+  munge_err_t set = munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, uid);
+  if (set == EMUNGE_SUCCESS) {
+    set = munge_ctx_set(ctx->get(), MUNGE_OPT_CIPHER_TYPE, MUNGE_CIPHER_AES128);
+  }
+  if (set != EMUNGE_SUCCESS) {
+    return Status::Internal(
+        "MUNGE: cannot restrict the launch message to this user or encrypt "
+        "it: " +
+        Detail(ctx->get(), set));
+  }
   char* credential = nullptr;
   const munge_err_t err = munge_encode(&credential, ctx->get(), payload.data(),
                                        static_cast<int>(payload.size()));
